@@ -1,0 +1,51 @@
+"""ember: a deep-learning framework with PyTorch's API, on numpy (CPU) and cupy (CUDA).
+
+``import ember as torch`` runs PyTorch programs that use the parts ember implements.
+"""
+
+from ._dtype import (bfloat16, complex64, complex128, dtype, float16, float32, float64, get_default_dtype,
+                     int8, int16, int32, int64, promote_types, result_type, can_cast, set_default_dtype, uint8)
+from ._dtype import bool_ as bool  # noqa: A001  (torch.bool)
+from ._device import device
+from ._tensor import Size, Tensor
+from ._tensor_str import set_printoptions
+from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                                 set_grad_enabled)
+from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .ops import *  # noqa: F401,F403
+from . import autograd, ops, return_types  # noqa: F401
+
+half, float, double = float16, float32, float64  # noqa: A001
+short, int, long = int16, int32, int64  # noqa: A001
+cfloat, cdouble = complex64, complex128
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj) -> "builtins.bool":
+    return isinstance(obj, Tensor)
+
+
+def numel(input) -> "builtins.int":
+    return input.numel()
+
+
+def is_floating_point(input) -> "builtins.bool":
+    return input.dtype.is_floating_point
+
+
+def _lazy(name):
+    import importlib
+    return importlib.import_module(f".{name}", __name__)
+
+
+def __getattr__(name):
+    # subpackages that pull in more code load on first use
+    if name in ("nn", "optim", "utils", "cuda", "backends", "testing", "serialization", "hub"):
+        return _lazy(name)
+    if name in ("save", "load"):
+        return getattr(_lazy("serialization"), name)
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")
+
+
+import builtins  # noqa: E402

@@ -1,0 +1,88 @@
+"""ember.device: where a tensor lives ("cpu" or "cuda:N")."""
+
+from __future__ import annotations
+
+import threading
+
+__all__ = ["device"]
+
+_TYPES = ("cpu", "cuda")
+
+
+class device:
+    """A device, as torch.device: ``device("cpu")``, ``device("cuda:0")``, ``device("cuda", 1)``.
+
+    Usable as a context manager that sets the default device of factory functions.
+    Raises RuntimeError for an unknown device string, as torch does.
+    """
+
+    __slots__ = ("type", "index", "_prev")
+
+    def __new__(cls, type_or_str="cpu", index: int | None = None):
+        if isinstance(type_or_str, device):
+            return type_or_str
+        if isinstance(type_or_str, int):
+            type_or_str, index = "cuda", type_or_str
+        text = str(type_or_str)
+        kind, _, idx = text.partition(":")
+        if kind not in _TYPES or (idx and not idx.isdigit()):
+            raise RuntimeError(
+                f"Expected one of cpu, cuda device type at start of device string: {text}")
+        if idx:
+            if index is not None:
+                raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {text}")
+            index = int(idx)
+        key = (kind, index)
+        cached = _CACHE.get(key)
+        if cached is not None:
+            return cached
+        self = object.__new__(cls)
+        self.type, self.index = kind, index
+        _CACHE[key] = self
+        return self
+
+    def __repr__(self) -> str:
+        return f"device(type='{self.type}')" if self.index is None else \
+            f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except RuntimeError:
+                return False
+        return isinstance(other, device) and self.type == other.type and self.index == other.index
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return (device, (str(self),))
+
+    def __enter__(self):
+        stack = _default.__dict__.setdefault("stack", [])
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _default.stack.pop()
+
+
+_CACHE: dict = {}
+_default = threading.local()
+CPU = device("cpu")
+
+
+def default_device() -> device:
+    stack = getattr(_default, "stack", None)
+    return stack[-1] if stack else CPU
+
+
+def to_device(obj) -> device:
+    """device of an argument that may be None (the default device), a str, an int or a device."""
+    if obj is None:
+        return default_device()
+    return device(obj)

@@ -1,0 +1,441 @@
+"""The Tensor: an array plus autograd state. No math here: methods forward to ``ops``."""
+
+from __future__ import annotations
+
+import numpy
+
+from . import _dtype as D
+from ._device import CPU
+
+__all__ = ["Tensor", "Size"]
+
+
+class Size(tuple):
+    """torch.Size: a tuple of ints with ``numel()``."""
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self) -> str:
+        return f"ember.Size([{', '.join(map(str, self))}])"
+
+    def __getitem__(self, item):
+        r = tuple.__getitem__(self, item)
+        return Size(r) if isinstance(item, slice) else r
+
+
+class Tensor:
+    """A multi-dimensional array on a device, with define-by-run autograd.
+
+    Holds the backend array (a numpy or cupy array, possibly a view of a base tensor's
+    array), its ember dtype, and the autograd state: ``requires_grad``, ``grad``,
+    ``grad_fn`` and a version counter shared by every view of the same memory.
+    """
+
+    __slots__ = ("_data", "dtype", "_requires_grad", "grad", "grad_fn", "_output_nr", "_vc",
+                 "_base", "_view_fn", "_acc", "_retains_grad", "__weakref__")
+
+    # ndarray + Tensor hands the op to ember instead of numpy broadcasting over objects.
+    __array_ufunc__ = None
+    __array_priority__ = 1000
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("use ember.tensor(data) or a factory such as ember.zeros(...) to make a tensor")
+
+    # ---- metadata -------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.dtype.itemsize * int(self._data.size)
+
+    @property
+    def device(self):
+        if type(self._data) is numpy.ndarray:
+            return CPU
+        from .backends import backend_of_array
+        return backend_of_array(self._data).device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return self.dtype.is_complex
+
+    def get_device(self) -> int:
+        d = self.device
+        return -1 if d.type == "cpu" else d.index
+
+    def stride(self, dim: int | None = None):
+        """Strides in elements, as torch counts them (numpy counts bytes)."""
+        item = self._data.itemsize
+        strides = tuple(s // item for s in self._data.strides)
+        if any(n == 1 for n in self._data.shape):
+            # numpy may give size-1 dims any stride; torch gives the contiguous one
+            strides = tuple(_contiguous_strides(self._data.shape)[i] if n == 1 else s
+                            for i, (s, n) in enumerate(zip(strides, self._data.shape)))
+        return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
+
+    def storage_offset(self) -> int:
+        """Offset of the first element from the start of the base tensor's memory, in elements."""
+        if self._base is None:
+            return 0
+        return (_address(self._data) - _address(self._base._data)) // self._data.itemsize
+
+    def data_ptr(self) -> int:
+        return _address(self._data)
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return self._data.flags.c_contiguous or self._data.size <= 1 or \
+            self.stride() == _contiguous_strides(self._data.shape)
+
+    # ---- autograd state -------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self.grad_fn is not None:
+            if not value:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a "
+                    "computed variable in a subgraph that doesn't require differentiation use "
+                    "var_no_grad = var.detach().")
+            return
+        if value and not (self.dtype.is_floating_point or self.dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    @property
+    def data(self) -> "Tensor":
+        """This tensor's values without autograd history; shares memory, not the version counter."""
+        return _make(self._data, self.dtype)
+
+    @data.setter
+    def data(self, other: "Tensor") -> None:
+        self._data, self.dtype = other._data, other.dtype
+
+    def detach(self) -> "Tensor":
+        """A tensor sharing memory and version counter, outside the graph."""
+        t = _make(self._data, self.dtype)
+        t._vc = self._vc
+        return t
+
+    def detach_(self) -> "Tensor":
+        self.grad_fn, self._requires_grad = None, False
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if self.grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        if self._retains_grad:
+            return
+        self._retains_grad = True
+        import weakref
+        ref = weakref.ref(self)
+
+        def keep(grad):
+            t = ref()
+            if t is not None:
+                if t.grad is None:
+                    t.grad = grad.detach() if not _STATE.enabled else grad
+                else:
+                    t.grad = t.grad + grad
+        self.grad_fn._add_tensor_hook(self._output_nr, keep)
+
+    @property
+    def retains_grad(self) -> bool:
+        return bool(self._retains_grad)
+
+    def register_hook(self, hook):
+        """``hook(grad)`` runs when this tensor's gradient is computed; it may return a new one."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        from .autograd.graph import edge
+        node, nr = edge(self)
+        return node._add_tensor_hook(nr, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        """Accumulate d(self)/d(leaf) into each leaf's ``.grad`` (see ember.autograd.backward)."""
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    @property
+    def _base_tensor(self):
+        return self._base
+
+    # ---- conversion -----------------------------------------------------------------
+    def numpy(self, *, force: bool = False):
+        """The values as a numpy array sharing memory (CPU tensors only)."""
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if type(self._data) is not numpy.ndarray:
+            if not force:
+                raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() "
+                                "to copy the tensor to host memory first.")
+            return self._data.get()
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self._data if type(self._data) is numpy.ndarray else self._data.get()
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def item(self):
+        """The single value as a Python number; RuntimeError unless numel() == 1."""
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        v = self._data.reshape(()).item() if type(self._data) is numpy.ndarray else self._data.item()
+        return float(v) if self.dtype.name == "bfloat16" else v
+
+    def tolist(self):
+        if self.dtype.name == "bfloat16":
+            return numpy.asarray(self.__array__(), dtype=numpy.float32).tolist()
+        return self.__array__().tolist()
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating_point or self.dtype.is_complex or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0 and spec:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec) if spec else repr(self)
+
+    def __deepcopy__(self, memo):
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol at the moment.")
+        new = _make(self._data.copy(), self.dtype)
+        new._requires_grad = self._requires_grad
+        if self.grad is not None:
+            new.grad = self.grad.__deepcopy__(memo)
+        if type(self) is not Tensor:
+            new = type(self)._from_tensor(new)
+        memo[id(self)] = new
+        return new
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (self.__array__().copy(), self.dtype.name, self._requires_grad))
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return "ember." + {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+                               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+                               "bool": "BoolTensor"}.get(self.dtype.name, self.dtype.name)
+        return self.to(dtype)
+
+    # ---- operators ------------------------------------------------------------------
+    def __add__(self, other): return _ops.add(self, other)
+    def __radd__(self, other): return _ops.add(self, other)
+    def __iadd__(self, other): return _ops.add_(self, other)
+    def __sub__(self, other): return _ops.sub(self, other)
+    def __rsub__(self, other): return _ops.rsub(self, other)
+    def __isub__(self, other): return _ops.sub_(self, other)
+    def __mul__(self, other): return _ops.mul(self, other)
+    def __rmul__(self, other): return _ops.mul(self, other)
+    def __imul__(self, other): return _ops.mul_(self, other)
+    def __truediv__(self, other): return _ops.div(self, other)
+    def __rtruediv__(self, other): return _ops.div(_ops.scalar_like(other, self), self)
+    def __itruediv__(self, other): return _ops.div_(self, other)
+    def __floordiv__(self, other): return _ops.floor_divide(self, other)
+    def __rfloordiv__(self, other): return _ops.floor_divide(_ops.scalar_like(other, self), self)
+    def __mod__(self, other): return _ops.remainder(self, other)
+    def __rmod__(self, other): return _ops.remainder(_ops.scalar_like(other, self), self)
+    def __pow__(self, other): return _ops.pow(self, other)
+    def __rpow__(self, other): return _ops.pow(_ops.scalar_like(other, self), self)
+    def __ipow__(self, other): return _ops.pow_(self, other)
+    def __matmul__(self, other): return _ops.matmul(self, other)
+    def __rmatmul__(self, other): return _ops.matmul(other, self)
+    def __neg__(self): return _ops.neg(self)
+    def __pos__(self): return self
+    def __abs__(self): return _ops.abs(self)
+    def __invert__(self): return _ops.bitwise_not(self)
+    def __and__(self, other): return _ops.bitwise_and(self, other)
+    def __rand__(self, other): return _ops.bitwise_and(self, other)
+    def __or__(self, other): return _ops.bitwise_or(self, other)
+    def __ror__(self, other): return _ops.bitwise_or(self, other)
+    def __xor__(self, other): return _ops.bitwise_xor(self, other)
+    def __rxor__(self, other): return _ops.bitwise_xor(self, other)
+    def __eq__(self, other): return _ops.eq(self, other)
+    def __ne__(self, other): return _ops.ne(self, other)
+    def __lt__(self, other): return _ops.lt(self, other)
+    def __le__(self, other): return _ops.le(self, other)
+    def __gt__(self, other): return _ops.gt(self, other)
+    def __ge__(self, other): return _ops.ge(self, other)
+    def __getitem__(self, index): return _ops.getitem(self, index)
+    def __setitem__(self, index, value): _ops.setitem(self, index, value)
+
+    @property
+    def T(self):
+        return _ops.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self):
+        return _ops.transpose(self, -2, -1)
+
+    @classmethod
+    def _from_tensor(cls, t):
+        return t
+
+
+def _contiguous_strides(shape) -> tuple:
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _address(arr) -> int:
+    if type(arr) is numpy.ndarray:
+        return arr.__array_interface__["data"][0]
+    return arr.data.ptr
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def _make(arr, dtype) -> Tensor:
+    """A fresh tensor around ``arr`` (no checks: the hot path of every op)."""
+    t = object.__new__(Tensor)
+    t._data = arr
+    t.dtype = dtype
+    t._requires_grad = False
+    t.grad = t.grad_fn = t._base = t._view_fn = t._acc = None
+    t._output_nr = 0
+    t._retains_grad = False
+    t._vc = [0]
+    return t
+
+
+def _rebuild(arr, dtype_name, requires_grad):
+    t = _make(arr, D._dtype_by_name(dtype_name))
+    t._requires_grad = requires_grad
+    return t
+
+
+# Tensor methods that are the functions of the same name with the tensor first.
+METHODS = """
+abs abs_ neg neg_ negative exp exp_ log log_ log1p log2 log10 expm1 sqrt sqrt_ rsqrt sin cos tan tanh tanh_
+sigmoid sigmoid_ relu relu_ pow pow_ clamp clamp_ clip clip_ clamp_min clamp_max where maximum minimum
+add add_ sub sub_ mul mul_ div div_ true_divide floor_divide remainder fmod sign square reciprocal floor ceil
+round trunc eq ne lt le gt ge eq_ logical_not logical_and logical_or bitwise_not bitwise_and bitwise_or
+bitwise_xor isnan isinf isfinite nan_to_num lerp addcmul addcdiv
+sum mean prod max min amax amin argmax argmin var std logsumexp norm all any cumsum
+view view_as reshape reshape_as flatten unflatten squeeze unsqueeze permute transpose t expand expand_as repeat
+split chunk unbind contiguous narrow select movedim flip
+gather scatter scatter_ scatter_add scatter_add_ index_select masked_fill masked_fill_ index_put_ index_put
+sort argsort topk matmul mm bmm mv dot
+to float double half bfloat16 long int short bool byte char type_as cpu cuda clone copy_ fill_ zero_
+new_tensor new_zeros new_ones new_full new_empty uniform_ normal_ bernoulli_ softmax log_softmax
+""".split()
+
+
+def _install_methods() -> None:
+    # A plain function stored on the class is a method: no wrapper on the hot path.
+    for name in METHODS:
+        if name not in Tensor.__dict__:
+            setattr(Tensor, name, getattr(_ops, name))
+
+
+# Imported last: these modules import Tensor from here.
+from .autograd.grad_mode import STATE as _STATE  # noqa: E402
+from . import ops as _ops  # noqa: E402
+
+_install_methods()

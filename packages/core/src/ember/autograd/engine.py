@@ -1,0 +1,148 @@
+"""The backward engine.
+
+Iterative, no recursion: one depth-first walk counts, for every node that leads to a
+wanted gradient, how many gradients will flow into it; a node runs once all of them have
+arrived, newest node first (as torch orders by sequence number).  Each gradient is
+brought back to its input's shape (summing broadcast dimensions) and dtype here, in one
+place, so gradient rules may return broadcast results.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from . import grad_mode
+from .graph import AccumulateGrad, edge
+
+__all__ = ["run_backward"]
+
+
+def _graph_order(roots):
+    """Nodes reachable from ``roots``, children before parents (post-order)."""
+    order, seen = [], set()
+    for root in roots:
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter(root.next_functions))]
+        while stack:
+            node, children = stack[-1]
+            for child, _ in children:
+                if child is not None and child not in seen:
+                    seen.add(child)
+                    stack.append((child, iter(child.next_functions)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
+def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
+                 inputs=None, accumulate: bool = True):
+    """Backpropagate ``grad_tensors`` from ``tensors``.
+
+    ``accumulate=True`` (``Tensor.backward``) adds into ``.grad`` of the leaves, or only of
+    ``inputs`` when given; ``accumulate=False`` (``autograd.grad``) returns the gradients
+    of ``inputs`` (None for an input the outputs do not depend on) and touches no ``.grad``.
+    """
+    from ..ops._helpers import add_grads, fit_grad
+
+    roots = []
+    for i, t in enumerate(tensors):
+        node, nr = edge(t)
+        if node is None:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn")
+        roots.append((node, nr))
+
+    targets = None
+    if inputs is not None:
+        targets = {}
+        for t in inputs:
+            node, nr = edge(t)
+            if node is None:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            targets.setdefault(node, set()).add(nr)
+
+    order = _graph_order([n for n, _ in roots])
+    if targets is not None:
+        needed = set()
+        for node in order:  # children come first, so their answer is known
+            if node in targets or any(c in needed for c, _ in node.next_functions if c is not None):
+                needed.add(node)
+    else:
+        needed = set(order)
+
+    deps = dict.fromkeys(needed, 0)
+    for node in needed:
+        for child, _ in node.next_functions:
+            if child in needed:
+                deps[child] += 1
+
+    buffers: dict = {}
+    for (node, nr), g in zip(roots, grad_tensors):
+        if node in needed:
+            buf = buffers.setdefault(node, [None] * node._num_outputs)
+            buf[nr] = g if buf[nr] is None else add_grads(buf[nr], g)
+
+    captured = {}
+    ready = [(-n._seq, n) for n in {n for n, _ in roots} if n in needed and deps[n] == 0]
+    heapq.heapify(ready)
+    with grad_mode.set_grad_enabled(create_graph):
+        while ready:
+            _, node = heapq.heappop(ready)
+            grads = buffers.pop(node, None) or [None] * node._num_outputs
+            grads = _run_pre_hooks(node, grads)
+            if targets is not None and node in targets:
+                for nr in targets[node]:
+                    captured[(node, nr)] = grads[nr]
+            is_sink = type(node) is AccumulateGrad
+            if is_sink and not accumulate:
+                continue
+            if is_sink and targets is not None and node not in targets:
+                continue
+            if all(g is None for g in grads):
+                results = (None,) * len(node.next_functions)
+            else:
+                results = node.apply(grads, retain_graph)
+                if node._post_hooks:
+                    for hook in node._post_hooks:
+                        new = hook(results, tuple(grads))
+                        if new is not None:
+                            results = tuple(new)
+            for (child, nr), g, meta in zip(node.next_functions, results, node._input_meta):
+                if child is None or child not in needed:
+                    continue
+                if g is not None:
+                    g = fit_grad(g, meta)
+                    buf = buffers.setdefault(child, [None] * child._num_outputs)
+                    buf[nr] = g if buf[nr] is None else add_grads(buf[nr], g)
+                deps[child] -= 1
+                if deps[child] == 0:
+                    heapq.heappush(ready, (-child._seq, child))
+
+    if not accumulate:
+        out = []
+        for t in inputs:
+            node, nr = edge(t)
+            out.append(captured.get((node, nr)))
+        return tuple(out)
+    return None
+
+
+def _run_pre_hooks(node, grads):
+    if node._tensor_pre_hooks:
+        grads = list(grads)
+        for nr, hooks in node._tensor_pre_hooks.items():
+            for hook in hooks:
+                if grads[nr] is not None:
+                    new = hook(grads[nr])
+                    if new is not None:
+                        grads[nr] = new
+    if node._pre_hooks:
+        for hook in node._pre_hooks:
+            new = hook(tuple(grads))
+            if new is not None:
+                grads = list(new)
+    return grads

@@ -1,0 +1,61 @@
+"""The CUDA backend: cupy arrays on one GPU. Imported only when a cuda tensor is made."""
+
+from __future__ import annotations
+
+from .._device import device
+
+
+class CupyBackend:
+    """Arrays on CUDA device ``index`` through cupy."""
+
+    def __init__(self, index: int):
+        try:
+            import cupy
+        except ImportError as e:
+            raise RuntimeError(
+                "ember was installed without CUDA support: install the 'cuda' extra (cupy-cuda12x)") from e
+        if index >= cupy.cuda.runtime.getDeviceCount():
+            raise RuntimeError(f"CUDA error: invalid device ordinal {index}")
+        self.xp = cupy
+        self.index = index
+        self.name = f"cuda:{index}"
+        self.device = device("cuda", index)
+
+    @staticmethod
+    def device_of(arr):
+        return device("cuda", arr.device.id)
+
+    def asarray(self, obj, dtype=None):
+        with self.xp.cuda.Device(self.index):
+            return self.xp.asarray(obj, dtype=dtype)
+
+    def to_host(self, arr):
+        return self.xp.asnumpy(arr)
+
+    def synchronize(self) -> None:
+        self.xp.cuda.Device(self.index).synchronize()
+
+    def scatter_add(self, target, index, values) -> None:
+        import cupyx
+        cupyx.scatter_add(target, index, values)
+
+    @property
+    def special(self):
+        import cupyx.scipy.special
+        return cupyx.scipy.special
+
+    @property
+    def linalg(self):
+        return self.xp.linalg
+
+    @property
+    def fft(self):
+        return self.xp.fft
+
+    def new_bit_generator(self, seed: int):
+        return self.xp.random.Generator(self.xp.random.XORWOW(seed))
+
+    def storage_dtype(self, d):
+        if d.name == "bfloat16":
+            raise TypeError("bfloat16 tensors are not supported on cuda by this backend (cupy has no bfloat16)")
+        return d.np

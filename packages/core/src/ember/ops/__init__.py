@@ -1,0 +1,32 @@
+"""Every op of ember, grouped by family; ``ember`` re-exports the public ones.
+
+The namespace is built from the functions each family module defines itself (not what
+it imports), so adding an op to a family is enough to publish it.
+"""
+
+from types import FunctionType as _Function
+
+from . import conversion, creation, elementwise, indexing, linalg, reduction, shape
+
+_FAMILIES = (conversion, creation, elementwise, indexing, linalg, reduction, shape)
+
+
+def _public(module):
+    for name, obj in vars(module).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(obj, _Function) and (obj.__module__ == module.__name__ or name.endswith("_")):
+            yield name, obj
+
+
+__all__ = []
+for _m in _FAMILIES:
+    for _name, _obj in _public(_m):
+        globals()[_name] = _obj
+        __all__.append(_name)
+# aliases defined as assignments (true_divide = div, ...)
+for _m in _FAMILIES:
+    for _name, _obj in vars(_m).items():
+        if not _name.startswith("_") and isinstance(_obj, _Function) and _name not in globals():
+            globals()[_name] = _obj
+            __all__.append(_name)

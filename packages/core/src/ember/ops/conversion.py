@@ -1,0 +1,100 @@
+"""dtype and device conversion: to, float, long, cpu, cuda, type_as, contiguous."""
+
+from __future__ import annotations
+
+from .. import _dtype as D
+from .._device import device as _device_cls
+from .._tensor import Tensor, _make
+from ..autograd.graph import record
+from ..backends import backend_for_device
+from ._helpers import be, needs_grad
+
+
+def _parse_to_args(args, kwargs):
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, D.dtype):
+            dtype = a
+        elif isinstance(a, (str, _device_cls, int)):
+            device = a
+        elif isinstance(a, bool):
+            pass
+        else:
+            dtype = D.to_dtype(a)
+    return dtype, device, copy
+
+
+def to(self, *args, **kwargs):
+    """Return self converted to a dtype and/or device (``to(dtype)``, ``to(device)``,
+    ``to(other)``, ``to(device, dtype)``); self when nothing changes and ``copy`` is False."""
+    dtype, device, copy = _parse_to_args(args, dict(kwargs))
+    dtype = D.to_dtype(dtype) if dtype is not None else self.dtype
+    src_be = be(self)
+    dst_be = backend_for_device(_device_cls(device)) if device is not None else src_be
+    if dtype is self.dtype and dst_be is src_be and not copy:
+        return self
+    arr = self._data
+    if dst_be is not src_be:
+        arr = dst_be.asarray(src_be.to_host(arr) if dst_be.name == "cpu" else arr)
+    if arr.dtype != dst_be.storage_dtype(dtype):
+        arr = arr.astype(dst_be.storage_dtype(dtype))
+    elif arr is self._data:
+        arr = arr.copy()
+    r = _make(arr, dtype)
+    if needs_grad(self) and (dtype.is_floating_point or dtype.is_complex):
+        record("ToCopyBackward0", _to_rule, (self,), r, (src_be.device,))
+    return r
+
+
+def _to_rule(g, device):
+    return g if g.device == device else to(g, device)
+
+
+def _caster(dtype, name):
+    def cast(self, memory_format=None):
+        return to(self, dtype)
+    cast.__name__ = name
+    cast.__doc__ = f"self.to({dtype})"
+    return cast
+
+
+float = _caster(D.float32, "float")
+double = _caster(D.float64, "double")
+half = _caster(D.float16, "half")
+bfloat16 = _caster(D.bfloat16, "bfloat16")
+long = _caster(D.int64, "long")
+int = _caster(D.int32, "int")
+short = _caster(D.int16, "short")
+char = _caster(D.int8, "char")
+byte = _caster(D.uint8, "byte")
+bool = _caster(D.bool_, "bool")
+
+
+def type_as(self, other):
+    return to(self, other.dtype)
+
+
+def cpu(self, memory_format=None):
+    return to(self, "cpu")
+
+
+def cuda(self, device=None, non_blocking=False, memory_format=None):
+    return to(self, _device_cls("cuda", device) if isinstance(device, type(0)) else (device or "cuda"))
+
+
+def contiguous(self, memory_format=None):
+    """self if already contiguous, else a contiguous copy (differentiable)."""
+    if self._data.flags.c_contiguous:
+        return self
+    r = _make(be(self).xp.ascontiguousarray(self._data), self.dtype)
+    if needs_grad(self):
+        record("CloneBackward0", lambda g: g, (self,), r)
+    return r

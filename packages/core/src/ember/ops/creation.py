@@ -1,0 +1,367 @@
+"""Factory functions: tensor, zeros, arange, rand... (no gradients flow into them)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy
+
+from .. import _dtype as D
+from .._device import to_device
+from .._tensor import Tensor, _make
+from ..backends import backend_for_device
+from ..random import default_generator
+from ._helpers import be
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace",
+           "logspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "rand", "randn",
+           "randint", "randperm", "normal", "rand_like", "randn_like", "randint_like", "new_tensor",
+           "new_zeros", "new_ones", "new_full", "new_empty", "scalar_tensor", "uniform_", "normal_",
+           "bernoulli_", "bernoulli", "multinomial"]
+
+
+def _size(size) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    try:
+        out = tuple(int(s) for s in size)
+    except TypeError:
+        raise TypeError(f"size must be a sequence of ints, got {size!r}") from None
+    if any(s < 0 for s in out):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(out)}: {list(out)}")
+    return out
+
+
+def _finish(arr, dtype: D.dtype, requires_grad: bool) -> Tensor:
+    t = _make(arr, dtype)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _infer_dtype(data) -> D.dtype:
+    """torch's inference for nested Python data: bool, then int64, then the default float."""
+    kinds = set()
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Tensor):
+            kinds.add(x.dtype)
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, bool) or isinstance(x, numpy.bool_):
+            kinds.add(D.bool_)
+        elif isinstance(x, numbers.Integral):
+            kinds.add(D.int64)
+        elif isinstance(x, numbers.Real):
+            kinds.add(D.get_default_dtype())
+        elif isinstance(x, numbers.Complex):
+            kinds.add(D.get_default_dtype().to_complex())
+        else:
+            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+    result = None
+    for k in kinds:
+        result = k if result is None else D.promote_types(result, k)
+    return result or D.get_default_dtype()
+
+
+def _host_array(data):
+    if isinstance(data, Tensor):
+        return data.__array__()
+    if isinstance(data, (list, tuple)):
+        return numpy.array([_host_array(x) if isinstance(x, (Tensor, list, tuple)) else x for x in data]) \
+            if any(isinstance(x, Tensor) for x in data) else numpy.array(data)
+    return data
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """A new tensor copying ``data`` (nested lists, numbers, numpy arrays, tensors).
+
+    dtype inference is torch's: Python floats give the default dtype (float32), ints give
+    int64, numpy arrays keep theirs.
+    """
+    if dtype is not None:
+        dtype = D.to_dtype(dtype)
+    if isinstance(data, numpy.ndarray):
+        dt = dtype or D.from_numpy_dtype(data.dtype)
+        arr = data
+    elif isinstance(data, Tensor):
+        dt = dtype or data.dtype
+        arr = data.__array__()
+    else:
+        if hasattr(data, "__array__") and not isinstance(data, (list, tuple, numbers.Number)):
+            arr = numpy.asarray(data)
+            dt = dtype or D.from_numpy_dtype(arr.dtype)
+        else:
+            dt = dtype or _infer_dtype(data)
+            arr = _host_array(data)
+    dev = to_device(device if device is not None else (data.device if isinstance(data, Tensor) else None))
+    arr = backend_for_device(dev).asarray(arr, dtype=dt.np)
+    if arr is data or (isinstance(data, numpy.ndarray) and numpy.shares_memory(arr, data)):
+        arr = arr.copy()
+    return _finish(arr, dt, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Like tensor(), but shares memory with a tensor or numpy array when no copy is needed."""
+    if isinstance(data, Tensor):
+        return data.to(dtype=dtype, device=device) if (dtype or device) else data
+    if isinstance(data, numpy.ndarray) and (device is None or to_device(device).type == "cpu"):
+        dt = D.to_dtype(dtype) if dtype is not None else D.from_numpy_dtype(data.dtype)
+        return _make(data if data.dtype == dt.np else data.astype(dt.np), dt)
+    return tensor(data, dtype=dtype, device=device)
+
+
+asarray = as_tensor
+
+
+def from_numpy(ndarray) -> Tensor:
+    """A CPU tensor sharing memory with ``ndarray`` (TypeError for unsupported dtypes)."""
+    if not isinstance(ndarray, numpy.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    return _make(ndarray, D.from_numpy_dtype(ndarray.dtype))
+
+
+def scalar_tensor(s, *, dtype=None, device=None) -> Tensor:
+    return full((), s, dtype=dtype or D.get_default_dtype(), device=device)
+
+
+def _factory(size, dtype, device, requires_grad, fill):
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    xp = backend_for_device(to_device(device)).xp
+    shape = _size(size)
+    arr = xp.empty(shape, dtype=dt.np) if fill is None else xp.full(shape, fill, dtype=dt.np)
+    return _finish(arr, dt, requires_grad)
+
+
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of zeros of shape ``size`` (default dtype float32)."""
+    return _factory(size, dtype, device, requires_grad, 0)
+
+
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    return _factory(size, dtype, device, requires_grad, 1)
+
+
+def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          memory_format=None, pin_memory=False) -> Tensor:
+    return _factory(size, dtype, device, requires_grad, None)
+
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor filled with ``fill_value``; its dtype is inferred from the value as torch does."""
+    if dtype is None:
+        dtype = D.result_type(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
+    return _factory(size if isinstance(size, (tuple, list)) else (size,), dtype, device, requires_grad,
+                    fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
+
+
+def _like(t: Tensor, dtype, device):
+    return (D.to_dtype(dtype) if dtype is not None else t.dtype,
+            device if device is not None else t.device)
+
+
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+    return zeros(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+    return ones(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    return empty(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad)
+
+
+def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 unless a bound is a float."""
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    if vals[2] == 0:
+        raise RuntimeError("step must be nonzero")
+    if (vals[1] - vals[0]) * vals[2] < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    dt = D.to_dtype(dtype) if dtype is not None else D.result_type(*vals)
+    n = max(math.ceil((vals[1] - vals[0]) / vals[2]), 0)
+    xp = backend_for_device(to_device(device)).xp
+    # computed in float64 / int64 then cast, as torch computes start + i * step
+    arr = (vals[0] + xp.arange(n, dtype=numpy.float64 if dt._category >= 2 else numpy.int64) * vals[2])
+    return _finish(arr.astype(dt.np), dt, requires_grad)
+
+
+def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    xp = backend_for_device(to_device(device)).xp
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    arr = xp.linspace(float(start), float(end), int(steps), dtype=numpy.float64)
+    return _finish(arr.astype(dt.np), dt, requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    lin = linspace(start, end, steps, dtype=D.float64, device=device)
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    return _finish((base ** lin._data).astype(dt.np), dt, requires_grad)
+
+
+def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    xp = backend_for_device(to_device(device)).xp
+    return _finish(xp.eye(n, m if m is not None else n, dtype=dt.np), dt, requires_grad)
+
+
+# ---- random factories ---------------------------------------------------------------
+
+def _gen(generator, device):
+    return (generator or default_generator(to_device(device))).bit_generator
+
+
+def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """Uniform samples on [0, 1)."""
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    arr = _gen(generator, device).random(_size(size), dtype=numpy.float64 if dt.itemsize > 4 else numpy.float32)
+    return _finish(arr.astype(dt.np, copy=False), dt, requires_grad)
+
+
+def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """Standard normal samples."""
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    arr = _gen(generator, device).standard_normal(_size(size), dtype=numpy.float64 if dt.itemsize > 4 else numpy.float32)
+    return _finish(arr.astype(dt.np, copy=False), dt, requires_grad)
+
+
+def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None,
+            device=None, requires_grad=False):
+    """Integers uniform on [low, high) (int64 by default). Called as randint(high, size) too."""
+    if size is None:
+        if high is None or not isinstance(high, (tuple, list)):
+            raise TypeError("randint() missing required argument 'size'")
+        low, high, size = 0, low, high
+    if high is None:
+        low, high = 0, low
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    dt = D.to_dtype(dtype) if dtype is not None else D.int64
+    arr = _gen(generator, device).integers(low, high, size=_size(size), dtype=numpy.int64)
+    return _finish(arr.astype(dt.np, copy=False), dt, requires_grad)
+
+
+def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """A random permutation of 0..n-1 (int64)."""
+    dt = D.to_dtype(dtype) if dtype is not None else D.int64
+    arr = _gen(generator, device).permutation(int(n))
+    return _finish(arr.astype(dt.np, copy=False), dt, requires_grad)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    dt, dev = _like(input, dtype, device)
+    return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+    dt, dev = _like(input, dtype, device)
+    return randint(low, high, input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
+           device=None, requires_grad=False):
+    """Normal samples; ``mean`` and ``std`` may be tensors (broadcast) or numbers with ``size``."""
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        like = mean if isinstance(mean, Tensor) else std
+        shape = numpy.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
+        if isinstance(std, Tensor) and (std._data < 0).any() or (not isinstance(std, Tensor) and std < 0):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        z = randn(shape, generator=generator, dtype=like.dtype, device=like.device)
+        return mean + z * std
+    if size is None:
+        raise TypeError("normal() with number arguments needs 'size'")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    arr = randn(size, generator=generator, dtype=dt, device=device)._data * std + mean
+    return _finish(arr.astype(dt.np, copy=False), dt, requires_grad)
+
+
+# ---- in-place samplers (used by nn.init) -------------------------------------------
+
+def _fill_random(t: Tensor, arr) -> Tensor:
+    from ._helpers import check_inplace
+    check_inplace(t)
+    t._data[...] = arr
+    t._vc[0] += 1
+    return t
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    """Fill with samples uniform on [a, b)."""
+    g = _gen(generator, self.device)
+    return _fill_random(self, g.uniform(a, b, size=self.shape))
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    g = _gen(generator, self.device)
+    return _fill_random(self, g.normal(mean, std, size=self.shape))
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    g = _gen(generator, self.device)
+    probs = p._data if isinstance(p, Tensor) else p
+    return _fill_random(self, g.random(self.shape) < probs)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """1 with probability ``input`` (or ``p``), else 0; same dtype as ``input``."""
+    g = _gen(generator, input.device)
+    probs = input._data if p is None else p
+    arr = (g.random(input.shape) < probs).astype(input.dtype.np)
+    return _make(be(input).xp.asarray(arr), input.dtype)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """Sample category indices from rows of non-negative weights (int64)."""
+    g = _gen(generator, input.device)
+    w = numpy.asarray(input.__array__(), dtype=numpy.float64)
+    rows = w.reshape(-1, w.shape[-1])
+    if (rows < 0).any() or not numpy.isfinite(rows).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if not replacement and num_samples > rows.shape[-1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    out = numpy.stack([g.choice(rows.shape[-1], size=num_samples, replace=replacement, p=r / r.sum()) for r in rows])
+    return _make(be(input).xp.asarray(out.reshape(w.shape[:-1] + (num_samples,)).astype(numpy.int64)), D.int64)

@@ -1,0 +1,678 @@
+"""Elementwise ops: arithmetic, comparison, logic and unary math, each with its gradient
+rule beside it.  Binary ops promote with torch's table (``_dtype.result_type``) before the
+array module sees the operands, so numpy's own promotion never decides a result dtype."""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+from .. import _dtype as D
+from .._tensor import Tensor, _make
+from ..autograd.graph import record
+from ._helpers import be, check_same_device, inplace, needs_grad, operand, wrap, _STATE
+
+_float_default = D.get_default_dtype
+
+
+# ---- binary machinery --------------------------------------------------------------
+
+def _promote(a, b) -> D.dtype:
+    if type(b) is Tensor and type(a) is Tensor and a.dtype is b.dtype:
+        return a.dtype
+    return D.result_type(a, b)
+
+
+def _xp(a, b):
+    t = a if isinstance(a, Tensor) else b
+    return be(t).xp
+
+
+def _binary(a, b, array_fn, dtype: D.dtype):
+    """Apply ``array_fn(xp, x, y)`` to the operands cast to ``dtype``."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and type(a._data) is not type(b._data):
+        check_same_device(a, b, "binary op")
+    xp = _xp(a, b)
+    return array_fn(xp, operand(a, dtype), operand(b, dtype))
+
+
+def scalar_like(x, like: Tensor) -> Tensor:
+    """A Python number as a 0-d tensor on ``like``'s device (keeps its weak dtype rank)."""
+    if isinstance(x, Tensor):
+        return x
+    d = D.result_type(x)
+    if d._category < like.dtype._category or (d._category == like.dtype._category):
+        d = like.dtype if d._category <= like.dtype._category else d
+    return _make(be(like).xp.asarray(x, dtype=d.np), d)
+
+
+# ---- arithmetic --------------------------------------------------------------------
+
+def add(input, other, *, alpha=1, out=None):
+    """input + alpha * other, broadcasting; dtype by torch's promotion."""
+    dt = _promote(input, other)
+    if alpha == 1:
+        r = wrap(_binary(input, other, lambda xp, x, y: xp.add(x, y), dt), dt)
+    else:
+        r = wrap(_binary(input, other, lambda xp, x, y: xp.add(x, xp.multiply(y, alpha)), dt), dt)
+    if needs_grad(input, other):
+        record("AddBackward0", _add_rule, (input, other), r, (alpha,))
+    return _out(r, out)
+
+
+def _add_rule(g, alpha):
+    return g, (g if alpha == 1 else g * alpha)
+
+
+def sub(input, other, *, alpha=1, out=None):
+    """input - alpha * other."""
+    if input.dtype is D.bool_ if isinstance(input, Tensor) else False:
+        if isinstance(other, Tensor) and other.dtype is D.bool_:
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                               "Use the `^` or `logical_xor()` operator instead.")
+    dt = _promote(input, other)
+    r = wrap(_binary(input, other, lambda xp, x, y: xp.subtract(x, y if alpha == 1 else xp.multiply(y, alpha)), dt), dt)
+    if needs_grad(input, other):
+        record("SubBackward0", _sub_rule, (input, other), r, (alpha,))
+    return _out(r, out)
+
+
+def _sub_rule(g, alpha):
+    return g, -g if alpha == 1 else g * -alpha
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input."""
+    return sub(scalar_like(other, input), input, alpha=alpha)
+
+
+def mul(input, other, *, out=None):
+    """input * other."""
+    dt = _promote(input, other)
+    r = wrap(_binary(input, other, lambda xp, x, y: xp.multiply(x, y), dt), dt)
+    if needs_grad(input, other):
+        # keep only what the wanted gradients need: a scalar-times-view stays valid after
+        # the view is written to, as in torch
+        record("MulBackward0", _mul_rule, (input, other), r,
+               (input if _req(other) else None, other if _req(input) else None))
+    return _out(r, out)
+
+
+def _mul_rule(g, a, b):
+    return (None if b is None else g * b), (None if a is None else g * a)
+
+
+def _req(x) -> bool:
+    return isinstance(x, Tensor) and x._requires_grad
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    """input / other. Integer inputs give the default float dtype; ``rounding_mode``
+    'trunc' or 'floor' keep the promoted dtype (torch.div)."""
+    dt = _promote(input, other)
+    if rounding_mode is None:
+        if dt._category < 2:
+            dt = _float_default()
+        r = wrap(_binary(input, other, lambda xp, x, y: xp.true_divide(x, y), dt), dt)
+        if needs_grad(input, other):
+            record("DivBackward0", _div_rule, (input, other), r,
+                   (input if _req(other) else None, other, _req(input)))
+        return _out(r, out)
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    if rounding_mode == "trunc":
+        if dt._category >= 2:
+            arr = _binary(input, other, lambda xp, x, y: xp.trunc(xp.true_divide(x, y)), dt)
+        else:
+            _check_int_zero_division(other)
+            arr = _binary(input, other, lambda xp, x, y: _int_trunc_div(xp, x, y), dt)
+        r = wrap(arr, dt)
+        if needs_grad(input, other):
+            record("DivBackward2", _zero_rule2, (input, other), r)
+        return _out(r, out)
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+
+
+def _int_trunc_div(xp, x, y):
+    q = xp.floor_divide(x, y)
+    fix = (xp.remainder(x, y) != 0) & ((xp.asarray(x) < 0) != (xp.asarray(y) < 0))
+    return q + fix
+
+
+def _check_int_zero_division(other):
+    if isinstance(other, Tensor):
+        if not other.dtype.is_floating_point and (other._data == 0).any():
+            raise RuntimeError("ZeroDivisionError")
+    elif other == 0:
+        raise RuntimeError("ZeroDivisionError")
+
+
+def _div_rule(g, a, b, a_needs):
+    return (g / b if a_needs else None), (None if a is None else -g * a / (b * b))
+
+
+def _zero_rule2(g):
+    return g * 0, g * 0
+
+
+true_divide = div
+
+
+def floor_divide(input, other, *, out=None):
+    """Division rounded towards minus infinity (Python's //), as torch.floor_divide."""
+    dt = _promote(input, other)
+    if dt._category < 2:
+        _check_int_zero_division(other)
+    r = wrap(_binary(input, other, lambda xp, x, y: xp.floor_divide(x, y), dt), dt)
+    if needs_grad(input, other):
+        record("DivBackward1", _zero_rule2, (input, other), r)
+    return _out(r, out)
+
+
+def remainder(input, other, *, out=None):
+    """Python's modulus: the result has the sign of the divisor (torch.remainder)."""
+    dt = _promote(input, other)
+    if dt._category < 2:
+        _check_int_zero_division(other)
+    r = wrap(_binary(input, other, lambda xp, x, y: xp.remainder(x, y), dt), dt)
+    if needs_grad(input, other):
+        record("RemainderBackward0", _remainder_rule, (input, other), r, (input, other))
+    return _out(r, out)
+
+
+def _remainder_rule(g, a, b):
+    return g, (-g * floor_divide(a, b) if _req(b) else None)
+
+
+def fmod(input, other, *, out=None):
+    """C's fmod: the result has the sign of the dividend."""
+    dt = _promote(input, other)
+    if dt._category < 2:
+        _check_int_zero_division(other)
+    r = wrap(_binary(input, other, lambda xp, x, y: xp.fmod(x, y), dt), dt)
+    if needs_grad(input, other):
+        record("FmodBackward0", _fmod_rule, (input, other), r, (input, other))
+    return _out(r, out)
+
+
+def _fmod_rule(g, a, b):
+    return g, (-g * div(a, b, rounding_mode="trunc") if _req(b) else None)
+
+
+def pow(input, exponent, *, out=None):
+    """input ** exponent; integer tensors to negative integer powers raise, as in torch."""
+    if not isinstance(input, Tensor):
+        input = scalar_like(input, exponent)
+    dt = _promote(input, exponent)
+    if dt._category == 1:
+        neg = (exponent._data < 0).any() if isinstance(exponent, Tensor) else exponent < 0
+        if neg:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if not isinstance(exponent, Tensor) and dt._category >= 2 and exponent == 2:
+        r = wrap(_binary(input, input, lambda xp, x, y: xp.multiply(x, y), dt), dt)
+    else:
+        r = wrap(_binary(input, exponent, lambda xp, x, y: xp.power(x, y), dt), dt)
+    if needs_grad(input, exponent):
+        if isinstance(exponent, Tensor):
+            record("PowBackward1", _pow_rule, (input, exponent), r, (input, exponent, r))
+        else:
+            record("PowBackward0", _pow_scalar_rule, (input,), r, (input, exponent))
+    return _out(r, out)
+
+
+def _pow_scalar_rule(g, a, e):
+    if e == 0:
+        return g * 0
+    return g * e * a ** (e - 1)
+
+
+def _pow_rule(g, a, e, r):
+    ga = g * e * a ** (e - 1) if _req(a) else None
+    gb = None
+    if _req(e):
+        gb = g * where((a == 0) & (e >= 0), 0.0, r * log(a))
+    return ga, gb
+
+
+def neg(input, *, out=None):
+    if input.dtype is D.bool_:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    r = _make(be(input).xp.negative(input._data), input.dtype)
+    if needs_grad(input):
+        record("NegBackward0", _neg_rule, (input,), r)
+    return _out(r, out)
+
+
+def _neg_rule(g):
+    return -g
+
+
+negative = neg
+
+
+def maximum(input, other, *, out=None):
+    """Elementwise max; a tie sends half the gradient to each side, as torch does."""
+    return _minmax(input, other, "maximum", "MaximumBackward0")
+
+
+def minimum(input, other, *, out=None):
+    """Elementwise min; a tie sends half the gradient to each side."""
+    return _minmax(input, other, "minimum", "MinimumBackward0")
+
+
+def _minmax(a, b, fname, node):
+    if not isinstance(b, Tensor):
+        raise TypeError(f"{fname}(): argument 'other' must be Tensor, not {type(b).__name__}")
+    dt = _promote(a, b)
+    r = wrap(_binary(a, b, lambda xp, x, y: getattr(xp, fname)(x, y), dt), dt)
+    if needs_grad(a, b):
+        record(node, _minmax_rule, (a, b), r, (a, b, fname == "maximum"))
+    return r
+
+
+def _minmax_rule(g, a, b, is_max):
+    a_wins = (a > b) if is_max else (a < b)
+    tie = a == b
+    half = g * 0.5
+    ga = where(tie, half, where(a_wins, g, 0.0))
+    gb = where(tie, half, where(a_wins, 0.0, g))
+    return ga, gb
+
+
+def clamp(input, min=None, max=None, *, out=None):
+    """Clamp into [min, max]; bounds may be numbers or tensors. The gradient passes where
+    min <= input <= max."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    dt = input.dtype
+    for bound in (min, max):
+        if bound is not None:
+            dt = D.result_type(_make(input._data[:0], dt) if input.ndim else input, bound) \
+                if not isinstance(bound, Tensor) else D.promote_types(dt, bound.dtype)
+    xp = be(input).xp
+    arr = operand(input, dt)
+    if min is not None:
+        arr = xp.maximum(arr, operand(min, dt))
+    if max is not None:
+        arr = xp.minimum(arr, operand(max, dt))
+    r = wrap(arr, dt)
+    if needs_grad(input, min, max):
+        record("ClampBackward1", _clamp_rule, (input, min, max), r, (input, min, max))
+    return _out(r, out)
+
+
+def _clamp_rule(g, x, lo, hi):
+    mask = None
+    if lo is not None:
+        mask = x >= lo
+    if hi is not None:
+        m2 = x <= hi
+        mask = m2 if mask is None else mask & m2
+    gx = where(mask, g, 0.0) if _req(x) else None
+    glo = where(x < lo, g, 0.0) if _req(lo) else None
+    ghi = where(x > hi, g, 0.0) if _req(hi) else None
+    return gx, glo, ghi
+
+
+clip = clamp
+
+
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
+def where(condition, input=None, other=None, *, out=None):
+    """``input`` where ``condition`` else ``other``; with one argument, the nonzero indices."""
+    if input is None and other is None:
+        from .indexing import nonzero
+        return nonzero(condition, as_tuple=True)
+    if condition.dtype is not D.bool_:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {_name(condition.dtype)}")
+    dt = _promote(input, other)
+    xp = be(condition).xp
+    r = wrap(xp.where(condition._data, operand(input, dt), operand(other, dt)), dt)
+    if needs_grad(input, other):
+        record("WhereBackward0", _where_rule, (condition, input, other), r, (condition,))
+    return _out(r, out)
+
+
+def _where_rule(g, cond):
+    return None, where(cond, g, 0.0), where(cond, 0.0, g)
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input)."""
+    return input + weight * (end - input)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    return input + value * tensor1 * tensor2
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    return input + value * tensor1 / tensor2
+
+
+# ---- comparison and logic (no gradients) -------------------------------------------
+
+def _compare(a, b, fname):
+    dt = _promote(a, b)
+    return _make(_binary(a, b, lambda xp, x, y: getattr(xp, fname)(x, y), dt), D.bool_)
+
+
+def eq(input, other): return _compare(input, other, "equal")
+def ne(input, other): return _compare(input, other, "not_equal")
+def lt(input, other): return _compare(input, other, "less")
+def le(input, other): return _compare(input, other, "less_equal")
+def gt(input, other): return _compare(input, other, "greater")
+def ge(input, other): return _compare(input, other, "greater_equal")
+
+
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+def equal(input, other) -> bool:
+    """True when both tensors have the same shape and values."""
+    return input.shape == other.shape and bool(be(input).xp.array_equal(input._data, other._data))
+
+
+def _logical(a, b, fname):
+    xp = _xp(a, b)
+    x = a._data if isinstance(a, Tensor) else a
+    y = b._data if isinstance(b, Tensor) else b
+    return _make(getattr(xp, fname)(x, y), D.bool_)
+
+
+def logical_and(input, other): return _logical(input, other, "logical_and")
+def logical_or(input, other): return _logical(input, other, "logical_or")
+def logical_xor(input, other): return _logical(input, other, "logical_xor")
+
+
+def logical_not(input):
+    return _make(be(input).xp.logical_not(input._data), D.bool_)
+
+
+def _bitwise(a, b, fname):
+    dt = _promote(a, b)
+    if dt._category >= 2:
+        raise RuntimeError(f"\"{fname}_cpu\" not implemented for '{_name(dt)}'")
+    return wrap(_binary(a, b, lambda xp, x, y: getattr(xp, fname)(x, y), dt), dt)
+
+
+def bitwise_and(input, other): return _bitwise(input, other, "bitwise_and")
+def bitwise_or(input, other): return _bitwise(input, other, "bitwise_or")
+def bitwise_xor(input, other): return _bitwise(input, other, "bitwise_xor")
+
+
+def bitwise_not(input):
+    if input.dtype._category >= 2:
+        raise TypeError(f"bitwise_not is only supported for integer and boolean tensors, got {input.dtype}")
+    xp = be(input).xp
+    fn = xp.logical_not if input.dtype is D.bool_ else xp.invert
+    return _make(fn(input._data), input.dtype)
+
+
+def isnan(input): return _make(be(input).xp.isnan(input._data), D.bool_)
+def isinf(input): return _make(be(input).xp.isinf(input._data), D.bool_)
+def isfinite(input): return _make(be(input).xp.isfinite(input._data), D.bool_)
+
+
+def _name(d):
+    from ._helpers import _type_name
+    return _type_name(d)
+
+
+# ---- unary math --------------------------------------------------------------------
+
+def _unary(x, fname, node, rule, save, out=None, keep_int=False):
+    """``xp.<fname>`` on x (integers become the default float unless ``keep_int``)."""
+    dt = x.dtype
+    if not keep_int and dt._category < 2:
+        dt = _float_default()
+    arr = getattr(be(x).xp, fname)(operand(x, dt))
+    r = wrap(arr, dt)
+    if rule is not None and needs_grad(x):
+        record(node, rule, (x,), r, (r,) if save == "out" else (x,))
+    return _out(r, out)
+
+
+def abs(input, *, out=None):
+    return _unary(input, "abs", "AbsBackward0", lambda g, x: g * sign(x), "in", out, keep_int=True)
+
+
+absolute = abs
+
+
+def exp(input, *, out=None):
+    return _unary(input, "exp", "ExpBackward0", lambda g, r: g * r, "out", out)
+
+
+def exp2(input, *, out=None):
+    return _unary(input, "exp2", "Exp2Backward0", lambda g, r: g * r * math.log(2.0), "out", out)
+
+
+def log(input, *, out=None):
+    return _unary(input, "log", "LogBackward0", lambda g, x: g / x, "in", out)
+
+
+def log2(input, *, out=None):
+    return _unary(input, "log2", "Log2Backward0", lambda g, x: g / (x * math.log(2.0)), "in", out)
+
+
+def log10(input, *, out=None):
+    return _unary(input, "log10", "Log10Backward0", lambda g, x: g / (x * math.log(10.0)), "in", out)
+
+
+def log1p(input, *, out=None):
+    return _unary(input, "log1p", "Log1PBackward0", lambda g, x: g / (x + 1), "in", out)
+
+
+def expm1(input, *, out=None):
+    return _unary(input, "expm1", "Expm1Backward0", lambda g, r: g * (r + 1), "out", out)
+
+
+def sqrt(input, *, out=None):
+    return _unary(input, "sqrt", "SqrtBackward0", lambda g, r: g / (2 * r), "out", out)
+
+
+def rsqrt(input, *, out=None):
+    dt = input.dtype if input.dtype._category >= 2 else _float_default()
+    xp = be(input).xp
+    r = wrap(xp.reciprocal(xp.sqrt(operand(input, dt))), dt)
+    if needs_grad(input):
+        record("RsqrtBackward0", lambda g, r: -0.5 * g * r * r * r, (input,), r, (r,))
+    return _out(r, out)
+
+
+def sin(input, *, out=None):
+    return _unary(input, "sin", "SinBackward0", lambda g, x: g * cos(x), "in", out)
+
+
+def cos(input, *, out=None):
+    return _unary(input, "cos", "CosBackward0", lambda g, x: -g * sin(x), "in", out)
+
+
+def tan(input, *, out=None):
+    return _unary(input, "tan", "TanBackward0", lambda g, r: g * (1 + r * r), "out", out)
+
+
+def tanh(input, *, out=None):
+    return _unary(input, "tanh", "TanhBackward0", lambda g, r: g * (1 - r * r), "out", out)
+
+
+def sigmoid(input, *, out=None):
+    dt = input.dtype if input.dtype._category >= 2 else _float_default()
+    xp = be(input).xp
+    x = operand(input, dt)
+    # exp of -|x| never overflows; the two branches are the same function
+    e = xp.exp(-xp.abs(x))
+    arr = xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(dt.np, copy=False)
+    r = wrap(arr, dt)
+    if needs_grad(input):
+        record("SigmoidBackward0", lambda g, r: g * r * (1 - r), (input,), r, (r,))
+    return _out(r, out)
+
+
+def relu(input):
+    """max(input, 0); the gradient is 1 where the result is positive."""
+    xp = be(input).xp
+    r = _make(xp.maximum(input._data, input._data.dtype.type(0)), input.dtype)
+    if needs_grad(input):
+        record("ReluBackward0", _relu_rule, (input,), r, (r,))
+    return r
+
+
+def _relu_rule(g, r):
+    return where(r > 0, g, 0.0)
+
+
+def sign(input, *, out=None):
+    r = _make(be(input).xp.sign(input._data), input.dtype)
+    if needs_grad(input):
+        record("SignBackward0", lambda g: g * 0, (input,), r)
+    return _out(r, out)
+
+
+def _rounding(fname, node):
+    def op(input, *, out=None):
+        if input.dtype._category < 2:
+            return input.clone()
+        r = _make(getattr(be(input).xp, fname)(input._data), input.dtype)
+        if needs_grad(input):
+            record(node, lambda g: g * 0, (input,), r)
+        return _out(r, out)
+    op.__name__ = fname
+    op.__doc__ = f"Elementwise {fname}; its gradient is zero."
+    return op
+
+
+floor = _rounding("floor", "FloorBackward0")
+ceil = _rounding("ceil", "CeilBackward0")
+trunc = _rounding("trunc", "TruncBackward0")
+fix = trunc
+
+
+def round(input, *, decimals=0, out=None):
+    """Round half to even, as torch.round (and numpy.round) do."""
+    if input.dtype._category < 2:
+        return input.clone()
+    r = _make(be(input).xp.round(input._data, decimals), input.dtype)
+    if needs_grad(input):
+        record("RoundBackward0", lambda g: g * 0, (input,), r)
+    return _out(r, out)
+
+
+def square(input, *, out=None):
+    return mul(input, input, out=out) if input.dtype is not D.bool_ else input.to(D.int64) * input.to(D.int64)
+
+
+def reciprocal(input, *, out=None):
+    return _unary(input, "reciprocal", "ReciprocalBackward0", lambda g, r: -g * r * r, "out", out)
+
+
+def erf(input, *, out=None):
+    dt = input.dtype if input.dtype._category >= 2 else _float_default()
+    r = wrap(be(input).special.erf(operand(input, dt)), dt)
+    if needs_grad(input):
+        record("ErfBackward0", lambda g, x: g * (2 / math.sqrt(math.pi)) * exp(-x * x), (input,), r, (input,))
+    return _out(r, out)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    xp = be(input).xp
+    r = _make(xp.nan_to_num(input._data, nan=nan, posinf=posinf, neginf=neginf), input.dtype)
+    if needs_grad(input):
+        record("NanToNumBackward0", lambda g, x: where(isfinite(x), g, 0.0), (input,), r, (input,))
+    return r
+
+
+# ---- copies and in-place forms -----------------------------------------------------
+
+def clone(input, *, memory_format=None):
+    """A copy with its own memory; differentiable (CloneBackward0)."""
+    r = _make(input._data.copy(), input.dtype)
+    if needs_grad(input):
+        record("CloneBackward0", lambda g: g, (input,), r)
+    return r
+
+
+def _out(r: Tensor, out):
+    """Write ``r`` into ``out=`` (resized when its shape differs, as torch does)."""
+    if out is None:
+        return r
+    if out.shape != r.shape:
+        out._data = r._data.astype(out.dtype.np)
+    else:
+        out._data[...] = r._data
+    out._vc[0] += 1
+    return out
+
+
+def _inplace_method(fn, name):
+    def method(self, *args, **kwargs):
+        return inplace(self, fn, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"In-place {fn.__name__}."
+    return method
+
+
+add_ = _inplace_method(add, "add_")
+sub_ = _inplace_method(sub, "sub_")
+mul_ = _inplace_method(mul, "mul_")
+div_ = _inplace_method(div, "div_")
+pow_ = _inplace_method(pow, "pow_")
+neg_ = _inplace_method(neg, "neg_")
+abs_ = _inplace_method(abs, "abs_")
+exp_ = _inplace_method(exp, "exp_")
+log_ = _inplace_method(log, "log_")
+sqrt_ = _inplace_method(sqrt, "sqrt_")
+tanh_ = _inplace_method(tanh, "tanh_")
+sigmoid_ = _inplace_method(sigmoid, "sigmoid_")
+relu_ = _inplace_method(relu, "relu_")
+clamp_ = _inplace_method(clamp, "clamp_")
+clip_ = clamp_
+eq_ = _inplace_method(lambda a, b: eq(a, b).to(a.dtype), "eq_")
+
+
+def copy_(self, src, non_blocking=False):
+    """Copy ``src`` (broadcast, cast) into self; differentiable with respect to both."""
+    from .conversion import to
+    return inplace(self, lambda s, x: _expand_to(to(x, s.dtype) if isinstance(x, Tensor) else x, s), src)
+
+
+def _expand_to(x, s):
+    if isinstance(x, Tensor):
+        if type(x._data) is not type(s._data):
+            from .conversion import to
+            x = to(x, s.device)
+        return x.expand(s.shape) if x.shape != s.shape else x
+    return full_like_value(s, x)
+
+
+def full_like_value(s, value):
+    from .creation import full_like
+    return full_like(s, value)
+
+
+def fill_(self, value):
+    """Fill with ``value`` (a number or a 0-d tensor)."""
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
+        return copy_(self, value.expand(self.shape))
+    if not _STATE.enabled or not self._requires_grad:
+        from ._helpers import check_inplace
+        check_inplace(self)
+        self._data[...] = value
+        self._vc[0] += 1
+        return self
+    return inplace(self, lambda s: full_like_value(s, value))
+
+
+def zero_(self):
+    return fill_(self, 0)

@@ -1,0 +1,320 @@
+"""Indexing: ``t[idx]`` (basic indices give views, tensor and mask indices copies),
+``t[idx] = v``, gather/scatter, index_select, masked_fill, index_put, nonzero, sort, topk."""
+
+from __future__ import annotations
+
+import builtins
+
+from .. import _dtype as D
+from .. import return_types
+from .._tensor import Tensor, _make, _wrap_dim
+from ..autograd.graph import record
+from ._helpers import _STATE, be, commit, check_inplace, inplace, make_view, needs_grad, wrap
+
+
+def _is_basic(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or isinstance(i, (builtins.int, slice)) and not isinstance(i, builtins.bool)
+               for i in items)
+
+
+def _to_array_index(index, xp):
+    """Replace tensors (and lists) in ``index`` by arrays the array module understands."""
+    items = index if isinstance(index, tuple) else (index,)
+    out = []
+    for i in items:
+        if isinstance(i, Tensor):
+            if i.dtype._category >= 2:
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            out.append(i._data)
+        elif isinstance(i, (list,)):
+            out.append(xp.asarray(i))
+        elif isinstance(i, builtins.bool):
+            out.append(xp.asarray(i))
+        else:
+            out.append(i)
+    return tuple(out)
+
+
+def getitem(input, index):
+    if _is_basic(index):
+        if input.ndim == 0 and index not in ((), Ellipsis, None) and not (isinstance(index, tuple) and
+                                                                             builtins.all(i is None or i is Ellipsis for i in index)):
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        # a trailing Ellipsis makes numpy return a 0-d view, never a scalar copy
+        items = index if isinstance(index, tuple) else (index,)
+        arr = input._data[items if Ellipsis in items else items + (Ellipsis,)]
+        return make_view(input, arr, lambda t: getitem(t, index), "SliceBackward0" if not isinstance(index, builtins.int)
+                         else "SelectBackward0", _getitem_rule, (input._data.shape, index))
+    idx = _to_array_index(index, be(input).xp)
+    try:
+        arr = input._data[idx]
+    except IndexError as e:
+        raise IndexError(str(e)) from None
+    r = _make(arr, input.dtype)
+    if needs_grad(input):
+        record("IndexBackward0", _index_rule, (input,), r, (input._data.shape, index))
+    return r
+
+
+def _getitem_rule(g, shape, index):
+    from .creation import zeros
+    out = zeros(shape, dtype=g.dtype, device=g.device)
+    out[index] = g
+    return out
+
+
+def _index_rule(g, shape, index):
+    from .creation import zeros
+    return index_put(zeros(shape, dtype=g.dtype, device=g.device), index, g, accumulate=True)
+
+
+def setitem(self, index, value):
+    """``self[index] = value``: a copy into a view for basic indices, index_put_ otherwise."""
+    if _is_basic(index):
+        target = getitem(self, index)
+        from .elementwise import copy_
+        copy_(target, value)
+        return
+    index_put_(self, index if isinstance(index, tuple) else (index,), value)
+
+
+def index_put(input, indices, values, accumulate=False):
+    """A copy of ``input`` with ``values`` written at ``indices`` (summed when ``accumulate``)."""
+    index = indices if isinstance(indices, tuple) else tuple(indices) if isinstance(indices, list) else (indices,)
+    xp = be(input).xp
+    idx = _to_array_index(index, xp)
+    v = values._data if isinstance(values, Tensor) else values
+    if isinstance(values, Tensor) and values.dtype is not input.dtype:
+        v = v.astype(input.dtype.np)
+    arr = input._data.copy()
+    if accumulate:
+        be(input).scatter_add(arr, idx, xp.broadcast_to(v, arr[idx].shape))
+    else:
+        arr[idx] = v
+    r = _make(arr, input.dtype)
+    if needs_grad(input, values):
+        record("IndexPutBackward0", _index_put_rule, (input, values), r, (index, accumulate))
+    return r
+
+
+def _index_put_rule(g, index, accumulate):
+    from .creation import zeros_like
+    g_in = g if accumulate else index_put(g, index, zeros_like(g[index]))
+    return g_in, getitem(g, index)
+
+
+def index_put_(self, indices, values, accumulate=False):
+    return inplace(self, index_put, indices, values, accumulate)
+
+
+def gather(input, dim, index, *, sparse_grad=False):
+    """out[i][j] = input[index[i][j]][j] along ``dim`` (index int64, same ndim)."""
+    d = _wrap_dim(dim, input.ndim)
+    _check_index_tensor(index, "gather")
+    xp = be(input).xp
+    if index.ndim != input.ndim and input.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    arr = xp.take_along_axis(input._data, _bounds(index._data, input.shape[d] if input.ndim else 1), axis=d) \
+        if input.ndim else input._data[index._data]
+    r = _make(arr, input.dtype)
+    if needs_grad(input):
+        record("GatherBackward0", _gather_rule, (input,), r, (input._data.shape, d, index))
+    return r
+
+
+def _bounds(idx, n):
+    if idx.size and (idx.max() >= n or idx.min() < -n):
+        raise RuntimeError(f"index {int(idx.max())} is out of bounds for dimension with size {n}")
+    return idx
+
+
+def _check_index_tensor(index, op):
+    if not isinstance(index, Tensor) or index.dtype is not D.int64:
+        got = index.dtype if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {got}")
+
+
+def _gather_rule(g, shape, d, index):
+    from .creation import zeros
+    return scatter_add(zeros(shape, dtype=g.dtype, device=g.device), d, index, g)
+
+
+def _scatter_positions(xp, index, d):
+    """Full coordinate arrays for every element of ``index`` with ``index`` placed at ``d``."""
+    grids = list(xp.indices(index.shape, sparse=True))
+    grids[d] = index
+    return tuple(grids)
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """A copy of ``input`` with out[index[i][j]][j] = src[i][j] along ``dim``."""
+    if src is None and value is None:
+        raise TypeError("scatter() needs 'src' or 'value'")
+    if reduce is not None:
+        if reduce == "add":
+            return scatter_add(input, dim, index, src)
+        raise NotImplementedError(f"scatter reduce={reduce!r} is not supported")
+    d = _wrap_dim(dim, input.ndim)
+    _check_index_tensor(index, "scatter")
+    xp = be(input).xp
+    arr = input._data.copy()
+    pos = _scatter_positions(xp, _bounds(index._data, input.shape[d]), d)
+    if isinstance(src, Tensor):
+        arr[pos] = src._data[tuple(slice(0, n) for n in index.shape)].astype(input.dtype.np, copy=False)
+    else:
+        arr[pos] = src if src is not None else value
+    r = _make(arr, input.dtype)
+    if needs_grad(input, src):
+        record("ScatterBackward0", _scatter_rule, (input, src), r, (d, index))
+    return r
+
+
+def _scatter_rule(g, d, index):
+    from .creation import zeros_like
+    g_in = scatter(g, d, index, value=0.0)
+    g_src = gather(g, d, index)
+    return g_in, g_src
+
+
+def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+    return inplace(self, scatter, dim, index, src, value, reduce=reduce)
+
+
+def scatter_add(input, dim, index, src):
+    """A copy of ``input`` with src added at index positions along ``dim`` (repeats sum)."""
+    d = _wrap_dim(dim, input.ndim)
+    _check_index_tensor(index, "scatter_add")
+    xp = be(input).xp
+    arr = input._data.copy()
+    pos = _scatter_positions(xp, _bounds(index._data, input.shape[d]), d)
+    be(input).scatter_add(arr, pos, src._data[tuple(slice(0, n) for n in index.shape)].astype(input.dtype.np, copy=False))
+    r = _make(arr, input.dtype)
+    if needs_grad(input, src):
+        record("ScatterAddBackward0", lambda g, d, index: (g, gather(g, d, index)), (input, src), r, (d, index))
+    return r
+
+
+def scatter_add_(self, dim, index, src):
+    return inplace(self, scatter_add, dim, index, src)
+
+
+def index_select(input, dim, index):
+    """Entries of ``input`` at ``index`` (1-d int tensor) along ``dim``."""
+    d = _wrap_dim(dim, input.ndim)
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if index.dtype not in (D.int64, D.int32):
+        raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index but got: {index.dtype}")
+    xp = be(input).xp
+    arr = xp.take(input._data, _bounds(index._data.reshape(-1), input.shape[d] if input.ndim else 1),
+                  axis=d if input.ndim else None)
+    r = _make(arr.reshape(input._data.shape[:d] + (index.numel(),) + input._data.shape[d + 1:]) if input.ndim
+              else arr.reshape(()), input.dtype)
+    if needs_grad(input):
+        record("IndexSelectBackward0", _index_select_rule, (input,), r, (input._data.shape, d, index))
+    return r
+
+
+def _index_select_rule(g, shape, d, index):
+    from .creation import zeros
+    idx = (slice(None),) * d + (index.reshape(-1),)
+    return index_put(zeros(shape, dtype=g.dtype, device=g.device), idx, g, accumulate=True)
+
+
+def masked_fill(input, mask, value):
+    """``input`` with ``value`` where ``mask`` (bool, broadcastable) is True."""
+    if mask.dtype is not D.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype}")
+    if isinstance(value, Tensor) and value.ndim:
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.ndim} dimension(s).")
+    xp = be(input).xp
+    v = value._data if isinstance(value, Tensor) else value
+    arr = xp.where(mask._data, xp.asarray(v, dtype=input.dtype.np), input._data)
+    if arr.shape != input._data.shape:
+        raise RuntimeError(f"masked_fill: the shape of the mask {list(mask.shape)} must be broadcastable to "
+                           f"the input {list(input.shape)}")
+    r = _make(arr, input.dtype)
+    if needs_grad(input, value):
+        record("MaskedFillBackward0", _masked_fill_rule, (input, value), r, (mask,))
+    return r
+
+
+def _masked_fill_rule(g, mask):
+    from .elementwise import where
+    from .reduction import sum as _sum
+    return where(mask, 0.0, g), _sum(where(mask, g, 0.0))
+
+
+def masked_fill_(self, mask, value):
+    return inplace(self, masked_fill, mask, value)
+
+
+def nonzero(input, *, as_tuple=False):
+    """Indices of nonzero elements: an [n, ndim] int64 tensor, or a tuple of 1-d tensors."""
+    xp = be(input).xp
+    idx = xp.nonzero(input._data if input.ndim else input._data.reshape(1))
+    if as_tuple:
+        return tuple(_make(i.astype("int64"), D.int64) for i in idx)
+    if not idx:
+        return _make(xp.zeros((0, 0), dtype="int64"), D.int64)
+    return _make(xp.stack(idx, axis=1).astype("int64") if input.ndim else xp.zeros((len(idx[0]), 0), "int64"), D.int64)
+
+
+def argwhere(input):
+    return nonzero(input)
+
+
+def masked_select(input, mask):
+    from .shape import expand
+    shape = tuple(__import__("numpy").broadcast_shapes(input.shape, mask.shape))
+    return getitem(expand(input, shape), expand(mask, shape))
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    """(values, indices) sorted along ``dim``; ties keep their order when stable."""
+    d = _wrap_dim(dim, input.ndim)
+    xp = be(input).xp
+    if input.ndim == 0:
+        return return_types.sort(input.clone(), _make(xp.zeros((), dtype="int64"), D.int64))
+    data = input._data
+    if descending:
+        # a stable descending order: stable sort of the negated key keeps equal elements in order
+        key = -data.astype("float64") if data.dtype.kind in "biu" else -data
+        idx = xp.argsort(key, axis=d, kind="stable")
+        # NaN sorts first when descending (torch treats NaN as largest)
+    else:
+        idx = xp.argsort(data, axis=d, kind="stable")
+    vals = xp.take_along_axis(data, idx, axis=d)
+    values, indices = _make(vals, input.dtype), _make(idx.astype("int64"), D.int64)
+    if needs_grad(input):
+        record("SortBackward0", _take_rule, (input,), values, (input._data.shape, d, indices))
+    return return_types.sort(values, indices)
+
+
+def _take_rule(g, shape, d, indices):
+    from .creation import zeros
+    return scatter(zeros(shape, dtype=g.dtype, device=g.device), d, indices, g)
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    return sort(input, dim, descending, stable).indices
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """The ``k`` largest (or smallest) entries along ``dim`` and their indices."""
+    d = _wrap_dim(dim, input.ndim)
+    n = input.shape[d] if input.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError(f"selected index k out of range")
+    s = sort(input.detach(), d, descending=largest, stable=True)
+    from .shape import narrow
+    idx = narrow(s.indices, d, 0, k) if input.ndim else s.indices
+    xp = be(input).xp
+    vals = xp.take_along_axis(input._data, idx._data, axis=d) if input.ndim else input._data.copy()
+    values, indices = _make(vals, input.dtype), _make(idx._data.copy(), D.int64)
+    if needs_grad(input):
+        record("TopkBackward0", _take_rule, (input,), values, (input._data.shape, d, indices))
+    return return_types.topk(values, indices)

@@ -1,0 +1,431 @@
+"""Reductions: sum, mean, prod, max/min, arg*, var/std, logsumexp, norm, all/any, cumsum,
+softmax and log_softmax.  Integer sums give int64 and float16/bfloat16 sums accumulate in
+float32, as torch does (numpy would give uint64 and accumulate in the input dtype)."""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+from .. import _dtype as D
+from .. import return_types
+from .._tensor import Tensor, _make, _wrap_dim
+from ..autograd.graph import record
+from ._helpers import be, needs_grad, wrap
+from .shape import expand, reshape, unsqueeze
+
+
+def _dims(dim, ndim: int):
+    """``dim`` as a sorted tuple of non-negative dims; None means all."""
+    if dim is None:
+        return None
+    if isinstance(dim, (tuple, list)):
+        if len(dim) == 0:
+            return None
+        out = tuple(sorted({_wrap_dim(d, ndim) for d in dim}))
+        if len(out) != len(dim):
+            raise RuntimeError("dim appears multiple times in the list of dims")
+        return out
+    return (_wrap_dim(dim, ndim),)
+
+
+def _axis(dims):
+    return dims if dims is None else (dims if len(dims) > 1 else dims[0])
+
+
+def _keep_shape(shape, dims):
+    """The reduced shape with kept size-1 dims (to broadcast a gradient back)."""
+    if dims is None:
+        return (1,) * len(shape)
+    return tuple(1 if i in dims else n for i, n in enumerate(shape))
+
+
+def _expand_grad(g, shape, dims, keepdim):
+    if not keepdim:
+        g = reshape(g, _keep_shape(shape, dims))
+    return expand(g, shape)
+
+
+_LOW_FLOATS = ("float16", "bfloat16")
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Sum over ``dim`` (all dims when None). bool and integer inputs give int64."""
+    dims = _dims(dim, input.ndim)
+    if dtype is not None:
+        dt = D.to_dtype(dtype)
+    elif input.dtype._category < 2:
+        dt = D.int64
+    else:
+        dt = input.dtype
+    acc = D.float32.np if dt.name in _LOW_FLOATS else dt.np
+    arr = be(input).xp.sum(input._data, axis=_axis(dims), dtype=acc, keepdims=keepdim)
+    r = wrap(arr, dt)
+    if needs_grad(input):
+        record("SumBackward1" if dims is not None else "SumBackward0", _sum_rule, (input,), r,
+               (input._data.shape, dims, keepdim))
+    return r
+
+
+def _sum_rule(g, shape, dims, keepdim):
+    return _expand_grad(g, shape, dims, keepdim)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    from .elementwise import isnan, where
+    return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Mean over ``dim``; floating or complex inputs only (RuntimeError otherwise, as torch)."""
+    dt = D.to_dtype(dtype) if dtype is not None else input.dtype
+    if dt._category < 2:
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point "
+                           f"or complex dtype. Got: {_long_name(input.dtype)}")
+    dims = _dims(dim, input.ndim)
+    acc = D.float32.np if dt.name in _LOW_FLOATS else dt.np
+    arr = be(input).xp.mean(input._data, axis=_axis(dims), dtype=acc, keepdims=keepdim)
+    r = wrap(arr, dt)
+    if needs_grad(input):
+        n = _count(input._data.shape, dims)
+        record("MeanBackward1" if dims is not None else "MeanBackward0", _mean_rule, (input,), r,
+               (input._data.shape, dims, keepdim, n))
+    return r
+
+
+def _mean_rule(g, shape, dims, keepdim, n):
+    return _expand_grad(g / n, shape, dims, keepdim)
+
+
+def _count(shape, dims) -> int:
+    n = 1
+    for i, s in enumerate(shape):
+        if dims is None or i in dims:
+            n *= s
+    return n
+
+
+def _long_name(d):
+    from ._helpers import _type_name
+    return _type_name(d)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """Product over one dim (or all)."""
+    if dim is not None and not isinstance(dim, builtins.int):
+        raise TypeError("prod(): argument 'dim' must be int")
+    dims = _dims(dim, input.ndim)
+    dt = D.to_dtype(dtype) if dtype is not None else (D.int64 if input.dtype._category < 2 else input.dtype)
+    arr = be(input).xp.prod(input._data, axis=_axis(dims), dtype=dt.np, keepdims=keepdim)
+    r = wrap(arr, dt)
+    if needs_grad(input):
+        record("ProdBackward1" if dims else "ProdBackward0", _prod_rule, (input,), r,
+               (input, r, dims, keepdim))
+    return r
+
+
+def _prod_rule(g, x, r, dims, keepdim):
+    # product of the other elements: out / x when no x is 0, else prefix * suffix products
+    # (computed on arrays: that case has no second derivative)
+    shape = x.shape
+    g_full = _expand_grad(g, shape, dims, keepdim)
+    r_full = _expand_grad(r, shape, dims, keepdim)
+    if not (x._data == 0).any():
+        return g_full * r_full / x
+    xp = be(x).xp
+    axis = -1 if dims is None else dims[0]
+    flat = x._data.reshape(-1) if dims is None else xp.moveaxis(x._data, axis, -1)
+    ones = xp.ones_like(flat[..., :1])
+    left = xp.concatenate([ones, xp.cumprod(flat, -1)[..., :-1]], -1)
+    right = xp.flip(xp.concatenate([ones, xp.cumprod(xp.flip(flat, -1), -1)[..., :-1]], -1), -1)
+    others = left * right
+    others = others.reshape(shape) if dims is None else xp.moveaxis(others, -1, axis)
+    return g_full * _make(others, x.dtype)
+
+
+def _extreme(input, dim, keepdim, is_max: bool, name: str):
+    xp = be(input).xp
+    if dim is None:
+        if input._data.size == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        r = _make(xp.asarray((xp.max if is_max else xp.min)(input._data)), input.dtype)
+        if needs_grad(input):
+            record("MaxBackward1" if is_max else "MinBackward1", _evenly_rule, (input,), r,
+                   (input, r, None, False))
+        return r
+    d = _wrap_dim(dim, input.ndim)
+    if input._data.ndim and input._data.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    data = input._data if input._data.ndim else input._data.reshape(1)
+    idx = (xp.argmax if is_max else xp.argmin)(data, axis=d if input.ndim else 0, keepdims=True)
+    vals = xp.take_along_axis(data, idx, axis=d if input.ndim else 0)
+    if not keepdim or not input.ndim:
+        idx, vals = xp.squeeze(idx, d if input.ndim else 0), xp.squeeze(vals, d if input.ndim else 0)
+    values, indices = _make(xp.asarray(vals), input.dtype), _make(xp.asarray(idx.astype("int64")), D.int64)
+    if needs_grad(input):
+        record("MaxBackward0" if is_max else "MinBackward0", _indices_rule, (input,), values,
+               (indices, input._data.shape, d, keepdim))
+    return (return_types.max if is_max else return_types.min)(values, indices)
+
+
+def _indices_rule(g, indices, shape, d, keepdim):
+    from .creation import zeros
+    from .indexing import scatter
+    if not shape:
+        return g
+    if not keepdim:
+        g, indices = unsqueeze(g, d), unsqueeze(indices, d)
+    return scatter(zeros(shape, dtype=g.dtype, device=g.device), d, indices, g)
+
+
+def _evenly_rule(g, x, r, dims, keepdim):
+    """Gradient of max/amax-like reductions: shared evenly among tied extremes (torch)."""
+    shape = x.shape
+    mask = (x == _expand_grad(r, shape, dims, keepdim)).to(g.dtype)
+    count = sum(mask, _dim_arg(dims), keepdim=True)
+    return mask * _expand_grad(g, shape, dims, keepdim) / count
+
+
+def _dim_arg(dims):
+    return dims if dims is not None else None
+
+
+def max(input, dim=None, keepdim=False, *, out=None):
+    """Largest value; with ``dim``, (values, indices) along it; with a tensor, elementwise maximum."""
+    if isinstance(dim, Tensor):
+        from .elementwise import maximum
+        return maximum(input, dim)
+    return _extreme(input, dim, keepdim, True, "max")
+
+
+def min(input, dim=None, keepdim=False, *, out=None):
+    if isinstance(dim, Tensor):
+        from .elementwise import minimum
+        return minimum(input, dim)
+    return _extreme(input, dim, keepdim, False, "min")
+
+
+def _amaxmin(input, dim, keepdim, is_max):
+    dims = _dims(dim if dim != () else None, input.ndim)
+    xp = be(input).xp
+    arr = (xp.max if is_max else xp.min)(input._data, axis=_axis(dims), keepdims=keepdim)
+    r = wrap(arr, input.dtype)
+    if needs_grad(input):
+        record("AmaxBackward0" if is_max else "AminBackward0", _evenly_rule, (input,), r, (input, r, dims, keepdim))
+    return r
+
+
+def amax(input, dim=(), keepdim=False):
+    return _amaxmin(input, dim, keepdim, True)
+
+
+def amin(input, dim=(), keepdim=False):
+    return _amaxmin(input, dim, keepdim, False)
+
+
+def argmax(input, dim=None, keepdim=False):
+    """Index of the largest value (of the flattened tensor when ``dim`` is None); int64."""
+    return _arg(input, dim, keepdim, True)
+
+
+def argmin(input, dim=None, keepdim=False):
+    return _arg(input, dim, keepdim, False)
+
+
+def _arg(input, dim, keepdim, is_max):
+    xp = be(input).xp
+    fn = xp.argmax if is_max else xp.argmin
+    if dim is None:
+        arr = fn(input._data.reshape(-1))
+        if keepdim:
+            arr = xp.reshape(arr, (1,) * input.ndim)
+    else:
+        d = _wrap_dim(dim, input.ndim)
+        arr = fn(input._data, axis=d, keepdims=keepdim) if input.ndim else fn(input._data)
+    return wrap(xp.asarray(arr).astype("int64"), D.int64)
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over ``dim`` with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
+    c = _correction(unbiased, correction)
+    dims = _dims(dim, input.ndim)
+    if input.dtype._category < 2:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    xp = be(input).xp
+    acc = D.float32.np if input.dtype.name in _LOW_FLOATS else input.dtype.np
+    n = _count(input._data.shape, dims)
+    arr = xp.var(input._data, axis=_axis(dims), dtype=acc, keepdims=keepdim)
+    arr = arr * (n / (n - c)) if n - c > 0 else xp.full_like(arr, float("nan"))
+    r = wrap(arr, input.dtype)
+    if needs_grad(input):
+        record("VarBackward0", _var_rule, (input,), r, (input, dims, keepdim, n - c))
+    return r
+
+
+def _reduced_shape(shape, dims, keepdim):
+    if keepdim:
+        return _keep_shape(shape, dims)
+    return tuple(s for i, s in enumerate(shape) if dims is not None and i not in dims)
+
+
+def _var_rule(g, x, dims, keepdim, denom):
+    m = mean(x, _dim_arg(dims), keepdim=True)
+    return _expand_grad(g, x.shape, dims, keepdim) * (2.0 / denom) * (x - m)
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    if unbiased is None:
+        return 1
+    return 1 if unbiased else 0
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation (square root of ``var``)."""
+    from .elementwise import sqrt
+    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return return_types.var_mean(var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return return_types.std_mean(std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim))
+
+
+def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(input))) over ``dim``, computed stably (max subtracted first)."""
+    dims = _dims(dim, input.ndim)
+    xp = be(input).xp
+    x = input._data if input.dtype._category >= 2 else input._data.astype(D.get_default_dtype().np)
+    m = xp.max(x, axis=_axis(dims), keepdims=True) if x.size else xp.zeros(_keep_shape(x.shape, dims), x.dtype)
+    m = xp.where(xp.isfinite(m), m, 0)
+    arr = xp.log(xp.sum(xp.exp(x - m), axis=_axis(dims), keepdims=True)) + m
+    if not keepdim:
+        arr = arr.reshape(_reduced_shape(x.shape, dims, False))
+    r = wrap(arr, input.dtype if input.dtype._category >= 2 else D.get_default_dtype())
+    if needs_grad(input):
+        record("LogsumexpBackward0", _logsumexp_rule, (input,), r, (input, r, dims, keepdim))
+    return r
+
+
+def _logsumexp_rule(g, x, r, dims, keepdim):
+    from .elementwise import exp
+    return _expand_grad(g, x.shape, dims, keepdim) * exp(x - _expand_grad(r, x.shape, dims, keepdim))
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """Vector p-norm over ``dim`` (all elements when None); 'fro' is the 2-norm of the
+    flattened dims; p may be inf, -inf, 0 or any real."""
+    from .elementwise import abs as _abs, pow as _pow, sign
+    if p == "fro" or p is None:
+        p = 2
+    if p == "nuc":
+        raise NotImplementedError("nuclear norm is not supported yet")
+    x = input
+    if x.dtype._category < 2:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {_long_name(x.dtype)}")
+    if p == 2:
+        dims = _dims(dim, x.ndim)
+        xp = be(x).xp
+        sq = xp.sum(xp.square(x._data), axis=_axis(dims), keepdims=keepdim)
+        r = wrap(xp.sqrt(sq), x.dtype)
+        if needs_grad(x):
+            record("NormBackward1", _norm2_rule, (x,), r, (x, r, dims, keepdim))
+        return r
+    a = _abs(x)
+    if p == math.inf:
+        return amax(a, dim if dim is not None else (), keepdim)
+    if p == -math.inf:
+        return amin(a, dim if dim is not None else (), keepdim)
+    if p == 0:
+        return sum((a != 0).to(x.dtype), dim, keepdim)
+    if p == 1:
+        return sum(a, dim, keepdim)
+    return _pow(sum(_pow(a, p), dim, keepdim), 1.0 / p)
+
+
+def _norm2_rule(g, x, r, dims, keepdim):
+    from .elementwise import where
+    shape = x.shape
+    rr = _expand_grad(r, shape, dims, keepdim)
+    return where(rr == 0, 0.0, _expand_grad(g, shape, dims, keepdim) * x / rr)
+
+
+def all(input, dim=None, keepdim=False):
+    dims = _dims(dim, input.ndim)
+    return wrap(be(input).xp.all(input._data, axis=_axis(dims), keepdims=keepdim), D.bool_)
+
+
+def any(input, dim=None, keepdim=False):
+    dims = _dims(dim, input.ndim)
+    return wrap(be(input).xp.any(input._data, axis=_axis(dims), keepdims=keepdim), D.bool_)
+
+
+def count_nonzero(input, dim=None):
+    dims = _dims(dim, input.ndim)
+    return wrap(be(input).xp.count_nonzero(input._data, axis=_axis(dims)), D.int64)
+
+
+def cumsum(input, dim, *, dtype=None):
+    """Running sum along ``dim`` (integers accumulate in int64)."""
+    d = _wrap_dim(dim, input.ndim)
+    dt = D.to_dtype(dtype) if dtype is not None else (D.int64 if input.dtype._category < 2 else input.dtype)
+    xp = be(input).xp
+    arr = xp.cumsum(input._data, axis=d if input.ndim else None, dtype=dt.np).reshape(input._data.shape)
+    r = wrap(arr, dt)
+    if needs_grad(input):
+        record("CumsumBackward0", _cumsum_rule, (input,), r, (d,))
+    return r
+
+
+def _cumsum_rule(g, d):
+    from .shape import flip
+    if g.ndim == 0:
+        return g
+    return flip(cumsum(flip(g, d), d), d)
+
+
+def softmax(input, dim, dtype=None, _stacklevel=3):
+    """exp(x) / sum(exp(x)) along ``dim``, max-subtracted for stability."""
+    x = input if dtype is None else input.to(dtype)
+    d = _wrap_dim(dim, x.ndim)
+    xp = be(x).xp
+    arr = x._data if x.dtype._category >= 2 else x._data.astype(D.get_default_dtype().np)
+    e = xp.exp(arr - xp.max(arr, axis=d, keepdims=True)) if arr.ndim else xp.ones_like(arr)
+    if arr.ndim:
+        e /= xp.sum(e, axis=d, keepdims=True)
+    r = wrap(e, x.dtype if x.dtype._category >= 2 else D.get_default_dtype())
+    if needs_grad(x):
+        record("SoftmaxBackward0", _softmax_rule, (x,), r, (r, d))
+    return r
+
+
+def _softmax_rule(g, r, d):
+    gr = g * r
+    return gr - r * sum(gr, d, keepdim=True)
+
+
+def log_softmax(input, dim, dtype=None, _stacklevel=3):
+    """x - logsumexp(x) along ``dim``."""
+    x = input if dtype is None else input.to(dtype)
+    d = _wrap_dim(dim, x.ndim)
+    xp = be(x).xp
+    arr = x._data if x.dtype._category >= 2 else x._data.astype(D.get_default_dtype().np)
+    if arr.ndim:
+        shifted = arr - xp.max(arr, axis=d, keepdims=True)
+        out = shifted - xp.log(xp.sum(xp.exp(shifted), axis=d, keepdims=True))
+    else:
+        out = xp.zeros_like(arr)
+    r = wrap(out, x.dtype if x.dtype._category >= 2 else D.get_default_dtype())
+    if needs_grad(x):
+        record("LogSoftmaxBackward0", _log_softmax_rule, (x,), r, (r, d))
+    return r
+
+
+def _log_softmax_rule(g, r, d):
+    from .elementwise import exp
+    return g - exp(r) * sum(g, d, keepdim=True)

@@ -1,0 +1,395 @@
+"""Shape ops. view, reshape (when possible), squeeze, unsqueeze, permute, transpose,
+expand, narrow, select, split, chunk and unbind return views sharing memory and version
+counter with their input, as in torch; cat, stack, repeat, flip copy."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy
+
+from .._tensor import Tensor, _make, _wrap_dim
+from ..autograd.graph import record
+from ._helpers import be, make_view, needs_grad
+
+
+def _dims(args) -> tuple:
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = args[0]
+    return tuple(builtins.int(a) for a in args)
+
+
+def _infer_shape(shape, numel: int) -> tuple:
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise RuntimeError(f"invalid shape dimension {s}")
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+def _reshape_rule(g, shape):
+    return reshape(g, shape)
+
+
+def view(self, *shape):
+    """A view with a new shape; RuntimeError when the strides do not allow one (use reshape)."""
+    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, builtins.int)):
+        from .conversion import to
+        return to(self, shape[0])  # view(dtype) of the same itemsize is rare; treated as a cast
+    new = _infer_shape(_dims(shape), self._data.size)
+    arr = self._data.view()
+    try:
+        arr.shape = new
+    except AttributeError:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
+                           "dimension spans across two contiguous subspaces). Use .reshape(...) instead.") from None
+    return make_view(self, arr, lambda t: view(t, new), "ViewBackward0", _reshape_rule, (self._data.shape,))
+
+
+def view_as(self, other):
+    return view(self, other.shape)
+
+
+def reshape(self, *shape):
+    """A view when the strides allow one, else a copy."""
+    new = _infer_shape(_dims(shape), self._data.size)
+    if new == self._data.shape:
+        return view(self, new)
+    arr = self._data.view()
+    try:
+        arr.shape = new
+    except AttributeError:
+        r = _make(be(self).xp.reshape(self._data, new), self.dtype)
+        if needs_grad(self):
+            record("UnsafeViewBackward0", _reshape_rule, (self,), r, (self._data.shape,))
+        return r
+    return make_view(self, arr, lambda t: view(t, new), "ViewBackward0", _reshape_rule, (self._data.shape,))
+
+
+def reshape_as(self, other):
+    return reshape(self, other.shape)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    if input.ndim == 0:
+        return reshape(input, (1,))
+    s, e = _wrap_dim(start_dim, input.ndim), _wrap_dim(end_dim, input.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = input.shape
+    mid = 1
+    for n in shape[s:e + 1]:
+        mid *= n
+    return reshape(input, shape[:s] + (mid,) + shape[e + 1:])
+
+
+def unflatten(input, dim, sizes):
+    d = _wrap_dim(dim, input.ndim)
+    shape = input.shape
+    sizes = _infer_shape(tuple(sizes), shape[d])
+    return view(input, shape[:d] + sizes + shape[d + 1:])
+
+
+def squeeze(input, dim=None):
+    """Drop size-1 dimensions (all, or those among ``dim``)."""
+    shape = input._data.shape
+    if dim is None:
+        dims = tuple(i for i, n in enumerate(shape) if n == 1)
+    else:
+        dims = (dim,) if isinstance(dim, builtins.int) else tuple(dim)
+        dims = tuple(i for i in (_wrap_dim(d, input.ndim) for d in dims) if input.ndim and shape[i] == 1)
+    if not dims:
+        return view(input, shape)
+    arr = be(input).xp.squeeze(input._data, axis=dims)
+    return make_view(input, arr, lambda t: squeeze(t, dims), "SqueezeBackward0", _reshape_rule, (shape,))
+
+
+def unsqueeze(input, dim):
+    d = _wrap_dim(dim, input.ndim + 1)
+    arr = be(input).xp.expand_dims(input._data, d)
+    return make_view(input, arr, lambda t: unsqueeze(t, d), "UnsqueezeBackward0", lambda g: squeeze(g, d))
+
+
+def permute(input, *dims):
+    dims = _dims(dims)
+    if len(dims) != input.ndim:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+                           f"length of the desired ordering of dimensions i.e. input.dim() = {input.ndim} is not "
+                           f"equal to len(dims) = {len(dims)}")
+    dims = tuple(_wrap_dim(d, input.ndim) for d in dims)
+    if sorted(dims) != list(range(input.ndim)):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    arr = be(input).xp.transpose(input._data, dims)
+    inverse = tuple(numpy.argsort(dims).tolist())
+    return make_view(input, arr, lambda t: permute(t, dims), "PermuteBackward0", lambda g: permute(g, inverse))
+
+
+def transpose(input, dim0, dim1):
+    n = input.ndim
+    if n == 0:
+        return view(input, ())
+    d0, d1 = _wrap_dim(dim0, n), _wrap_dim(dim1, n)
+    arr = be(input).xp.swapaxes(input._data, d0, d1)
+    return make_view(input, arr, lambda t: transpose(t, d0, d1), "TransposeBackward0",
+                     lambda g: transpose(g, d0, d1))
+
+
+swapaxes = swapdims = transpose
+
+
+def t(input):
+    """Transpose of a tensor with at most 2 dimensions."""
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return transpose(input, 0, 1) if input.ndim == 2 else view(input, input.shape)
+
+
+def movedim(input, source, destination):
+    src = (source,) if isinstance(source, builtins.int) else tuple(source)
+    dst = (destination,) if isinstance(destination, builtins.int) else tuple(destination)
+    src = [_wrap_dim(d, input.ndim) for d in src]
+    dst = [_wrap_dim(d, input.ndim) for d in dst]
+    order = [d for d in range(input.ndim) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(input, order)
+
+
+moveaxis = movedim
+
+
+def expand(input, *sizes):
+    """A broadcast view: size-1 dims stretched, -1 keeps a size; new leading dims allowed."""
+    sizes = _dims(sizes)
+    shape = input._data.shape
+    if len(sizes) < len(shape):
+        raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal "
+                           f"to the number of dimensions in the tensor ({len(shape)})")
+    lead = len(sizes) - len(shape)
+    target = list(sizes)
+    for i, n in enumerate(shape):
+        s = sizes[lead + i]
+        if s == -1:
+            target[lead + i] = n
+        elif n != 1 and s != n:
+            raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size ({n}) at "
+                               f"non-singleton dimension {lead + i}.  Target sizes: {list(sizes)}.  "
+                               f"Tensor sizes: {list(shape)}")
+    target = tuple(target)
+    if target == shape:
+        return view(input, shape)
+    arr = be(input).xp.broadcast_to(input._data, target)
+    from ._helpers import sum_to
+    return make_view(input, arr, lambda t: expand(t, target), "ExpandBackward0", lambda g: sum_to(g, shape))
+
+
+def expand_as(input, other):
+    return expand(input, other.shape)
+
+
+def broadcast_to(input, size):
+    return expand(input, size)
+
+
+def narrow(input, dim, start, length):
+    d = _wrap_dim(dim, input.ndim)
+    n = input.shape[d]
+    start = builtins.int(start)
+    if start < 0:
+        start += n
+    if not (0 <= start and start + length <= n):
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    idx = (slice(None),) * d + (slice(start, start + length),)
+    return make_view(input, input._data[idx], lambda t: narrow(t, d, start, length), "SliceBackward0",
+                     _slice_rule, (input._data.shape, idx))
+
+
+def _slice_rule(g, shape, idx):
+    from .creation import zeros
+    out = zeros(shape, dtype=g.dtype, device=g.device)
+    out[idx] = g
+    return out
+
+
+def select(input, dim, index):
+    d = _wrap_dim(dim, input.ndim)
+    n = input.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension {d}")
+    index = index % n
+    idx = (slice(None),) * d + (index, Ellipsis)
+    return make_view(input, input._data[idx], lambda t: select(t, d, index), "SelectBackward0",
+                     _slice_rule, (input._data.shape, idx))
+
+
+def _multi_view_rule(grads, shape, dim, bounds, stacked):
+    """Gradient of outputs that tile ``dim`` (split/chunk/unbind); missing ones are zero."""
+    from .creation import zeros
+    ref = next(g for g in grads if g is not None)
+    parts = []
+    for g, (lo, hi) in zip(grads, bounds):
+        if g is None:
+            part = shape[:dim] + (() if stacked else (hi - lo,)) + shape[dim + 1:]
+            g = zeros(part, dtype=ref.dtype, device=ref.device)
+        parts.append(g)
+    return (stack if stacked else cat)(parts, dim)
+
+
+def _views_along(input, dim, bounds, stacked: bool, name: str):
+    """Views of ``input`` along ``dim`` for [lo, hi) bounds, sharing one backward node."""
+    from ._helpers import _STATE
+    outs = []
+    for i, (lo, hi) in enumerate(bounds):
+        idx = (slice(None),) * dim + ((lo if stacked else slice(lo, hi)), Ellipsis)
+        out = _make(input._data[idx], input.dtype)
+        out._vc = input._vc
+        base = input._base if input._base is not None else input
+        prev = input._view_fn
+        redo = (lambda b, idx=idx: b[idx]) if prev is None else (lambda b, idx=idx, prev=prev: prev(b)[idx])
+        out._base, out._view_fn = base, redo
+        outs.append(out)
+    outs = tuple(outs)
+    if _STATE.enabled and input._requires_grad:
+        record(name, _multi_view_rule, (input,), outs, (input._data.shape, dim, bounds, stacked))
+    return outs
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Views of consecutive pieces along ``dim``: equal pieces of ``split_size`` (the last may
+    be smaller) or pieces of the given sizes."""
+    d = _wrap_dim(dim, tensor.ndim)
+    n = tensor.shape[d]
+    if isinstance(split_size_or_sections, builtins.int):
+        step = split_size_or_sections
+        if step <= 0 and n:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+        sizes = [min(step, n - s) for s in range(0, n, step)] if step else [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if builtins.sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                               f"dimension {d}), but got split_sizes={sizes}")
+    bounds, lo = [], 0
+    for s in sizes:
+        bounds.append((lo, lo + s))
+        lo += s
+    name = "SplitBackward0" if isinstance(split_size_or_sections, builtins.int) else "SplitWithSizesBackward0"
+    return _views_along(tensor, d, tuple(bounds), False, name)
+
+
+def chunk(input, chunks, dim=0):
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0")
+    d = _wrap_dim(dim, input.ndim)
+    n = input.shape[d]
+    step = -(-n // chunks) if n else 1
+    return split(input, step, d)
+
+
+def unbind(input, dim=0):
+    d = _wrap_dim(dim, input.ndim)
+    return _views_along(input, d, tuple((i, i + 1) for i in range(input.shape[d])), True, "UnbindBackward0")
+
+
+def cat(tensors, dim=0, *, out=None):
+    """Concatenate along an existing dimension (dtype by promotion)."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    from .. import _dtype as D
+    dt = tensors[0].dtype
+    for x in tensors[1:]:
+        dt = D.promote_types(dt, x.dtype)
+    # legacy rule kept by torch: 1-d empty tensors are skipped
+    parts = [x for x in tensors if not (x.ndim == 1 and x.shape[0] == 0)] or tensors[:1]
+    ref = parts[0]
+    d = _wrap_dim(dim, ref.ndim)
+    for x in parts:
+        if x.ndim != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {x.ndim}")
+        for i in range(ref.ndim):
+            if i != d and x.shape[i] != ref.shape[i]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                                   f"{ref.shape[i]} but got size {x.shape[i]} for tensor number "
+                                   f"{tensors.index(x)} in the list.")
+    xp = be(ref).xp
+    arr = xp.concatenate([x._data if x.dtype is dt else x._data.astype(dt.np) for x in parts], axis=d)
+    r = _make(arr, dt)
+    if needs_grad(*parts):
+        sizes = [x.shape[d] for x in parts]
+        record("CatBackward0", lambda g: tuple(split(g, sizes, d)), parts, r)
+    if out is not None:
+        out._data, out.dtype = r._data, r.dtype
+        return out
+    return r
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0, *, out=None):
+    """Join tensors of equal shape along a new dimension."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0].shape
+    for i, x in enumerate(tensors):
+        if x.shape != shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
+                               f"and {list(x.shape)} at entry {i}")
+    d = _wrap_dim(dim, len(shape) + 1)
+    return cat([unsqueeze(x, d) for x in tensors], d, out=out)
+
+
+def hstack(tensors):
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([x if x.ndim >= 2 else reshape(x, (1, -1)) for x in tensors], 0)
+
+
+def repeat(input, *sizes):
+    """Tile the tensor ``sizes[i]`` times along each dimension (a copy)."""
+    sizes = _dims(sizes)
+    if len(sizes) < input.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    lead = len(sizes) - input.ndim
+    src_shape = (1,) * lead + input._data.shape
+    arr = be(input).xp.tile(input._data.reshape(src_shape), sizes)
+    r = _make(arr, input.dtype)
+    if needs_grad(input):
+        record("RepeatBackward0", _repeat_rule, (input,), r, (src_shape, sizes, input._data.shape))
+    return r
+
+
+def _repeat_rule(g, src_shape, sizes, in_shape):
+    interleaved = []
+    for r, s in zip(sizes, src_shape):
+        interleaved += [r, s]
+    g = reshape(g, interleaved)
+    from .reduction import sum as _sum
+    g = _sum(g, tuple(range(0, len(interleaved), 2)))
+    return reshape(g, in_shape)
+
+
+def flip(input, dims):
+    """Reverse the order of elements along ``dims`` (a copy, as in torch)."""
+    dims = (dims,) if isinstance(dims, builtins.int) else tuple(dims)
+    dims = tuple(_wrap_dim(d, input.ndim) for d in dims)
+    r = _make(be(input).xp.flip(input._data, dims).copy(), input.dtype)
+    if needs_grad(input):
+        record("FlipBackward0", lambda g: flip(g, dims), (input,), r)
+    return r

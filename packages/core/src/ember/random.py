@@ -1,0 +1,120 @@
+"""Random number generators: one default Generator per device behind every random op.
+
+Streams need not match torch's bit for bit; seeding, state save/restore and forking
+behave as torch's (torch.random, torch.Generator).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+
+import numpy
+
+from ._device import to_device
+
+__all__ = ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
+           "fork_rng", "default_generator"]
+
+_DEFAULT_SEED = 67280421310721  # torch's documented default seed
+
+
+class Generator:
+    """A random stream on one device (``ember.Generator(device="cpu")``)."""
+
+    def __init__(self, device="cpu"):
+        from .backends import backend_for_device
+        self.device = to_device(device)
+        self._backend = backend_for_device(self.device)
+        self.manual_seed(_DEFAULT_SEED)
+
+    def manual_seed(self, seed: int) -> "Generator":
+        seed = int(seed)
+        if not -0x8000_0000_0000_0000 <= seed <= 0xFFFF_FFFF_FFFF_FFFF:
+            raise RuntimeError(f"Overflow when unpacking long long: {seed}")
+        self._initial_seed = seed & 0xFFFF_FFFF_FFFF_FFFF
+        self.bit_generator = self._backend.new_bit_generator(self._initial_seed)
+        return self
+
+    def seed(self) -> int:
+        """Seed from the operating system's entropy; returns the seed."""
+        s = int(numpy.random.SeedSequence().entropy) & 0xFFFF_FFFF_FFFF_FFFF
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self) -> int:
+        return self._initial_seed
+
+    def get_state(self):
+        """The generator's state as a uint8 tensor (opaque; pass it back to set_state)."""
+        from .ops.creation import tensor
+        from . import _dtype as D
+        blob = pickle.dumps((self._initial_seed, self.bit_generator.bit_generator.state))
+        return tensor(list(blob), dtype=D.uint8)
+
+    def set_state(self, state) -> "Generator":
+        blob = bytes(state.numpy().tobytes()) if hasattr(state, "numpy") else bytes(state)
+        self._initial_seed, inner = _safe_loads(blob)
+        self.bit_generator.bit_generator.state = inner
+        return self
+
+
+def _safe_loads(blob: bytes):
+    class _Plain(pickle.Unpickler):
+        def find_class(self, module, name):
+            raise pickle.UnpicklingError(f"generator state may not name {module}.{name}")
+    return _Plain(__import__("io").BytesIO(blob)).load()
+
+
+_generators: dict = {}
+
+
+def default_generator(device=None) -> Generator:
+    """The default Generator of ``device`` (cpu when None)."""
+    dev = to_device(device) if device is not None else to_device("cpu")
+    key = (dev.type, dev.index or 0)
+    gen = _generators.get(key)
+    if gen is None:
+        gen = _generators[key] = Generator(dev)
+    return gen
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed every device's default generator (torch.manual_seed)."""
+    for gen in list(_generators.values()):
+        gen.manual_seed(seed)
+    return default_generator().manual_seed(seed)
+
+
+def seed() -> int:
+    s = default_generator().seed()
+    for gen in _generators.values():
+        gen.manual_seed(s)
+    return s
+
+
+def initial_seed() -> int:
+    return default_generator().initial_seed()
+
+
+def get_rng_state():
+    return default_generator().get_state()
+
+
+def set_rng_state(state) -> None:
+    default_generator().set_state(state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled: bool = True):
+    """Run the block with the default generators' states restored afterwards."""
+    if not enabled:
+        yield
+        return
+    gens = list(_generators.values()) or [default_generator()]
+    states = [g.get_state() for g in gens]
+    try:
+        yield
+    finally:
+        for g, s in zip(gens, states):
+            g.set_state(s)

@@ -1,0 +1,6 @@
+"""ember-vision: datasets, transforms and models for ember, with torchvision's names
+(``import ember_vision as torchvision``)."""
+
+from . import datasets, transforms
+
+__version__ = "0.1.0"

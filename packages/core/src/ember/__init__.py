@@ -15,6 +15,19 @@ from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, s
 from .ops import *  # noqa: F401,F403
 from . import autograd, ops, return_types  # noqa: F401
 
+# Ops that torch offers as Tensor methods only (x.view(...), x.float(), x.cuda()...).
+for _name in ("to", "float", "double", "half", "bfloat16", "long", "int", "short", "char", "byte", "bool",
+              "type_as", "cpu", "cuda", "contiguous", "view", "view_as", "reshape_as", "expand", "expand_as",
+              "repeat", "new_tensor", "new_zeros", "new_ones", "new_full", "new_empty", "uniform_", "normal_",
+              "bernoulli_", "copy_", "add_", "sub_", "mul_", "div_", "pow_", "neg_", "exp_", "log_", "sqrt_",
+              "tanh_", "sigmoid_", "clamp_", "clip_", "eq_", "masked_fill_", "scatter_", "scatter_add_",
+              "index_put_", "fill_", "zero_", "abs_"):
+    globals().pop(_name, None)
+del _name
+from ._dtype import bool_ as bool  # noqa: E402,A001
+
+# after the ops: the Tensor-method casters (x.bool(), x.bfloat16()) must not shadow the dtypes
+from ._dtype import bfloat16, bool_ as bool  # noqa: E402,F811,A001
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128

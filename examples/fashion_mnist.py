@@ -19,12 +19,13 @@ import os
 import shutil
 import time
 
+from tqdm import tqdm
+
 import ember as torch
 import ember_vision as torchvision
 from ember import nn
 from ember.nn import functional as F
 from ember.utils.data import DataLoader
-from tqdm import tqdm
 
 MEAN, STD = 0.2860, 0.3530  # Fashion-MNIST training-set pixel mean and std (in [0, 1])
 

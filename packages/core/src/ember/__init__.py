@@ -3,17 +3,40 @@
 ``import ember as torch`` runs PyTorch programs that use the parts ember implements.
 """
 
-from ._dtype import (bfloat16, complex64, complex128, dtype, float16, float32, float64, get_default_dtype,
-                     int8, int16, int32, int64, promote_types, result_type, can_cast, set_default_dtype, uint8)
-from ._dtype import bool_ as bool  # noqa: A001  (torch.bool)
+from . import autograd, ops, return_types  # noqa: F401
 from ._device import device
+from ._dtype import (
+    bfloat16,
+    can_cast,
+    complex64,
+    complex128,
+    dtype,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    result_type,
+    set_default_dtype,
+    uint8,
+)
+from ._dtype import bool_ as bool  # noqa: A001  (torch.bool)
 from ._tensor import Size, Tensor
 from ._tensor_str import set_printoptions
-from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
-                                 set_grad_enabled)
-from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .ops import *  # noqa: F401,F403
-from . import autograd, ops, return_types  # noqa: F401
+from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 
 # Ops that torch offers as Tensor methods only (x.view(...), x.float(), x.cuda()...).
 for _name in ("to", "float", "double", "half", "bfloat16", "long", "int", "short", "char", "byte", "bool",
@@ -24,10 +47,8 @@ for _name in ("to", "float", "double", "half", "bfloat16", "long", "int", "short
               "index_put_", "fill_", "zero_", "abs_"):
     globals().pop(_name, None)
 del _name
-from ._dtype import bool_ as bool  # noqa: E402,A001
+from ._dtype import bfloat16  # noqa: E402,F811,A001
 
-# after the ops: the Tensor-method casters (x.bool(), x.bfloat16()) must not shadow the dtypes
-from ._dtype import bfloat16, bool_ as bool  # noqa: E402,F811,A001
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128

@@ -47,8 +47,8 @@ class Generator:
 
     def get_state(self):
         """The generator's state as a uint8 tensor (opaque; pass it back to set_state)."""
-        from .ops.creation import tensor
         from . import _dtype as D
+        from .ops.creation import tensor
         blob = pickle.dumps((self._initial_seed, self.bit_generator.bit_generator.state))
         return tensor(list(blob), dtype=D.uint8)
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 
-import ember
 from PIL import Image
+
+import ember
 
 from .idx import read_idx
 from .utils import download_from_mirrors

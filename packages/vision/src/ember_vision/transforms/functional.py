@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+from PIL import Image
 
 import ember
-from PIL import Image
 
 
 def _is_pil(img) -> bool:
@@ -57,7 +57,8 @@ def normalize(tensor: ember.Tensor, mean, std, inplace: bool = False) -> ember.T
     if not tensor.is_floating_point():
         raise TypeError(f"Input tensor should be a float tensor. Got {tensor.dtype}.")
     if tensor.ndim < 3:
-        raise ValueError(f"Expected tensor to be a tensor image of size (..., C, H, W). Got tensor.size() = {tuple(tensor.shape)}")
+        raise ValueError("Expected tensor to be a tensor image of size (..., C, H, W). "
+                         f"Got tensor.size() = {tuple(tensor.shape)}")
     mean_t = ember.as_tensor(mean, dtype=tensor.dtype, device=tensor.device)
     std_t = ember.as_tensor(std, dtype=tensor.dtype, device=tensor.device)
     if bool((std_t == 0).any()):

@@ -1,0 +1,184 @@
+"""Learning-rate schedulers (torch.optim.lr_scheduler): LRScheduler, StepLR, CosineAnnealingLR, LambdaLR.
+
+A scheduler sets ``group['lr']`` of its optimizer's groups each ``step()``; it counts
+epochs in ``last_epoch`` (-1 before the first step, which the constructor takes).
+Source: https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import warnings
+
+from .optimizer import Optimizer
+
+__all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR", "LambdaLR"]
+
+
+class LRScheduler:
+    """Base class: subclasses define ``get_lr()`` (the lrs of the epoch ``last_epoch``).
+
+    Args:
+        optimizer: the Optimizer whose groups' ``'lr'`` are set.
+        last_epoch (int, default -1): the index of the last epoch when resuming; with
+            a value >= 0 every group must hold ``'initial_lr'``.
+
+    Raises:
+        TypeError: ``optimizer`` is not an Optimizer.
+        KeyError: resuming (``last_epoch >= 0``) with a group lacking ``'initial_lr'``.
+    """
+
+    _get_lr_called_within_step = False
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming "
+                                   "scheduler with last_epoch >= 0.")
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        self._step_count = 0
+        self._is_initial = True
+        self.step()
+        self._is_initial = False
+
+    def state_dict(self) -> dict:
+        """Every attribute except the optimizer."""
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.__dict__.update(state_dict)
+
+    def get_last_lr(self) -> list:
+        """The lrs the last ``step()`` set, one per group."""
+        return self._last_lr
+
+    def get_lr(self) -> list:
+        """The lrs of epoch ``last_epoch`` (computed from the groups' current lrs)."""
+        raise NotImplementedError
+
+    def step(self, epoch=None) -> None:
+        """Advance one epoch (or jump to ``epoch``, deprecated in torch) and set the lrs."""
+        self._step_count += 1
+        self._get_lr_called_within_step = True
+        try:
+            if epoch is None:
+                self.last_epoch += 1
+                values = self.get_lr()
+            else:
+                warnings.warn("The epoch parameter in `scheduler.step()` was not necessary and is being deprecated "
+                              "where possible.", UserWarning, stacklevel=2)
+                self.last_epoch = epoch
+                values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") else self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        for group, lr in zip(self.optimizer.param_groups, values):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+_LRScheduler = LRScheduler
+
+
+class StepLR(LRScheduler):
+    """Multiply each group's lr by ``gamma`` every ``step_size`` epochs.
+
+    Args: optimizer, step_size (int), gamma (float, default 0.1), last_epoch (-1).
+    """
+
+    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
+        self.step_size = step_size
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Anneal each lr from its initial value to ``eta_min`` along a half cosine of
+    ``T_max`` epochs (SGDR without restarts), computed recursively as torch does.
+
+    Args: optimizer, T_max (int), eta_min (float, default 0.0), last_epoch (-1).
+    """
+
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups = self.optimizer.param_groups
+        if self._is_initial:
+            return [group["lr"] for group in groups]
+        if self._step_count == 1 and self.last_epoch > 0:
+            return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(self.last_epoch * math.pi / self.T_max))
+                    / 2 for base_lr in self.base_lrs]
+        if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
+            return [group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
+                    for base_lr, group in zip(self.base_lrs, groups)]
+        return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
+                / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
+                * (group["lr"] - self.eta_min) + self.eta_min for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for base_lr in self.base_lrs]
+
+
+class LambdaLR(LRScheduler):
+    """Set each lr to its initial value times ``lr_lambda(epoch)``.
+
+    Args: optimizer, lr_lambda (a function of the epoch, or one per group), last_epoch (-1).
+
+    Raises:
+        ValueError: a list of lambdas whose length is not the number of groups.
+    """
+
+    def __init__(self, optimizer: Optimizer, lr_lambda, last_epoch: int = -1):
+        self.optimizer = optimizer
+        if not isinstance(lr_lambda, (list, tuple)):
+            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+        else:
+            if len(lr_lambda) != len(optimizer.param_groups):
+                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self) -> dict:
+        """As the base, with each lambda's ``__dict__`` when it is a callable object (None
+        for plain functions and lambdas, which cannot be saved)."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+        state["lr_lambdas"] = [None] * len(self.lr_lambdas)
+        for i, fn in enumerate(self.lr_lambdas):
+            if not isinstance(fn, types.FunctionType):
+                state["lr_lambdas"][i] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        lr_lambdas = state_dict.pop("lr_lambdas")
+        self.__dict__.update(state_dict)
+        state_dict["lr_lambdas"] = lr_lambdas
+        for i, fn in enumerate(lr_lambdas):
+            if fn is not None:
+                self.lr_lambdas[i].__dict__.update(fn)
+
+    def get_lr(self) -> list:
+        return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]

@@ -1,0 +1,673 @@
+"""ember.save / ember.load: PyTorch's checkpoint formats.
+
+``save`` writes the zip archive torch writes: ``<name>/data.pkl`` (a protocol-2 pickle of
+plain containers in which every tensor is ``torch._utils._rebuild_tensor_v2`` applied to a
+persistent storage reference ``('storage', torch.<Type>Storage, key, location, numel)``),
+the raw little-endian bytes of each storage in ``<name>/data/<key>`` (aligned to 64
+bytes), ``byteorder``, ``version``, ``.format_version``, ``.storage_alignment`` and
+``.data/serialization_id``.  ``torch.load(f, weights_only=True)`` opens it, and
+``load`` opens what ``torch.save`` writes, including the older non-zip format
+(``_use_new_zipfile_serialization=False``).
+
+Tensors that share memory are written once and share memory again after loading
+(tied weights stay tied).  Loading uses a restricted unpickler: tensors, numbers,
+strings, bytes, ``None``, dicts, ``OrderedDict``, lists, tuples, sets, dtypes, devices
+and ``Size``; any other global raises ``pickle.UnpicklingError`` naming it.
+
+Source: https://pytorch.org/docs/stable/generated/torch.save.html,
+https://pytorch.org/docs/stable/generated/torch.load.html,
+https://pytorch.org/docs/stable/notes/serialization.html
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import os
+import pickle
+import secrets
+import struct
+import sys
+import tempfile
+import zipfile
+
+import numpy
+
+from . import _dtype as D
+from ._device import device as _device
+from ._tensor import Size, Tensor, _make
+
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals"]
+
+_ALIGN = 64
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+_LEGACY_PROTOCOL = 1001
+
+_STORAGE_NAMES = {
+    "float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
+    "bfloat16": "BFloat16Storage", "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage",
+    "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage", "complex64": "ComplexFloatStorage",
+    "complex128": "ComplexDoubleStorage",
+}
+_DTYPE_OF_STORAGE = {v: D._dtype_by_name(k) for k, v in _STORAGE_NAMES.items()}
+# torch's dtype globals (torch.float32, torch.long...) -> ember dtypes
+_TORCH_DTYPES = {d.name: d for d in D.ALL}
+_TORCH_DTYPES.update(D._ALIASES)
+_TORCH_DTYPES["bool"] = D.bool_
+
+
+# ---- saving ---------------------------------------------------------------------------
+
+class _Global:
+    """A ``module.name`` global written into the pickle without importing ``module``."""
+
+    __slots__ = ("module", "name")
+
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"{self.module}.{self.name} is a name written into checkpoints, not a function")
+
+
+_REBUILD_TENSOR = _Global("torch._utils", "_rebuild_tensor_v2")
+_REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
+_ORDERED_DICT = collections.OrderedDict
+_STORAGE_GLOBALS = {k: _Global("torch", v) for k, v in _STORAGE_NAMES.items()}
+_DTYPE_GLOBALS = {d.name: _Global("torch", d.name) for d in D.ALL}
+_SIZE_GLOBAL = _Global("torch", "Size")
+_DEVICE_GLOBAL = _Global("torch", "device")
+
+
+class _StorageRef:
+    """One storage to write: a flat host-or-device array of ``dtype`` and its location."""
+
+    __slots__ = ("key", "flat", "dtype", "location")
+
+    def __init__(self, key: str, flat, dtype: D.dtype, location: str):
+        self.key, self.flat, self.dtype, self.location = key, flat, dtype, location
+
+
+def _root_array(arr):
+    """The array that owns ``arr``'s memory (numpy and cupy keep it in ``.base``)."""
+    kind = type(arr)
+    while True:
+        b = arr.base
+        if not isinstance(b, kind):
+            b = getattr(b, "base", None)  # numpy's as_strided wraps the base in a helper object
+            if not isinstance(b, kind):
+                return arr
+        arr = b
+
+
+def _address(arr) -> int:
+    return arr.__array_interface__["data"][0] if isinstance(arr, numpy.ndarray) else arr.data.ptr
+
+
+class _Writer:
+    """Collects the storages of the tensors pickled, one per shared memory block."""
+
+    def __init__(self):
+        self.storages: dict = {}   # (id(root), dtype name) -> _StorageRef
+        self.keep: list = []       # keeps roots alive so ids stay unique while saving
+
+    def storage_of(self, t: Tensor):
+        """(storage ref, offset, stride) of ``t`` in elements; a compact copy when ``t``'s
+        memory cannot be described as torch's (negative strides, odd alignment)."""
+        arr, dt = t._data, t.dtype
+        item = dt.itemsize
+        location = str(t.device)
+        root = _root_array(arr)
+        flat = None
+        if root.flags.c_contiguous or root.flags.f_contiguous:
+            flat = root.reshape(-1, order="A") if root.ndim != 1 else root
+            if flat.dtype != arr.dtype:
+                flat = flat.view(arr.dtype) if flat.nbytes % item == 0 else None
+        if flat is not None and arr.size:
+            delta = _address(arr) - _address(root)
+            strides = arr.strides
+            if delta % item or delta < 0 or any(s < 0 or s % item for s in strides):
+                flat = None
+            else:
+                offset = delta // item
+                stride = tuple(s // item if n != 1 else _contig(arr.shape)[i]
+                               for i, (s, n) in enumerate(zip(strides, arr.shape)))
+        if flat is None or not arr.size:
+            flat = arr.reshape(-1).copy() if arr.size else arr.reshape(-1)
+            root, offset, stride = flat, 0, _contig(arr.shape)
+        key = (id(root), dt.name)
+        ref = self.storages.get(key)
+        if ref is None:
+            ref = self.storages[key] = _StorageRef(str(len(self.storages)), flat, dt, location)
+            self.keep.append(root)
+        return ref, offset, stride
+
+
+def _contig(shape) -> tuple:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(out))
+
+
+class _Pickler(pickle._Pickler):
+    """Protocol-2 pickler writing ember tensors, dtypes, devices and Size as torch's globals."""
+
+    dispatch = dict(pickle._Pickler.dispatch)
+
+    def __init__(self, file, protocol, writer: _Writer, legacy: bool = False):
+        super().__init__(file, protocol)
+        self._writer = writer
+        self._legacy = legacy
+
+    def _save_marker(self, obj: _Global) -> None:
+        if self.memo.get(id(obj)) is not None:
+            self.write(self.get(self.memo[id(obj)][0]))
+            return
+        self.write(pickle.GLOBAL + obj.module.encode("utf-8") + b"\n" + obj.name.encode("utf-8") + b"\n")
+        self.memoize(obj)
+
+    dispatch[_Global] = _save_marker
+
+    def persistent_id(self, obj):
+        if type(obj) is _StorageRef:
+            pid = ("storage", _STORAGE_GLOBALS[obj.dtype.name], obj.key, obj.location, int(obj.flat.size))
+            return pid + (None,) if self._legacy else pid
+        return None
+
+    def _save_dtype(self, obj: D.dtype) -> None:
+        self._save_marker(_DTYPE_GLOBALS[obj.name])
+
+    dispatch[D.dtype] = _save_dtype
+
+    def reducer_override(self, obj):
+        if isinstance(obj, Tensor):
+            return _reduce_tensor(self._writer, obj)
+        if type(obj) is _device:
+            return _DEVICE_GLOBAL, (str(obj),)
+        if type(obj) is Size:
+            return _SIZE_GLOBAL, (tuple(obj),)
+        return NotImplemented
+
+    def save_global(self, obj, name=None):
+        if type(obj) is _Global:
+            return self._save_marker(obj)
+        return super().save_global(obj, name)
+
+
+def _reduce_tensor(writer: _Writer, t: Tensor):
+    if t._requires_grad and t.grad_fn is not None:
+        raise RuntimeError("Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd "
+                           "does not support crossing process boundaries.  If you just want to transfer the data, "
+                           "call detach() on the tensor before serializing (e.g., putting it on the queue).")
+    ref, offset, stride = writer.storage_of(t)
+    args = (ref, offset, tuple(t._data.shape), stride, bool(t._requires_grad), collections.OrderedDict())
+    if type(t) is not Tensor and type(t).__name__ == "Parameter":
+        inner = (_REBUILD_TENSOR, (ref, offset, tuple(t._data.shape), stride, False, collections.OrderedDict()))
+        return _REBUILD_PARAMETER, (_Prebuilt(inner), bool(t._requires_grad), collections.OrderedDict())
+    return _REBUILD_TENSOR, args
+
+
+class _Prebuilt:
+    """A (callable, args) pair pickled as that REDUCE (the tensor inside a Parameter)."""
+
+    __slots__ = ("rv",)
+
+    def __init__(self, rv):
+        self.rv = rv
+
+    def __reduce__(self):
+        return self.rv
+
+
+def _storage_bytes(ref: _StorageRef) -> bytes:
+    flat = ref.flat
+    if not isinstance(flat, numpy.ndarray):
+        from .backends import backend_of_array
+        flat = backend_of_array(flat).to_host(flat)
+    flat = numpy.ascontiguousarray(flat)
+    if flat.dtype.byteorder == ">" or (flat.dtype.byteorder == "=" and sys.byteorder == "big"):
+        flat = flat.byteswap().view(flat.dtype.newbyteorder("<"))
+    return flat.tobytes()
+
+
+def _archive_name(f) -> str:
+    if isinstance(f, (str, os.PathLike)):
+        stem = os.path.splitext(os.path.basename(os.fspath(f)))[0]
+        return stem or "archive"
+    return "archive"
+
+
+def _write_zip(obj, stream, name: str, protocol: int) -> None:
+    writer = _Writer()
+    buf = io.BytesIO()
+    _Pickler(buf, protocol, writer).dump(obj)
+    records = [("data.pkl", buf.getvalue()), (".format_version", b"1"), (".storage_alignment", b"64"),
+               ("byteorder", b"little")]
+    records += [(f"data/{ref.key}", ref) for ref in writer.storages.values()]
+    records += [("version", b"3\n"), (".data/serialization_id", _serialization_id())]
+    with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for rel, data in records:
+            if isinstance(data, _StorageRef):
+                data = _storage_bytes(data)
+            filename = f"{name}/{rel}"
+            info = zipfile.ZipInfo(filename, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_STORED
+            info.create_system = 0
+            start = zf.fp.tell() + 30 + len(filename.encode("utf-8"))
+            if len(data) > zipfile.ZIP64_LIMIT:
+                start += 20  # zip64 extra added by zipfile
+            pad = (-(start + 4)) % _ALIGN
+            info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+            zf.writestr(info, data)
+
+
+def _serialization_id() -> bytes:
+    return str(secrets.randbits(128)).zfill(40).encode()
+
+
+def _write_legacy(obj, stream, protocol: int) -> None:
+    writer = _Writer()
+    pickle.dump(_LEGACY_MAGIC, stream, protocol=protocol)
+    pickle.dump(_LEGACY_PROTOCOL, stream, protocol=protocol)
+    pickle.dump({"protocol_version": _LEGACY_PROTOCOL, "little_endian": True,
+                 "type_sizes": {"short": 2, "int": 4, "long": 4}}, stream, protocol=protocol)
+    _Pickler(stream, protocol, writer, legacy=True).dump(obj)
+    refs = list(writer.storages.values())
+    pickle.dump([r.key for r in refs], stream, protocol=protocol)
+    for ref in refs:
+        stream.write(struct.pack("<q", int(ref.flat.size)))
+        stream.write(_storage_bytes(ref))
+
+
+def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True,
+         _disable_byteorder_record: bool = False) -> None:
+    """Save ``obj`` (tensors inside plain containers, e.g. a ``state_dict()``) to ``f``.
+
+    Args:
+        obj: any picklable object; tensors are written as torch writes them.
+        f: a path (str or os.PathLike) or a writable binary file-like object.
+        pickle_protocol: the pickle protocol of ``data.pkl`` (torch's default, 2).
+        _use_new_zipfile_serialization: False writes torch's older non-zip format.
+
+    A path is written to a temporary file in the same directory, then renamed over
+    ``f``: an error leaves no half-written file.  Raises RuntimeError for a non-leaf
+    tensor that requires grad (torch's error), and whatever pickling raises for
+    objects that cannot be pickled.
+    """
+    if pickle_module is not None and pickle_module is not pickle:
+        raise ValueError("ember.save supports only the standard pickle module")
+
+    def write(stream):
+        if _use_new_zipfile_serialization:
+            _write_zip(obj, stream, _archive_name(f), pickle_protocol)
+        else:
+            _write_legacy(obj, stream, pickle_protocol)
+
+    if isinstance(f, (str, os.PathLike)):
+        path = os.fspath(f)
+        directory = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".ember-save-", suffix=".tmp", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as stream:
+                write(stream)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        return
+    if not hasattr(f, "write"):
+        raise AttributeError(f"expected 'f' to be string, path, or a file-like object with a 'write' attribute, "
+                             f"got {type(f).__name__}")
+    buf = io.BytesIO()
+    write(buf)
+    f.write(buf.getvalue())
+    if hasattr(f, "flush"):
+        f.flush()
+
+
+# ---- loading --------------------------------------------------------------------------
+
+_safe_globals: dict = {}
+
+
+def add_safe_globals(safe_globals) -> None:
+    """Allow these classes/functions (or ``(obj, "module.name")`` pairs) in ``load``."""
+    for g in safe_globals:
+        if isinstance(g, tuple):
+            obj, qual = g
+        else:
+            obj, qual = g, f"{g.__module__}.{g.__qualname__}"
+        _safe_globals[qual] = obj
+
+
+def get_safe_globals() -> list:
+    return list(_safe_globals.values())
+
+
+def clear_safe_globals() -> None:
+    _safe_globals.clear()
+
+
+class _Refused(pickle.UnpicklingError):
+    pass
+
+
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
+                       metadata=None):
+    """A tensor viewing ``storage`` (a 1-D ember tensor) at ``storage_offset`` with ``size``/``stride``."""
+    return _view_of_storage(storage, storage_offset, tuple(size), tuple(stride), bool(requires_grad))
+
+
+def _rebuild_tensor(storage, storage_offset, size, stride):
+    return _view_of_storage(storage, storage_offset, tuple(size), tuple(stride), False)
+
+
+def _view_of_storage(storage: Tensor, offset: int, size: tuple, stride: tuple, requires_grad: bool) -> Tensor:
+    from .ops._helpers import be
+    arr = storage._data
+    item = arr.itemsize
+    numel = 1
+    for n in size:
+        numel *= n
+    if numel:
+        needed = offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))
+        if offset < 0 or any(s < 0 for s in stride) or needed > arr.size:
+            raise RuntimeError(f"tensor of size {list(size)} and stride {list(stride)} at offset {offset} does not "
+                               f"fit in a storage of {arr.size} elements (corrupt checkpoint?)")
+        view = be(storage).xp.lib.stride_tricks.as_strided(arr[offset:], shape=size,
+                                                           strides=tuple(s * item for s in stride))
+    else:
+        view = arr[:0].reshape(size)
+    t = _make(view, storage.dtype)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _rebuild_parameter(data, requires_grad, backward_hooks=None):
+    try:
+        from .nn.parameter import Parameter
+    except ImportError:
+        data._requires_grad = bool(requires_grad)
+        return data
+    return Parameter(data, requires_grad)
+
+
+def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
+    p = _rebuild_parameter(data, requires_grad, backward_hooks)
+    return p
+
+
+def _set_builder(items=()):
+    return set(items)
+
+
+def _frozenset_builder(items=()):
+    return frozenset(items)
+
+
+def _codecs_encode(text, encoding="latin1"):
+    import codecs
+    return codecs.encode(text, encoding)
+
+
+_ALLOWED = {
+    ("collections", "OrderedDict"): collections.OrderedDict,
+    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
+    ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
+    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+    ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
+    ("torch", "Size"): Size,
+    ("torch", "device"): _device,
+    ("builtins", "set"): set, ("__builtin__", "set"): set,
+    ("builtins", "frozenset"): frozenset, ("__builtin__", "frozenset"): frozenset,
+    ("builtins", "complex"): complex, ("__builtin__", "complex"): complex,
+    ("builtins", "slice"): slice, ("__builtin__", "slice"): slice,
+    ("builtins", "bytearray"): bytearray, ("__builtin__", "bytearray"): bytearray,
+    ("_codecs", "encode"): _codecs_encode,
+}
+
+
+class _StorageType:
+    """What a ``torch.<Type>Storage`` global unpickles to: the storage's dtype."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype: D.dtype):
+        self.dtype = dtype
+
+
+def _find_global(module: str, name: str, weights_only: bool):
+    if module == "torch":
+        if name in _DTYPE_OF_STORAGE:
+            return _StorageType(_DTYPE_OF_STORAGE[name])
+        if name in _TORCH_DTYPES:
+            return _TORCH_DTYPES[name]
+        if name == "UntypedStorage":
+            return _StorageType(D.uint8)
+    hit = _ALLOWED.get((module, name))
+    if hit is not None:
+        return hit
+    qual = f"{module}.{name}"
+    if qual in _safe_globals:
+        return _safe_globals[qual]
+    if not weights_only:
+        return _PLAIN.find_class(module, name)
+    raise _Refused(
+        f"Weights only load failed: unsupported global: GLOBAL {qual} was not an allowed global by default. "
+        f"ember.load rebuilds tensors, numbers, strings and plain containers only; if you trust this file, "
+        f"allow it with ember.serialization.add_safe_globals([{name}]) or load with weights_only=False.")
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    pass
+
+
+_PLAIN = _PlainUnpickler(io.BytesIO(b""))
+
+
+class _Loader:
+    """Turns persistent storage references into 1-D ember tensors on the target device."""
+
+    def __init__(self, read_storage, map_location, legacy: bool):
+        self.read_storage = read_storage   # (key, dtype, numel) -> host 1-D numpy array
+        self.map_location = map_location
+        self.legacy = legacy
+        self.cache: dict = {}
+
+    def persistent_load(self, pid):
+        if not isinstance(pid, tuple) or not pid or pid[0] != "storage":
+            raise pickle.UnpicklingError(f"unsupported persistent id in checkpoint: {pid!r}")
+        stype, key, location, numel = pid[1], str(pid[2]), pid[3], pid[4]
+        view_meta = pid[5] if len(pid) > 5 else None
+        dtype = stype.dtype if isinstance(stype, _StorageType) else None
+        if dtype is None:
+            raise pickle.UnpicklingError(f"unsupported storage type in checkpoint: {stype!r}")
+        storage = self.cache.get(key)
+        if storage is None:
+            host = self.read_storage(key, dtype, numel)
+            storage = self.cache[key] = self._place(_make(host, dtype), str(location))
+        if view_meta is not None:
+            _, view_offset, view_size = view_meta
+            return _make(storage._data[view_offset:view_offset + view_size], dtype)
+        return storage
+
+    def _place(self, storage: Tensor, location: str) -> Tensor:
+        ml = self.map_location
+        if callable(ml) and not isinstance(ml, (str, _device)):
+            out = ml(storage, location)
+            if out is not None:
+                return out
+            target = location
+        elif ml is None:
+            target = location
+        elif isinstance(ml, dict):
+            target = ml.get(location, location)
+        else:
+            target = ml
+        dev = _device(target) if not isinstance(target, _device) else target
+        if dev.type == "cpu":
+            return storage
+        try:
+            return storage.to(dev)
+        except (RuntimeError, ImportError) as e:
+            raise RuntimeError(
+                f"Attempting to deserialize object on a CUDA device but CUDA is not available to ember ({e}). "
+                "If you are running on a CPU-only machine, please use ember.load with "
+                "map_location=ember.device('cpu') to map your storages to the CPU.") from None
+
+
+def _make_unpickler(stream, loader: _Loader, weights_only: bool):
+    class Unpickler(pickle.Unpickler):
+        def find_class(self, module, name):
+            return _find_global(module, name, weights_only)
+
+        def persistent_load(self, pid):
+            return loader.persistent_load(pid)
+    return Unpickler(stream, encoding="utf-8")
+
+
+def _host_array(raw: bytes, dtype: D.dtype, numel: int, big_endian: bool, where: str):
+    need = numel * dtype.itemsize
+    if len(raw) < need:
+        raise RuntimeError(f"storage {where} holds {len(raw)} bytes, {need} expected (truncated checkpoint?)")
+    np_dtype = dtype.np
+    arr = numpy.frombuffer(raw, dtype=np_dtype.newbyteorder(">") if big_endian and dtype.itemsize > 1 else np_dtype,
+                           count=numel)
+    if big_endian and dtype.itemsize > 1:
+        arr = arr.byteswap().view(np_dtype)
+    else:
+        arr = arr.copy()
+    return arr
+
+
+def _load_zip(stream, map_location, weights_only: bool):
+    zf = zipfile.ZipFile(stream)
+    names = zf.namelist()
+    pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]
+    if not pkl:
+        raise RuntimeError("archive holds no '<name>/data.pkl' record")
+    prefix = pkl[0][: -len("data.pkl")]
+    big_endian = False
+    if prefix + "byteorder" in names:
+        order = zf.read(prefix + "byteorder").decode().strip()
+        if order not in ("little", "big"):
+            raise RuntimeError(f"unknown byteorder record {order!r}")
+        big_endian = order == "big"
+
+    def read_storage(key, dtype, numel):
+        return _host_array(zf.read(f"{prefix}data/{key}"), dtype, numel, big_endian, f"data/{key}")
+
+    loader = _Loader(read_storage, map_location, legacy=False)
+    with zf.open(pkl[0]) as fp:
+        return _make_unpickler(io.BytesIO(fp.read()), loader, weights_only).load()
+
+
+def _load_legacy(stream, map_location, weights_only: bool):
+    def plain_load():
+        return _make_unpickler(stream, _Loader(None, None, True), True).load()
+
+    magic = plain_load()
+    if magic != _LEGACY_MAGIC:
+        raise RuntimeError("Invalid magic number; corrupt file?")
+    protocol = plain_load()
+    if protocol != _LEGACY_PROTOCOL:
+        raise RuntimeError(f"Invalid protocol version: {protocol}")
+    sys_info = plain_load()
+    little = sys_info.get("little_endian", True) if isinstance(sys_info, dict) else True
+
+    # The storages follow the object pickle: a first pass over it (on empty storages)
+    # finds their dtypes, then they are read and the object pickle is loaded again.
+    body = stream.tell()
+    seen: dict = {}
+
+    def note_storage(key, dtype, numel):
+        seen[key] = (dtype, numel)
+        return numpy.empty(numel, dtype=dtype.np)
+
+    _make_unpickler(stream, _Loader(note_storage, "cpu", True), weights_only).load()
+    keys = plain_load()
+    arrays: dict = {}
+    for key in keys:
+        key = str(key)
+        header = stream.read(8)
+        if len(header) < 8:
+            raise RuntimeError(f"storage {key} is missing (truncated checkpoint?)")
+        (numel,) = struct.unpack("<q" if little else ">q", header)
+        if key not in seen:
+            raise RuntimeError(f"storage {key} was not referenced by the checkpoint")
+        dtype = seen[key][0]
+        raw = stream.read(numel * dtype.itemsize)
+        arrays[key] = _host_array(raw, dtype, numel, not little, f"storage {key}")
+    end = stream.tell()
+    stream.seek(body)
+    missing = set(seen) - set(arrays)
+    if missing:
+        raise RuntimeError(f"storages {sorted(missing)} are missing (truncated checkpoint?)")
+    result = _make_unpickler(stream, _Loader(lambda key, dtype, numel: arrays[key], map_location, True),
+                             weights_only).load()
+    stream.seek(end)
+    return result
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
+    """Load an object saved by ``ember.save`` or ``torch.save`` (zip or legacy format).
+
+    Args:
+        f: a path or a readable, seekable binary file-like object.
+        map_location: None (each storage to the device it was saved from), a device or
+            string (all storages there), a dict mapping saved locations to new ones, or
+            a callable ``fn(storage, location)`` returning a tensor or None.
+        weights_only: True or None (torch's default since 2.6): the restricted unpickler;
+            False also allows other globals (only for files you trust).
+
+    Returns: the saved object; tensors that shared memory when saved share it again.
+
+    Raises:
+        pickle.UnpicklingError: the file names a global the restricted unpickler refuses.
+        RuntimeError: the file is truncated or corrupt (the message names the file), or
+            a storage was saved on CUDA and CUDA is unavailable without map_location.
+        FileNotFoundError: ``f`` is a path that does not exist.
+    """
+    if pickle_module is not None and pickle_module is not pickle:
+        raise ValueError("ember.load supports only the standard pickle module")
+    restricted = weights_only is not False
+    if isinstance(f, (str, os.PathLike)):
+        label = repr(os.fspath(f))
+        with open(f, "rb") as stream:
+            return _load_stream(stream, map_location, restricted, label)
+    label = repr(getattr(f, "name", f"<{type(f).__name__}>"))
+    if not (hasattr(f, "read") and hasattr(f, "seek")):
+        raise AttributeError(f"expected 'f' to be string, path, or a file-like object with 'read' and 'seek', "
+                             f"got {type(f).__name__}")
+    return _load_stream(f, map_location, restricted, label)
+
+
+def _load_stream(stream, map_location, restricted: bool, label: str):
+    start = stream.tell()
+    head = stream.read(4)
+    stream.seek(start)
+    if not head:
+        raise RuntimeError(f"failed to load {label}: the file is empty")
+    try:
+        if head == b"PK\x03\x04" or head == b"PK\x05\x06":
+            return _load_zip(stream, map_location, restricted)
+        return _load_legacy(stream, map_location, restricted)
+    except _Refused:
+        raise
+    except (zipfile.BadZipFile, EOFError, pickle.UnpicklingError, KeyError, struct.error, ValueError,
+            IndexError, TypeError, RuntimeError, OSError, _zlib_error()) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise RuntimeError(f"failed to load {label}: {type(e).__name__}: {e} (truncated or corrupt checkpoint?)") \
+            from e
+
+
+def _zlib_error():
+    import zlib
+    return zlib.error

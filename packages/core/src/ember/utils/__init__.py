@@ -1,0 +1,3 @@
+"""ember.utils: data loading (torch.utils)."""
+
+from . import data  # noqa: F401

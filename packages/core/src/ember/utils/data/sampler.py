@@ -1,0 +1,129 @@
+"""Samplers: the order in which a DataLoader visits indices (torch.utils.data.sampler).
+
+Source: https://pytorch.org/docs/stable/data.html#data-loading-order-and-sampler
+"""
+
+from __future__ import annotations
+
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"]
+
+
+class Sampler:
+    """Base class: ``__iter__`` yields indices (or lists of indices for batch samplers)."""
+
+    def __init__(self, data_source=None):
+        pass
+
+    def __iter__(self):
+        raise NotImplementedError
+
+
+class SequentialSampler(Sampler):
+    """0, 1, ..., len(data_source) - 1."""
+
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self) -> int:
+        return len(self.data_source)
+
+
+def _seeded_generator(generator):
+    """``generator``, or a fresh CPU generator seeded from the default one (as torch does)."""
+    from ...random import Generator, default_generator
+    if generator is not None:
+        return generator
+    seed = int(default_generator().bit_generator.integers(0, 2 ** 63 - 1))
+    return Generator().manual_seed(seed)
+
+
+class RandomSampler(Sampler):
+    """Random indices: a permutation (repeated for ``num_samples > n``), or with
+    ``replacement`` independent draws.
+
+    Args: data_source, replacement (False), num_samples (len(data_source)), generator.
+
+    Raises TypeError for a non-bool ``replacement``, ValueError for a non-positive
+    ``num_samples``.
+    """
+
+    def __init__(self, data_source, replacement: bool = False, num_samples=None, generator=None):
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        if not isinstance(self.replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got replacement={self.replacement}")
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={self.num_samples}")
+
+    @property
+    def num_samples(self) -> int:
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        from ...ops.creation import randint, randperm
+        n = len(self.data_source)
+        generator = _seeded_generator(self.generator)
+        if self.replacement:
+            for _ in range(self.num_samples // 32):
+                yield from randint(high=n, size=(32,), generator=generator).tolist()
+            yield from randint(high=n, size=(self.num_samples % 32,), generator=generator).tolist()
+        else:
+            for _ in range(self.num_samples // n):
+                yield from randperm(n, generator=generator).tolist()
+            yield from randperm(n, generator=generator).tolist()[: self.num_samples % n]
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The given ``indices`` in a random order."""
+
+    def __init__(self, indices, generator=None):
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self):
+        from ...ops.creation import randperm
+        for i in randperm(len(self.indices), generator=self.generator).tolist():
+            yield self.indices[i]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class BatchSampler(Sampler):
+    """Groups the indices of ``sampler`` into lists of ``batch_size`` (the last one shorter
+    unless ``drop_last``).
+
+    Raises ValueError for a non-positive or non-int ``batch_size`` or a non-bool ``drop_last``.
+    """
+
+    def __init__(self, sampler, batch_size: int, drop_last: bool):
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self):
+        batch = []
+        for idx in self.sampler:
+            batch.append(idx)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self) -> int:
+        if self.drop_last:
+            return len(self.sampler) // self.batch_size
+        return (len(self.sampler) + self.batch_size - 1) // self.batch_size

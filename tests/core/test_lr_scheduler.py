@@ -1,0 +1,108 @@
+"""ember.optim.lr_scheduler against torch.optim.lr_scheduler: lr sequences and state dicts."""
+
+import pytest
+import torch
+
+import ember
+import ember.optim
+
+
+def _opt(lib, lrs=(0.1,)):
+    groups = [{"params": [lib.zeros(2, requires_grad=True)], "lr": lr} for lr in lrs]
+    return lib.optim.SGD(groups, lr=lrs[0], momentum=0.9)
+
+
+def _sequence(lib, make, lrs=(0.1,), epochs=30):
+    opt = _opt(lib, lrs)
+    sched = make(lib, opt)
+    seq = [list(sched.get_last_lr())]
+    for _ in range(epochs):
+        opt.step()
+        sched.step()
+        seq.append(list(sched.get_last_lr()))
+        assert seq[-1] == [g["lr"] for g in opt.param_groups]
+    return seq, sched
+
+
+def _lambda_factor(epoch):
+    return 0.95 ** epoch
+
+
+CASES = {
+    "step": lambda lib, o: lib.optim.lr_scheduler.StepLR(o, step_size=4),
+    "step_gamma": lambda lib, o: lib.optim.lr_scheduler.StepLR(o, step_size=3, gamma=0.5),
+    "cosine": lambda lib, o: lib.optim.lr_scheduler.CosineAnnealingLR(o, T_max=10),
+    "cosine_eta": lambda lib, o: lib.optim.lr_scheduler.CosineAnnealingLR(o, T_max=7, eta_min=0.01),
+    "lambda": lambda lib, o: lib.optim.lr_scheduler.LambdaLR(o, lr_lambda=_lambda_factor),
+    "lambda_list": lambda lib, o: lib.optim.lr_scheduler.LambdaLR(
+        o, lr_lambda=[_lambda_factor, lambda e: 1.0 / (e + 1)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_lr_sequence_equals_torch(name):
+    lrs = (0.1, 0.03)
+    e_seq, e_sched = _sequence(ember, CASES[name], lrs)
+    t_seq, t_sched = _sequence(torch, CASES[name], lrs)
+    # same recursion, same float operations: equal to the last bit
+    assert e_seq == t_seq
+    assert e_sched.last_epoch == t_sched.last_epoch == 30
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_state_dict_equals_torch(name):
+    _, e_sched = _sequence(ember, CASES[name], (0.1, 0.03), epochs=5)
+    _, t_sched = _sequence(torch, CASES[name], (0.1, 0.03), epochs=5)
+    esd, tsd = e_sched.state_dict(), t_sched.state_dict()
+    assert set(esd) == set(tsd)
+    assert esd == tsd
+
+
+@pytest.mark.parametrize("name", ["step", "cosine", "lambda"])
+def test_resume_from_state_dict(name):
+    """A scheduler resumed from a state dict continues the sequence as torch's uninterrupted one."""
+    t_seq, _ = _sequence(torch, CASES[name], epochs=20)
+    opt = _opt(ember)
+    sched = CASES[name](ember, opt)
+    for _ in range(8):
+        opt.step()
+        sched.step()
+    sd, osd = sched.state_dict(), opt.state_dict()
+    opt2 = _opt(ember)
+    opt2.load_state_dict(osd)
+    sched2 = CASES[name](ember, opt2)
+    sched2.load_state_dict(sd)
+    seq = []
+    for _ in range(12):
+        opt2.step()
+        sched2.step()
+        seq.append(sched2.get_last_lr()[0])
+    assert seq == [s[0] for s in t_seq[9:]]
+
+
+def test_last_epoch_resume_requires_initial_lr():
+    for lib in (torch, ember):
+        opt = _opt(lib)
+        with pytest.raises(KeyError, match="initial_lr"):
+            lib.optim.lr_scheduler.StepLR(opt, step_size=2, last_epoch=3)
+
+
+def test_lambda_count_mismatch():
+    for lib in (torch, ember):
+        with pytest.raises(ValueError, match="Expected 2 lr_lambdas, but got 1"):
+            lib.optim.lr_scheduler.LambdaLR(_opt(lib, (0.1, 0.2)), [_lambda_factor])
+
+
+def test_callable_object_lambda_state_saved():
+    class Warm:
+        def __init__(self):
+            self.k = 3
+
+        def __call__(self, e):
+            return min(1.0, (e + 1) / self.k)
+
+    results = []
+    for lib in (torch, ember):
+        sched = lib.optim.lr_scheduler.LambdaLR(_opt(lib), Warm())
+        results.append(sched.state_dict()["lr_lambdas"])
+    assert results[0] == results[1] == [{"k": 3}]

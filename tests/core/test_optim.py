@@ -1,0 +1,251 @@
+"""ember.optim against torch.optim: trajectories, state and state_dict structure."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from conftest import as_numpy, to_ember
+
+import ember
+import ember.optim
+
+STEPS = 20
+
+
+def _problem(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    W = torch.randn(3, 4, generator=g)
+    b = torch.randn(3, generator=g)
+    X = torch.randn(16, 4, generator=g)
+    Y = torch.randn(16, 3, generator=g)
+    return W, b, X, Y
+
+
+def _least_squares(lib, W, b, X, Y):
+    return ((X @ W.T + b - Y) ** 2).mean()
+
+
+def _rosenbrock(lib, xy):
+    return (1 - xy[0]) ** 2 + 100 * (xy[1] - xy[0] ** 2) ** 2
+
+
+def _run(lib, opt_cls, kwargs, params, loss_fn, steps=STEPS, use_closure=False):
+    opt = opt_cls(params, **kwargs)
+    traj = []
+    for _ in range(steps):
+        def closure():
+            opt.zero_grad()
+            loss = loss_fn()
+            loss.backward()
+            return loss
+        if use_closure:
+            opt.step(closure)
+        else:
+            closure()
+            opt.step()
+        traj.append([np.array(as_numpy(p)) for p in params])
+    return opt, traj
+
+
+def _compare(opt_name, kwargs, problem="lsq", use_closure=False):
+    tcls, ecls = getattr(torch.optim, opt_name), getattr(ember.optim, opt_name)
+    if problem == "lsq":
+        W, b, X, Y = _problem()
+        tp = [W.clone().requires_grad_(), b.clone().requires_grad_()]
+        ep = [to_ember(W, True), to_ember(b, True)]
+        eX, eY = to_ember(X), to_ember(Y)
+        tf = lambda: _least_squares(torch, tp[0], tp[1], X, Y)  # noqa: E731
+        ef = lambda: _least_squares(ember, ep[0], ep[1], eX, eY)  # noqa: E731
+    else:
+        start = torch.tensor([-1.2, 1.0])
+        tp, ep = [start.clone().requires_grad_()], [to_ember(start, True)]
+        tf = lambda: _rosenbrock(torch, tp[0])  # noqa: E731
+        ef = lambda: _rosenbrock(ember, ep[0])  # noqa: E731
+    topt, ttraj = _run(torch, tcls, kwargs, tp, tf, use_closure=use_closure)
+    eopt, etraj = _run(ember, ecls, kwargs, ep, ef, use_closure=use_closure)
+    for step, (a, b) in enumerate(zip(etraj, ttraj)):
+        for x, y in zip(a, b):
+            assert x.dtype == np.float32
+            np.testing.assert_allclose(x, y, rtol=2e-5, atol=2e-5, err_msg=f"step {step}")
+    # the parameters moved
+    assert not np.allclose(etraj[-1][0], etraj[0][0])
+    return eopt, topt
+
+
+SGD_CASES = [
+    dict(lr=0.05),
+    dict(lr=0.05, momentum=0.9),
+    dict(lr=0.05, momentum=0.9, dampening=0.3),
+    dict(lr=0.05, momentum=0.9, nesterov=True),
+    dict(lr=0.05, momentum=0.5, weight_decay=0.1),
+    dict(lr=0.01, momentum=0.9, nesterov=True, weight_decay=0.01, maximize=True),
+]
+
+ADAM_CASES = [
+    dict(lr=0.05),
+    dict(lr=0.05, amsgrad=True),
+    dict(lr=0.05, betas=(0.8, 0.99), eps=1e-6),
+    dict(lr=0.05, weight_decay=0.1),
+    dict(lr=0.05, weight_decay=0.1, amsgrad=True, maximize=True),
+]
+
+
+@pytest.mark.parametrize("kwargs", SGD_CASES)
+def test_sgd_trajectory(kwargs):
+    _compare("SGD", kwargs)
+
+
+@pytest.mark.parametrize("kwargs", ADAM_CASES)
+def test_adam_trajectory(kwargs):
+    _compare("Adam", kwargs)
+
+
+@pytest.mark.parametrize("kwargs", ADAM_CASES + [dict(lr=0.05), dict(lr=0.02, weight_decay=0.5, amsgrad=True)])
+def test_adamw_trajectory(kwargs):
+    _compare("AdamW", kwargs)
+
+
+@pytest.mark.parametrize("name,kwargs", [("SGD", dict(lr=1e-3, momentum=0.9)), ("Adam", dict(lr=0.1)),
+                                         ("AdamW", dict(lr=0.1, amsgrad=True))])
+def test_rosenbrock_with_closure(name, kwargs):
+    _compare(name, kwargs, problem="rosenbrock", use_closure=True)
+
+
+def _tree_structure(x):
+    """Keys, types, shapes and dtypes of a state dict; values of non-tensors."""
+    if isinstance(x, dict):
+        return {k: _tree_structure(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x).__name__, [_tree_structure(v) for v in x]
+    if isinstance(x, (torch.Tensor, ember.Tensor)):
+        return "tensor", tuple(x.shape), str(x.dtype).rsplit(".", 1)[-1], str(x.device)
+    return x
+
+
+@pytest.mark.parametrize("name,kwargs", [("SGD", dict(lr=0.05, momentum=0.9)), ("SGD", dict(lr=0.05)),
+                                         ("Adam", dict(lr=0.05, amsgrad=True)), ("AdamW", dict(lr=0.05))])
+def test_state_dict_structure_and_values(name, kwargs):
+    eopt, topt = _compare(name, kwargs)
+    esd, tsd = eopt.state_dict(), topt.state_dict()
+    assert _tree_structure(esd) == _tree_structure(tsd)
+    for i, tstate in tsd["state"].items():
+        for k, v in tstate.items():
+            np.testing.assert_allclose(as_numpy(esd["state"][i][k]), v.numpy(), rtol=1e-4, atol=1e-5)
+    if name != "SGD":
+        assert esd["state"][0]["step"].dtype is ember.float32
+        assert esd["state"][0]["step"].item() == STEPS
+
+
+def test_param_groups_state_dict_and_options():
+    W, b, X, Y = _problem()
+    for lib, conv in ((torch, lambda t: t.clone().requires_grad_()), (ember, lambda t: to_ember(t, True))):
+        w_, b_ = conv(W), conv(b)
+        opt = lib.optim.SGD([{"params": [w_]}, {"params": b_, "lr": 0.5, "momentum": 0.1}], lr=0.1)
+        (w_.sum() + b_.sum()).backward()
+        opt.step()
+        if lib is torch:
+            tsd = opt.state_dict()
+        else:
+            esd = opt.state_dict()
+            assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[0]["momentum"] == 0
+    assert _tree_structure(esd) == _tree_structure(tsd)
+    assert esd["param_groups"][1]["params"] == [1]
+
+
+@pytest.mark.parametrize("name,kwargs", [("SGD", dict(lr=0.05, momentum=0.9, nesterov=True)),
+                                         ("Adam", dict(lr=0.05, amsgrad=True)), ("AdamW", dict(lr=0.05))])
+def test_state_dict_round_trip_continues_trajectory(name, kwargs):
+    """10 steps, save, load into a fresh optimizer, 10 more: equals 20 uninterrupted torch steps."""
+    W, b, X, Y = _problem()
+    eX, eY = to_ember(X), to_ember(Y)
+    ep = [to_ember(W, True), to_ember(b, True)]
+    ecls = getattr(ember.optim, name)
+    opt, _ = _run(ember, ecls, kwargs, ep, lambda: _least_squares(ember, ep[0], ep[1], eX, eY), steps=10)
+    sd = copy.deepcopy(opt.state_dict())
+    opt2 = ecls(ep, lr=1.0)
+    opt2.load_state_dict(sd)
+    assert opt2.param_groups[0]["lr"] == kwargs["lr"]
+    assert opt2.param_groups[0]["params"][0] is ep[0]
+    assert set(opt2.state[ep[0]]) == set(opt.state[ep[0]])
+    for _ in range(10):
+        opt2.zero_grad()
+        _least_squares(ember, ep[0], ep[1], eX, eY).backward()
+        opt2.step()
+    tp = [W.clone().requires_grad_(), b.clone().requires_grad_()]
+    _, ttraj = _run(torch, getattr(torch.optim, name), kwargs, tp, lambda: _least_squares(torch, tp[0], tp[1], X, Y))
+    np.testing.assert_allclose(as_numpy(ep[0]), ttraj[-1][0], rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(as_numpy(ep[1]), ttraj[-1][1], rtol=2e-5, atol=2e-5)
+
+
+def test_load_torch_state_dict_into_ember():
+    """A torch optimizer's state_dict (tensors converted) loads into ember and continues identically."""
+    W, b, X, Y = _problem()
+    tp = [W.clone().requires_grad_(), b.clone().requires_grad_()]
+    topt, _ = _run(torch, torch.optim.Adam, dict(lr=0.05, amsgrad=True), tp,
+                   lambda: _least_squares(torch, tp[0], tp[1], X, Y), steps=5)
+    tsd = topt.state_dict()
+    esd = {"state": {i: {k: to_ember(v) for k, v in s.items()} for i, s in tsd["state"].items()},
+           "param_groups": copy.deepcopy(tsd["param_groups"])}
+    ep = [to_ember(tp[0]), to_ember(tp[1])]
+    for p in ep:
+        p.requires_grad_()
+    eopt = ember.optim.Adam(ep)
+    eopt.load_state_dict(esd)
+    eX, eY = to_ember(X), to_ember(Y)
+    for _ in range(5):
+        for opt, loss in ((topt, lambda: _least_squares(torch, tp[0], tp[1], X, Y)),
+                          (eopt, lambda: _least_squares(ember, ep[0], ep[1], eX, eY))):
+            opt.zero_grad()
+            loss().backward()
+            opt.step()
+    np.testing.assert_allclose(as_numpy(ep[0]), tp[0].detach().numpy(), rtol=2e-5, atol=2e-5)
+    assert eopt.state[ep[0]]["step"].item() == topt.state[tp[0]]["step"].item() == 10
+
+
+def test_zero_grad_and_skips_params_without_grad():
+    a = ember.tensor([1.0, 2.0], requires_grad=True)
+    c = ember.tensor([3.0], requires_grad=True)
+    opt = ember.optim.SGD([a, c], lr=0.1)
+    (a * a).sum().backward()
+    v = a._version
+    opt.step()
+    assert a._version > v
+    assert c.tolist() == [3.0] and len(opt.state) == 0
+    np.testing.assert_allclose(a.tolist(), [0.8, 1.6], rtol=1e-6)
+    opt.zero_grad(set_to_none=False)
+    assert a.grad is not None and a.grad.tolist() == [0.0, 0.0]
+    opt.zero_grad()
+    assert a.grad is None
+
+
+def test_errors_match_torch():
+    for lib in (torch, ember):
+        p = lib.zeros(2, requires_grad=True)
+        with pytest.raises(ValueError, match="Invalid learning rate"):
+            lib.optim.SGD([p], lr=-1.0)
+        with pytest.raises(ValueError, match="Nesterov momentum requires"):
+            lib.optim.SGD([p], lr=0.1, nesterov=True)
+        with pytest.raises(ValueError, match="Invalid beta parameter at index 0"):
+            lib.optim.Adam([p], betas=(1.0, 0.9))
+        with pytest.raises(ValueError, match="empty parameter list"):
+            lib.optim.Adam([])
+        with pytest.raises(TypeError):
+            lib.optim.SGD(p, lr=0.1)
+        opt = lib.optim.SGD([p], lr=0.1)
+        with pytest.raises(ValueError, match="more than one parameter group"):
+            opt.add_param_group({"params": [p]})
+        with pytest.raises(ValueError, match="different number of parameter groups"):
+            opt.load_state_dict({"state": {}, "param_groups": []})
+        q = lib.zeros(3, requires_grad=True)
+        with pytest.raises(ValueError, match="can't optimize a non-leaf Tensor"):
+            lib.optim.SGD([q * 2], lr=0.1)
+
+
+def test_add_param_group_fills_defaults():
+    for lib in (torch, ember):
+        p, q = lib.zeros(2, requires_grad=True), lib.zeros(2, requires_grad=True)
+        opt = lib.optim.Adam([p], lr=0.3, betas=(0.5, 0.6))
+        opt.add_param_group({"params": q, "eps": 1e-3})
+        g = opt.param_groups[1]
+        assert (g["lr"], g["betas"], g["eps"], g["params"][0] is q) == (0.3, (0.5, 0.6), 1e-3, True)

@@ -48,6 +48,7 @@ for _name in ("to", "float", "double", "half", "bfloat16", "long", "int", "short
     globals().pop(_name, None)
 del _name
 from ._dtype import bfloat16  # noqa: E402,F811,A001
+from ._dtype import bool_ as bool  # noqa: E402,F811,A001
 
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001

@@ -318,26 +318,26 @@ class Tensor:
 
     # ---- operators ------------------------------------------------------------------
     def __add__(self, other): return _ops.add(self, other)
-    def __radd__(self, other): return _ops.add(self, other)
+    def __radd__(self, other): return _ops.add(_nd(other), self)
     def __iadd__(self, other): return _ops.add_(self, other)
     def __sub__(self, other): return _ops.sub(self, other)
-    def __rsub__(self, other): return _ops.rsub(self, other)
+    def __rsub__(self, other): return _ops.rsub(self, _nd(other))
     def __isub__(self, other): return _ops.sub_(self, other)
     def __mul__(self, other): return _ops.mul(self, other)
-    def __rmul__(self, other): return _ops.mul(self, other)
+    def __rmul__(self, other): return _ops.mul(_nd(other), self)
     def __imul__(self, other): return _ops.mul_(self, other)
     def __truediv__(self, other): return _ops.div(self, other)
-    def __rtruediv__(self, other): return _ops.div(_ops.scalar_like(other, self), self)
+    def __rtruediv__(self, other): return _ops.div(_nd(other), self)
     def __itruediv__(self, other): return _ops.div_(self, other)
     def __floordiv__(self, other): return _ops.floor_divide(self, other)
-    def __rfloordiv__(self, other): return _ops.floor_divide(_ops.scalar_like(other, self), self)
+    def __rfloordiv__(self, other): return _ops.floor_divide(_nd(other), self)
     def __mod__(self, other): return _ops.remainder(self, other)
-    def __rmod__(self, other): return _ops.remainder(_ops.scalar_like(other, self), self)
+    def __rmod__(self, other): return _ops.remainder(_nd(other), self)
     def __pow__(self, other): return _ops.pow(self, other)
-    def __rpow__(self, other): return _ops.pow(_ops.scalar_like(other, self), self)
+    def __rpow__(self, other): return _ops.pow(_nd(other), self)
     def __ipow__(self, other): return _ops.pow_(self, other)
     def __matmul__(self, other): return _ops.matmul(self, other)
-    def __rmatmul__(self, other): return _ops.matmul(other, self)
+    def __rmatmul__(self, other): return _ops.matmul(_nd(other), self)
     def __neg__(self): return _ops.neg(self)
     def __pos__(self): return self
     def __abs__(self): return _ops.abs(self)
@@ -368,6 +368,11 @@ class Tensor:
     @classmethod
     def _from_tensor(cls, t):
         return t
+
+
+def _nd(x):
+    """A numpy array met by a reflected operator (``ndarray + tensor``) as a tensor."""
+    return _make(x, D.from_numpy_dtype(x.dtype)) if type(x) is numpy.ndarray else x
 
 
 def _contiguous_strides(shape) -> tuple:

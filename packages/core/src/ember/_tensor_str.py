@@ -33,7 +33,7 @@ def _float_formatter(values):
     sci = PRINT_OPTIONS["sci_mode"]
     if ints:
         if sci is None:
-            sci = nonzero.size > 0 and nonzero.max() > 1e8
+            sci = nonzero.size > 0 and (nonzero.max() / nonzero.min() > 1000.0 or nonzero.max() > 1e8)
         if sci:
             return lambda v: _special(v) or f"{v:.{p}e}"
         return lambda v: _special(v) or f"{v:.0f}."
@@ -78,7 +78,7 @@ def _body(arr, fmt, width, indent, summarize):
     if summarize and n > 2 * edge:
         idx = list(range(edge)) + [None] + list(range(n - edge, n))
     if arr.ndim == 1:
-        items = ["..." if i is None else fmt(arr[i].item()).rjust(width) for i in idx]
+        items = [" ..." if i is None else fmt(arr[i].item()).rjust(width) for i in idx]
         per_line = max(1, (PRINT_OPTIONS["linewidth"] - indent) // (width + 2))
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
@@ -98,15 +98,21 @@ def tensor_repr(t) -> str:
         if arr.shape != (0,):
             suffix.append(f"size={tuple(arr.shape)}")
     else:
-        vals, fmt = _format_values(arr, dtype)
         summarize = arr.size > PRINT_OPTIONS["threshold"]
-        shown = vals
+        shown = arr
         if summarize:
             edge = PRINT_OPTIONS["edgeitems"]
             flat_sel = [numpy.concatenate([numpy.arange(min(edge, n)), numpy.arange(max(n - edge, edge), n)])
-                        if n > 2 * edge else numpy.arange(n) for n in vals.shape]
-            shown = vals[numpy.ix_(*flat_sel)] if vals.ndim else vals
-        width = max(len(fmt(v)) for v in numpy.asarray(shown).reshape(-1).tolist()) if shown.size else 1
+                        if n > 2 * edge else numpy.arange(n) for n in arr.shape]
+            shown = arr[numpy.ix_(*flat_sel)] if arr.ndim else arr
+        # the format and width come from the values shown, as torch's do
+        shown_vals, fmt = _format_values(shown, dtype)
+        vals = numpy.asarray(arr, dtype=numpy.float64) if dtype.is_floating_point else arr
+        flat = numpy.asarray(shown_vals).reshape(-1)
+        if dtype.is_floating_point and numpy.isfinite(flat).any() and \
+                numpy.all(flat[numpy.isfinite(flat)] == numpy.round(flat[numpy.isfinite(flat)])):
+            flat = flat[numpy.isfinite(flat)]  # in integer mode nan and inf do not widen the columns
+        width = max(len(fmt(v)) for v in flat.tolist()) if flat.size else 1
         body = _body(vals, fmt, width, len("tensor("), summarize)
     if t.device.type != "cpu":
         suffix.append(f"device='{t.device}'")

@@ -2,9 +2,20 @@
 
 from collections import namedtuple
 
-max = namedtuple("max", ["values", "indices"])
-min = namedtuple("min", ["values", "indices"])
-sort = namedtuple("sort", ["values", "indices"])
-topk = namedtuple("topk", ["values", "indices"])
-var_mean = namedtuple("var_mean", ["var", "mean"])
-std_mean = namedtuple("std_mean", ["std", "mean"])
+
+def _result(name, fields):
+    base = namedtuple(name, fields)
+
+    def __repr__(self):
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
+        return f"ember.return_types.{name}(\n{body})"
+
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": __name__})
+
+
+max = _result("max", ["values", "indices"])
+min = _result("min", ["values", "indices"])
+sort = _result("sort", ["values", "indices"])
+topk = _result("topk", ["values", "indices"])
+var_mean = _result("var_mean", ["var", "mean"])
+std_mean = _result("std_mean", ["std", "mean"])

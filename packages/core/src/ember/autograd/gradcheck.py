@@ -25,18 +25,18 @@ def _outputs(fn, inputs):
 
 def _numerical_jacobian(fn, inputs, wrt, out_index, eps):
     """d out / d x by central differences, as a [numel(x), numel(out)] array."""
-    x = wrt._data
-    flat = x.reshape(-1)
+    x = wrt._data  # perturbed in place, through its own strides (it may be a non-contiguous view)
     with grad_mode.no_grad():
         n_out = _outputs(fn, inputs)[out_index].numel()
-        jac = numpy.zeros((flat.size, n_out))
-        for i in range(flat.size):
-            orig = flat[i].item()
-            flat[i] = orig + eps
+        jac = numpy.zeros((x.size, n_out))
+        for i in range(x.size):
+            at = numpy.unravel_index(i, x.shape)
+            orig = x[at].item()
+            x[at] = orig + eps
             plus = numpy.array(_outputs(fn, inputs)[out_index].__array__(), dtype=numpy.float64).reshape(-1)
-            flat[i] = orig - eps
+            x[at] = orig - eps
             minus = numpy.array(_outputs(fn, inputs)[out_index].__array__(), dtype=numpy.float64).reshape(-1)
-            flat[i] = orig
+            x[at] = orig
             jac[i] = (plus - minus) / (2 * eps)
     return jac
 
@@ -97,8 +97,9 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     def first_grads(*args):
         ins, gos = args[:n_in], args[n_in:]
         wrt = _tensors(ins)
-        o = _outputs(func, ins)
-        return autograd_grad(o, wrt, list(gos), create_graph=True, allow_unused=True)
+        with grad_mode.enable_grad():  # also when the finite differences run under no_grad
+            o = _outputs(func, ins)
+            return autograd_grad(o, wrt, list(gos), create_graph=True, allow_unused=True)
 
     return gradcheck(lambda *a: tuple(g for g in first_grads(*a) if g is not None),
                      inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)

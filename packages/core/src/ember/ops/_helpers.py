@@ -57,6 +57,8 @@ def operand(x, dtype: D.dtype):
         return arr if arr.dtype == dtype.np else arr.astype(dtype.np)
     if dtype.name == "bfloat16" or (isinstance(x, float) and not dtype.is_floating_point and not dtype.is_complex):
         return numpy.asarray(x, dtype=dtype.np)
+    if type(x) is int and dtype._category == 1 and dtype is not D.int64:
+        return numpy.asarray(x).astype(dtype.np)  # wraps around like torch (numpy would raise)
     return x
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 from .. import _dtype as D
 from .._device import device as _device_cls
 from .._tensor import Tensor, _make
@@ -23,9 +25,9 @@ def _parse_to_args(args, kwargs):
             dtype, device = a.dtype, a.device
         elif isinstance(a, D.dtype):
             dtype = a
-        elif isinstance(a, (str, _device_cls, int)):
+        elif isinstance(a, (str, _device_cls, builtins.int)) and not isinstance(a, builtins.bool):
             device = a
-        elif isinstance(a, bool):
+        elif isinstance(a, builtins.bool):
             pass
         else:
             dtype = D.to_dtype(a)

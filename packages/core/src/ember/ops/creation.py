@@ -58,8 +58,12 @@ def _infer_dtype(data) -> D.dtype:
             kinds.add(D.get_default_dtype())
         elif isinstance(x, numbers.Complex):
             kinds.add(D.get_default_dtype().to_complex())
+        elif isinstance(x, str):
+            if x is data:
+                raise TypeError("new(): invalid data type 'str'")
+            raise ValueError("too many dimensions 'str'")
         else:
-            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+            raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
     result = None
     for k in kinds:
         result = k if result is None else D.promote_types(result, k)
@@ -83,9 +87,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_me
     """
     if dtype is not None:
         dtype = D.to_dtype(dtype)
-    if isinstance(data, numpy.ndarray):
+    if isinstance(data, (numpy.ndarray, numpy.generic)):
         dt = dtype or D.from_numpy_dtype(data.dtype)
-        arr = data
+        arr = numpy.asarray(data)
     elif isinstance(data, Tensor):
         dt = dtype or data.dtype
         arr = data.__array__()

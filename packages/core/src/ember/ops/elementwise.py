@@ -33,7 +33,25 @@ def _binary(a, b, array_fn, dtype: D.dtype):
     if isinstance(a, Tensor) and isinstance(b, Tensor) and type(a._data) is not type(b._data):
         check_same_device(a, b, "binary op")
     xp = _xp(a, b)
-    return array_fn(xp, operand(a, dtype), operand(b, dtype))
+    try:
+        return array_fn(xp, operand(a, dtype), operand(b, dtype))
+    except ValueError:
+        raise broadcast_error(a, b) from None
+
+
+def broadcast_error(*operands) -> RuntimeError:
+    """torch's error for shapes that do not broadcast (names the first clashing dim)."""
+    shapes = [tuple(x.shape) for x in operands if isinstance(x, Tensor)]
+    nd = builtins.max(len(s) for s in shapes)
+    padded = [(1,) * (nd - len(s)) + s for s in shapes]
+    for i in range(nd - 1, -1, -1):
+        sizes = [s[i] for s in padded]
+        big = [n for n in sizes if n != 1]
+        if big and builtins.any(n != big[0] for n in big):
+            a, b = big[0], next(n for n in big if n != big[0])
+            return RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+                                f"non-singleton dimension {i}")
+    return RuntimeError(f"shapes {[list(s) for s in shapes]} cannot be broadcast together")
 
 
 def scalar_like(x, like: Tensor) -> Tensor:
@@ -43,7 +61,7 @@ def scalar_like(x, like: Tensor) -> Tensor:
     d = D.result_type(x)
     if d._category < like.dtype._category or (d._category == like.dtype._category):
         d = like.dtype if d._category <= like.dtype._category else d
-    return _make(be(like).xp.asarray(x, dtype=d.np), d)
+    return _make(be(like).xp.asarray(x).astype(d.np), d)  # astype wraps out-of-range ints, as torch
 
 
 # ---- arithmetic --------------------------------------------------------------------
@@ -64,16 +82,20 @@ def _add_rule(g, alpha):
     return g, (g if alpha == 1 else g * alpha)
 
 
-def sub(input, other, *, alpha=1, out=None):
+def sub(input, other, *, alpha=1, out=None, _node="SubBackward0"):
     """input - alpha * other."""
-    if input.dtype is D.bool_ if isinstance(input, Tensor) else False:
-        if isinstance(other, Tensor) and other.dtype is D.bool_:
-            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                               "Use the `^` or `logical_xor()` operator instead.")
+    a_bool = input.dtype is D.bool_ if isinstance(input, Tensor) else type(input) is builtins.bool
+    b_bool = other.dtype is D.bool_ if isinstance(other, Tensor) else type(other) is builtins.bool
+    if a_bool and b_bool:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if a_bool or b_bool:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     dt = _promote(input, other)
     r = wrap(_binary(input, other, lambda xp, x, y: xp.subtract(x, y if alpha == 1 else xp.multiply(y, alpha)), dt), dt)
     if needs_grad(input, other):
-        record("SubBackward0", _sub_rule, (input, other), r, (alpha,))
+        record(_node, _sub_rule, (input, other), r, (alpha,))
     return _out(r, out)
 
 
@@ -83,7 +105,9 @@ def _sub_rule(g, alpha):
 
 def rsub(input, other, *, alpha=1):
     """other - alpha * input."""
-    return sub(scalar_like(other, input), input, alpha=alpha)
+    if alpha != 1:
+        input = mul(input, alpha)
+    return sub(other, input, _node="RsubBackward0" if isinstance(other, Tensor) else "RsubBackward1")
 
 
 def mul(input, other, *, out=None):
@@ -201,23 +225,35 @@ def _fmod_rule(g, a, b):
 
 def pow(input, exponent, *, out=None):
     """input ** exponent; integer tensors to negative integer powers raise, as in torch."""
-    if not isinstance(input, Tensor):
+    scalar_base = not isinstance(input, Tensor)
+    if scalar_base:
         input = scalar_like(input, exponent)
     dt = _promote(input, exponent)
-    if dt._category == 1:
-        neg = (exponent._data < 0).any() if isinstance(exponent, Tensor) else exponent < 0
-        if neg:
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if dt._category == 1 and not isinstance(exponent, Tensor) and exponent < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
     if not isinstance(exponent, Tensor) and dt._category >= 2 and exponent == 2:
         r = wrap(_binary(input, input, lambda xp, x, y: xp.multiply(x, y), dt), dt)
+    elif dt._category == 1:
+        r = wrap(_binary(input, exponent, _int_power, dt), dt)
     else:
         r = wrap(_binary(input, exponent, lambda xp, x, y: xp.power(x, y), dt), dt)
     if needs_grad(input, exponent):
         if isinstance(exponent, Tensor):
-            record("PowBackward1", _pow_rule, (input, exponent), r, (input, exponent, r))
+            record("PowBackward2" if scalar_base else "PowBackward1", _pow_rule, (input, exponent), r,
+                   (input, exponent, r))
         else:
             record("PowBackward0", _pow_scalar_rule, (input,), r, (input, exponent))
     return _out(r, out)
+
+
+def _int_power(xp, x, y):
+    """Integer power; a negative exponent gives 1/x rounded toward zero, as torch does."""
+    neg = xp.asarray(y) < 0
+    if not neg.any():
+        return xp.power(x, y)
+    r = xp.power(x, xp.where(neg, 0, y))
+    odd = (y % 2) != 0
+    return xp.where(neg, xp.where(x == 1, 1, xp.where(x == -1, xp.where(odd, -1, 1), 0)), r).astype(r.dtype)
 
 
 def _pow_scalar_rule(g, a, e):
@@ -238,7 +274,7 @@ def neg(input, *, out=None):
     if input.dtype is D.bool_:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
-    r = _make(be(input).xp.negative(input._data), input.dtype)
+    r = wrap(be(input).xp.negative(input._data), input.dtype)
     if needs_grad(input):
         record("NegBackward0", _neg_rule, (input,), r)
     return _out(r, out)
@@ -298,7 +334,8 @@ def clamp(input, min=None, max=None, *, out=None):
         arr = xp.minimum(arr, operand(max, dt))
     r = wrap(arr, dt)
     if needs_grad(input, min, max):
-        record("ClampBackward1", _clamp_rule, (input, min, max), r, (input, min, max))
+        record("ClampBackward0" if isinstance(min, Tensor) or isinstance(max, Tensor) else "ClampBackward1",
+               _clamp_rule, (input, min, max), r, (input, min, max))
     return _out(r, out)
 
 
@@ -335,7 +372,11 @@ def where(condition, input=None, other=None, *, out=None):
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {_name(condition.dtype)}")
     dt = _promote(input, other)
     xp = be(condition).xp
-    r = wrap(xp.where(condition._data, operand(input, dt), operand(other, dt)), dt)
+    try:
+        arr = xp.where(condition._data, operand(input, dt), operand(other, dt))
+    except ValueError:
+        raise broadcast_error(condition, input, other) from None
+    r = wrap(arr, dt)
     if needs_grad(input, other):
         record("WhereBackward0", _where_rule, (condition, input, other), r, (condition,))
     return _out(r, out)
@@ -362,7 +403,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 
 def _compare(a, b, fname):
     dt = _promote(a, b)
-    return _make(_binary(a, b, lambda xp, x, y: getattr(xp, fname)(x, y), dt), D.bool_)
+    return wrap(_binary(a, b, lambda xp, x, y: getattr(xp, fname)(x, y), dt), D.bool_)
 
 
 def eq(input, other): return _compare(input, other, "equal")
@@ -385,7 +426,7 @@ def _logical(a, b, fname):
     xp = _xp(a, b)
     x = a._data if isinstance(a, Tensor) else a
     y = b._data if isinstance(b, Tensor) else b
-    return _make(getattr(xp, fname)(x, y), D.bool_)
+    return wrap(getattr(xp, fname)(x, y), D.bool_)
 
 
 def logical_and(input, other): return _logical(input, other, "logical_and")
@@ -394,7 +435,7 @@ def logical_xor(input, other): return _logical(input, other, "logical_xor")
 
 
 def logical_not(input):
-    return _make(be(input).xp.logical_not(input._data), D.bool_)
+    return wrap(be(input).xp.logical_not(input._data), D.bool_)
 
 
 def _bitwise(a, b, fname):
@@ -414,7 +455,7 @@ def bitwise_not(input):
         raise TypeError(f"bitwise_not is only supported for integer and boolean tensors, got {input.dtype}")
     xp = be(input).xp
     fn = xp.logical_not if input.dtype is D.bool_ else xp.invert
-    return _make(fn(input._data), input.dtype)
+    return wrap(fn(input._data), input.dtype)
 
 
 def isnan(input): return _make(be(input).xp.isnan(input._data), D.bool_)
@@ -521,7 +562,7 @@ def sigmoid(input, *, out=None):
 def relu(input):
     """max(input, 0); the gradient is 1 where the result is positive."""
     xp = be(input).xp
-    r = _make(xp.maximum(input._data, input._data.dtype.type(0)), input.dtype)
+    r = wrap(xp.maximum(input._data, input._data.dtype.type(0)), input.dtype)
     if needs_grad(input):
         record("ReluBackward0", _relu_rule, (input,), r, (r,))
     return r
@@ -532,7 +573,7 @@ def _relu_rule(g, r):
 
 
 def sign(input, *, out=None):
-    r = _make(be(input).xp.sign(input._data), input.dtype)
+    r = wrap(be(input).xp.sign(input._data), input.dtype)
     if needs_grad(input):
         record("SignBackward0", lambda g: g * 0, (input,), r)
     return _out(r, out)
@@ -542,7 +583,7 @@ def _rounding(fname, node):
     def op(input, *, out=None):
         if input.dtype._category < 2:
             return input.clone()
-        r = _make(getattr(be(input).xp, fname)(input._data), input.dtype)
+        r = wrap(getattr(be(input).xp, fname)(input._data), input.dtype)
         if needs_grad(input):
             record(node, lambda g: g * 0, (input,), r)
         return _out(r, out)
@@ -561,7 +602,7 @@ def round(input, *, decimals=0, out=None):
     """Round half to even, as torch.round (and numpy.round) do."""
     if input.dtype._category < 2:
         return input.clone()
-    r = _make(be(input).xp.round(input._data, decimals), input.dtype)
+    r = wrap(be(input).xp.round(input._data, decimals), input.dtype)
     if needs_grad(input):
         record("RoundBackward0", lambda g: g * 0, (input,), r)
     return _out(r, out)
@@ -585,7 +626,7 @@ def erf(input, *, out=None):
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     xp = be(input).xp
-    r = _make(xp.nan_to_num(input._data, nan=nan, posinf=posinf, neginf=neginf), input.dtype)
+    r = wrap(xp.nan_to_num(input._data, nan=nan, posinf=posinf, neginf=neginf), input.dtype)
     if needs_grad(input):
         record("NanToNumBackward0", lambda g, x: where(isfinite(x), g, 0.0), (input,), r, (input,))
     return r

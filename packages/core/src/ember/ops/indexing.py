@@ -37,6 +37,9 @@ def _to_array_index(index, xp):
 
 
 def getitem(input, index):
+    if type(index) is list:  # a list of ints indexes like an int64 tensor
+        index = (be(input).xp.asarray(index, dtype="int64"),) if not builtins.any(
+            isinstance(i, (Tensor, list, slice)) or i is None or i is Ellipsis for i in index) else tuple(index)
     if _is_basic(index):
         if input.ndim == 0 and index not in ((), Ellipsis, None) and not (isinstance(index, tuple) and
                                                                              builtins.all(i is None or i is Ellipsis for i in index)):
@@ -45,17 +48,36 @@ def getitem(input, index):
         # a trailing Ellipsis makes numpy return a 0-d view, never a scalar copy
         items = index if isinstance(index, tuple) else (index,)
         arr = input._data[items if Ellipsis in items else items + (Ellipsis,)]
-        return make_view(input, arr, lambda t: getitem(t, index), "SliceBackward0" if not isinstance(index, builtins.int)
-                         else "SelectBackward0", _getitem_rule, (input._data.shape, index))
+        return make_view(input, arr, lambda t: getitem(t, index), _basic_node_name(items, input._data.shape),
+                         _getitem_rule, (input._data.shape, index))
     idx = _to_array_index(index, be(input).xp)
     try:
         arr = input._data[idx]
     except IndexError as e:
         raise IndexError(str(e)) from None
-    r = _make(arr, input.dtype)
+    r = wrap(arr, input.dtype)
     if needs_grad(input):
         record("IndexBackward0", _index_rule, (input,), r, (input._data.shape, index))
     return r
+
+
+def _basic_node_name(items, shape) -> str:
+    """torch's node for a basic index: that of the last index item that does something."""
+    name, dim = "AliasBackward0", 0
+    n_real = builtins.sum(1 for i in items if i is not None and i is not Ellipsis)
+    for k, i in enumerate(items):
+        if i is Ellipsis:
+            dim += len(shape) - n_real
+        elif i is None:
+            name = "UnsqueezeBackward0"
+        elif isinstance(i, slice):
+            if i.indices(shape[dim]) != (0, shape[dim], 1):
+                name = "SliceBackward0"
+            dim += 1
+        else:
+            name = "SelectBackward0"
+            dim += 1
+    return name
 
 
 def _getitem_rule(g, shape, index):
@@ -131,7 +153,7 @@ def _bounds(idx, n):
 
 
 def _check_index_tensor(index, op):
-    if not isinstance(index, Tensor) or index.dtype is not D.int64:
+    if not isinstance(index, Tensor) or index.dtype not in (D.int64, D.int32):
         got = index.dtype if isinstance(index, Tensor) else type(index).__name__
         raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {got}")
 
@@ -167,15 +189,24 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
         arr[pos] = src if src is not None else value
     r = _make(arr, input.dtype)
     if needs_grad(input, src):
-        record("ScatterBackward0", _scatter_rule, (input, src), r, (d, index))
+        record("ScatterBackward0" if isinstance(src, Tensor) else "ScatterBackward1", _scatter_rule, (input, src), r,
+               (d, index, src.shape if isinstance(src, Tensor) else None))
     return r
 
 
-def _scatter_rule(g, d, index):
-    from .creation import zeros_like
+def _scatter_rule(g, d, index, src_shape):
     g_in = scatter(g, d, index, value=0.0)
-    g_src = gather(g, d, index)
-    return g_in, g_src
+    return g_in, None if src_shape is None else _pad_to(gather(g, d, index), src_shape)
+
+
+def _pad_to(g, shape):
+    """``g`` placed at the start of zeros of ``shape`` (src may be larger than index)."""
+    if tuple(g.shape) == tuple(shape):
+        return g
+    from .creation import zeros
+    out = zeros(shape, dtype=g.dtype, device=g.device)
+    out[tuple(slice(0, n) for n in g.shape)] = g
+    return out
 
 
 def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
@@ -192,7 +223,8 @@ def scatter_add(input, dim, index, src):
     be(input).scatter_add(arr, pos, src._data[tuple(slice(0, n) for n in index.shape)].astype(input.dtype.np, copy=False))
     r = _make(arr, input.dtype)
     if needs_grad(input, src):
-        record("ScatterAddBackward0", lambda g, d, index: (g, gather(g, d, index)), (input, src), r, (d, index))
+        record("ScatterAddBackward0", lambda g, d, index, shape: (g, _pad_to(gather(g, d, index), shape)),
+               (input, src), r, (d, index, src.shape))
     return r
 
 
@@ -208,8 +240,11 @@ def index_select(input, dim, index):
     if index.dtype not in (D.int64, D.int32):
         raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index but got: {index.dtype}")
     xp = be(input).xp
-    arr = xp.take(input._data, _bounds(index._data.reshape(-1), input.shape[d] if input.ndim else 1),
-                  axis=d if input.ndim else None)
+    flat = index._data.reshape(-1)
+    n = input.shape[d] if input.ndim else 1
+    if flat.size and (flat.max() >= n or flat.min() < -n):
+        raise IndexError("index out of range in self")
+    arr = xp.take(input._data, flat, axis=d if input.ndim else None)
     r = _make(arr.reshape(input._data.shape[:d] + (index.numel(),) + input._data.shape[d + 1:]) if input.ndim
               else arr.reshape(()), input.dtype)
     if needs_grad(input):
@@ -238,7 +273,8 @@ def masked_fill(input, mask, value):
                            f"the input {list(input.shape)}")
     r = _make(arr, input.dtype)
     if needs_grad(input, value):
-        record("MaskedFillBackward0", _masked_fill_rule, (input, value), r, (mask,))
+        record("MaskedFillBackward1" if isinstance(value, Tensor) else "MaskedFillBackward0", _masked_fill_rule,
+               (input, value), r, (mask,))
     return r
 
 

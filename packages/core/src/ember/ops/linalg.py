@@ -19,7 +19,7 @@ def _n(d):
             "bfloat16": "c10::BFloat16", "int32": "int"}.get(d.name, d.name)
 
 
-def matmul(input, other, *, out=None):
+def matmul(input, other, *, out=None, _node=None):
     """Matrix product with torch's rules: 1-d operands are promoted to matrices and the
     added dim removed, leading (batch) dims broadcast."""
     if not isinstance(other, Tensor) or not isinstance(input, Tensor):
@@ -42,9 +42,9 @@ def matmul(input, other, *, out=None):
     if r._data.ndim == 0 and type(r._data) is not type(a):
         r._data = be(input).xp.asarray(r._data)
     if needs_grad(input, other):
-        record("MmBackward0" if a.ndim == 2 and b.ndim == 2 else "MatmulBackward0" if a.ndim > 2 or b.ndim > 2 else
-               "DotBackward0" if a.ndim == 1 and b.ndim == 1 else "MvBackward0", _matmul_rule, (input, other), r,
-               (input, other))
+        name = _node or ("MmBackward0" if a.ndim == 2 and b.ndim == 2 else "MatmulBackward0" if a.ndim > 2 or
+                         b.ndim > 2 else "DotBackward0" if a.ndim == 1 and b.ndim == 1 else "MvBackward0")
+        record(name, _matmul_rule, (input, other), r, (input, other))
     if out is not None:
         out._data = r._data
         return out
@@ -59,6 +59,8 @@ def _mat(a, second=False):
 def _matmul_rule(g, a, b):
     from .shape import unsqueeze, squeeze
     from ._helpers import _STATE
+    if a.ndim == 1 and b.ndim == 1:
+        return (g * b if a._requires_grad else None), (g * a if b._requires_grad else None)
     a2 = unsqueeze(a, 0) if a.ndim == 1 else a
     b2 = unsqueeze(b, -1) if b.ndim == 1 else b
     g2 = g
@@ -87,7 +89,7 @@ def bmm(input, mat2, *, out=None):
     if input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
-    return matmul(input, mat2, out=out)
+    return matmul(input, mat2, out=out, _node="BmmBackward0")
 
 
 def mv(input, vec):

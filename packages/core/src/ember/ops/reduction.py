@@ -234,6 +234,8 @@ def argmin(input, dim=None, keepdim=False):
 
 
 def _arg(input, dim, keepdim, is_max):
+    if input.dtype is D.bool_:
+        raise RuntimeError(f"{'argmax' if is_max else 'argmin'}(): does not support bool input")
     xp = be(input).xp
     fn = xp.argmax if is_max else xp.argmin
     if dim is None:
@@ -284,8 +286,19 @@ def _correction(unbiased, correction):
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Standard deviation (square root of ``var``)."""
+    from ..autograd.grad_mode import no_grad
     from .elementwise import sqrt
-    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    with no_grad():
+        r = sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    if needs_grad(input):
+        dims = _dims(dim, input.ndim)
+        denom = _count(input._data.shape, dims) - _correction(unbiased, correction)
+        record("StdBackward0", _std_rule, (input,), r, (input, r, dims, keepdim, denom))
+    return r
+
+
+def _std_rule(g, x, r, dims, keepdim, denom):
+    return _var_rule(g / (2 * r), x, dims, keepdim, denom)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -320,7 +333,6 @@ def _logsumexp_rule(g, x, r, dims, keepdim):
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """Vector p-norm over ``dim`` (all elements when None); 'fro' is the 2-norm of the
     flattened dims; p may be inf, -inf, 0 or any real."""
-    from .elementwise import abs as _abs, pow as _pow, sign
     if p == "fro" or p is None:
         p = 2
     if p == "nuc":
@@ -328,24 +340,43 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     x = input
     if x.dtype._category < 2:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {_long_name(x.dtype)}")
+    dims = _dims(dim, x.ndim)
+    xp = be(x).xp
+    axis = _axis(dims)
+    acc = D.float32.np if x.dtype.name in _LOW_FLOATS else x.dtype.np
     if p == 2:
-        dims = _dims(dim, x.ndim)
-        xp = be(x).xp
-        sq = xp.sum(xp.square(x._data), axis=_axis(dims), keepdims=keepdim)
-        r = wrap(xp.sqrt(sq), x.dtype)
-        if needs_grad(x):
-            record("NormBackward1", _norm2_rule, (x,), r, (x, r, dims, keepdim))
-        return r
-    a = _abs(x)
-    if p == math.inf:
-        return amax(a, dim if dim is not None else (), keepdim)
-    if p == -math.inf:
-        return amin(a, dim if dim is not None else (), keepdim)
+        arr = xp.sqrt(xp.sum(xp.square(x._data, dtype=acc), axis=axis, keepdims=keepdim))
+    else:
+        a = xp.abs(x._data).astype(acc, copy=False)
+        if p == math.inf or p == -math.inf:
+            arr = (xp.max if p > 0 else xp.min)(a, axis=axis, keepdims=keepdim)
+        elif p == 0:
+            arr = xp.sum(a != 0, axis=axis, keepdims=keepdim).astype(acc)
+        elif p == 1:
+            arr = xp.sum(a, axis=axis, keepdims=keepdim)
+        else:
+            arr = xp.power(xp.sum(xp.power(a, p), axis=axis, keepdims=keepdim), 1.0 / p)
+    r = wrap(arr, x.dtype)
+    if needs_grad(x):
+        rule = _norm2_rule if p == 2 else _norm_rule
+        record("LinalgVectorNormBackward0", rule, (x,), r, (x, r, dims, keepdim) + (() if p == 2 else (p,)))
+    return r
+
+
+def _norm_rule(g, x, r, dims, keepdim, p):
+    from .elementwise import abs as _abs, sign, where
+    shape = x.shape
+    g = _expand_grad(g, shape, dims, keepdim)
     if p == 0:
-        return sum((a != 0).to(x.dtype), dim, keepdim)
+        return None  # torch leaves the gradient undefined
     if p == 1:
-        return sum(a, dim, keepdim)
-    return _pow(sum(_pow(a, p), dim, keepdim), 1.0 / p)
+        return g * sign(x)
+    rr = _expand_grad(r, shape, dims, keepdim)
+    a = _abs(x)
+    if p == math.inf or p == -math.inf:  # shared evenly among the tied extremes
+        mask = (a == rr).to(g.dtype)
+        return sign(x) * mask * g / sum(mask, _dim_arg(dims), keepdim=True)
+    return where(rr == 0, 0.0, g * sign(x) * (a / rr) ** (p - 1))
 
 
 def _norm2_rule(g, x, r, dims, keepdim):

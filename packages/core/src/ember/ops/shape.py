@@ -106,14 +106,13 @@ def squeeze(input, dim=None):
     """Drop size-1 dimensions (all, or those among ``dim``)."""
     shape = input._data.shape
     if dim is None:
-        dims = tuple(i for i, n in enumerate(shape) if n == 1)
+        dims, name = tuple(i for i, n in enumerate(shape) if n == 1), "SqueezeBackward0"
     else:
+        name = "SqueezeBackward1" if isinstance(dim, builtins.int) else "SqueezeBackward2"
         dims = (dim,) if isinstance(dim, builtins.int) else tuple(dim)
         dims = tuple(i for i in (_wrap_dim(d, input.ndim) for d in dims) if input.ndim and shape[i] == 1)
-    if not dims:
-        return view(input, shape)
-    arr = be(input).xp.squeeze(input._data, axis=dims)
-    return make_view(input, arr, lambda t: squeeze(t, dims), "SqueezeBackward0", _reshape_rule, (shape,))
+    arr = be(input).xp.squeeze(input._data, axis=dims) if dims else input._data.view()
+    return make_view(input, arr, lambda t: squeeze(t, dims), name, _reshape_rule, (shape,))
 
 
 def unsqueeze(input, dim):
@@ -153,7 +152,9 @@ def t(input):
     """Transpose of a tensor with at most 2 dimensions."""
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return transpose(input, 0, 1) if input.ndim == 2 else view(input, input.shape)
+    if input.ndim < 2:
+        return make_view(input, input._data.view(), t, "TBackward0", lambda g: g)
+    return make_view(input, input._data.T, t, "TBackward0", t)
 
 
 def movedim(input, source, destination):
@@ -327,13 +328,19 @@ def cat(tensors, dim=0, *, out=None):
     xp = be(ref).xp
     arr = xp.concatenate([x._data if x.dtype is dt else x._data.astype(dt.np) for x in parts], axis=d)
     r = _make(arr, dt)
-    if needs_grad(*parts):
-        sizes = [x.shape[d] for x in parts]
-        record("CatBackward0", lambda g: tuple(split(g, sizes, d)), parts, r)
+    if needs_grad(*tensors):
+        # skipped empty tensors get empty gradients
+        sizes = [x.shape[d] if builtins.any(x is p for p in parts) else None for x in tensors]
+        record("CatBackward0", _cat_rule, tensors, r, (sizes, d))
     if out is not None:
         out._data, out.dtype = r._data, r.dtype
         return out
     return r
+
+
+def _cat_rule(g, sizes, d):
+    pieces = iter(split(g, [s for s in sizes if s is not None], d))
+    return tuple(next(pieces) if s is not None else g.new_zeros((0,)) for s in sizes)
 
 
 concat = concatenate = cat
@@ -350,7 +357,18 @@ def stack(tensors, dim=0, *, out=None):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
                                f"and {list(x.shape)} at entry {i}")
     d = _wrap_dim(dim, len(shape) + 1)
-    return cat([unsqueeze(x, d) for x in tensors], d, out=out)
+    from .. import _dtype as D
+    dt = tensors[0].dtype
+    for x in tensors[1:]:
+        dt = D.promote_types(dt, x.dtype)
+    arr = be(tensors[0]).xp.stack([x._data if x.dtype is dt else x._data.astype(dt.np) for x in tensors], axis=d)
+    r = _make(arr, dt)
+    if needs_grad(*tensors):
+        record("StackBackward0", lambda g: unbind(g, d), tensors, r)
+    if out is not None:
+        out._data, out.dtype = r._data, r.dtype
+        return out
+    return r
 
 
 def hstack(tensors):

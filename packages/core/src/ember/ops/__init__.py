@@ -7,8 +7,10 @@ it imports), so adding an op to a family is enough to publish it.
 from types import FunctionType as _Function
 
 from . import conversion, creation, elementwise, indexing, linalg, reduction, shape
+from . import activation, conv, loss, norm, pool
 
-_FAMILIES = (conversion, creation, elementwise, indexing, linalg, reduction, shape)
+_FAMILIES = (conversion, creation, elementwise, indexing, linalg, reduction, shape,
+             activation, conv, loss, norm, pool)
 
 
 def _public(module):

@@ -5,12 +5,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from conftest import assert_same, to_ember
 
 import ember
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
-
-from conftest import assert_same, to_ember
 
 
 def _pair(*shape, dtype=torch.float32, low=None):

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn as tnn
+from conftest import assert_same, to_ember
 
 import ember
 import ember.nn as nn
 from ember.nn import init
-from conftest import assert_same, to_ember
 
 
 def _small_cnn(lib):
@@ -80,7 +80,7 @@ def test_cnn_forward_backward_matches_torch(training):
     tgrads = dict(t.named_parameters())
     for name, p in e.named_parameters():
         assert_same(p.grad, tgrads[name].grad, 1e-3, 1e-5)
-    for (k, a), b in zip(e.state_dict().items(), t.state_dict().values()):
+    for (_, a), b in zip(e.state_dict().items(), t.state_dict().values()):
         assert_same(a, b, 1e-5, 1e-6)
 
 
@@ -147,7 +147,7 @@ def test_setattr_routing_and_registration():
     m.p = None
     assert m.p is None and [n for n, _ in m.named_parameters()] == ["sub.weight", "sub.bias"]
     with pytest.raises(AttributeError, match="'Module' object has no attribute 'nothing'"):
-        m.nothing
+        _ = m.nothing
     del m.sub
     assert list(m.children()) == []
     with pytest.raises(AttributeError, match="cannot assign parameters before Module.__init__"):
@@ -195,7 +195,8 @@ def test_repr_matches_torch():
         (nn.LeakyReLU(0.2), tnn.LeakyReLU(0.2)), (nn.Dropout2d(0.1), tnn.Dropout2d(0.1)),
         (nn.ModuleList([nn.Linear(2, 3) for _ in range(3)] + [nn.ReLU()]),
          tnn.ModuleList([tnn.Linear(2, 3) for _ in range(3)] + [tnn.ReLU()])),
-        (nn.ModuleDict({"a": nn.ReLU(), "b": nn.Sequential()}), tnn.ModuleDict({"a": tnn.ReLU(), "b": tnn.Sequential()})),
+        (nn.ModuleDict({"a": nn.ReLU(), "b": nn.Sequential()}),
+         tnn.ModuleDict({"a": tnn.ReLU(), "b": tnn.Sequential()})),
     ]
     for e, t in pairs:
         assert repr(e) == repr(t)
@@ -283,7 +284,7 @@ def test_batchnorm_module_running_stats_momentum_none_and_eval():
     for _ in range(3):
         x = torch.randn(4, 3, 2, 2)
         assert_same(e(to_ember(x)), t(x), 1e-4, 1e-5)
-    for (k, a), b in zip(e.state_dict().items(), t.state_dict().values()):
+    for (_, a), b in zip(e.state_dict().items(), t.state_dict().values()):
         assert_same(a, b, 1e-5, 1e-6)
     e.eval()
     t.eval()
@@ -323,8 +324,8 @@ def test_loss_modules_match_torch():
     w = torch.rand(4)
     cases = [(nn.CrossEntropyLoss(weight=to_ember(w), ignore_index=1), tnn.CrossEntropyLoss(weight=w, ignore_index=1),
               y), (nn.NLLLoss(reduction="sum"), tnn.NLLLoss(reduction="sum"), y),
-             (nn.MSELoss(), tnn.MSELoss(), torch.randn(5, 4)), (nn.L1Loss(reduction="none"), tnn.L1Loss(reduction="none"),
-                                                                torch.randn(5, 4)),
+             (nn.MSELoss(), tnn.MSELoss(), torch.randn(5, 4)),
+             (nn.L1Loss(reduction="none"), tnn.L1Loss(reduction="none"), torch.randn(5, 4)),
              (nn.BCEWithLogitsLoss(pos_weight=to_ember(w)), tnn.BCEWithLogitsLoss(pos_weight=w), torch.rand(5, 4)),
              (nn.BCELoss(), tnn.BCELoss(), torch.rand(5, 4))]
     for e, t, target in cases:

@@ -30,7 +30,8 @@ class device:
                 f"Expected one of cpu, cuda device type at start of device string: {text}")
         if idx:
             if index is not None:
-                raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {text}")
+                raise RuntimeError("type (string) must not include an index because index was passed explicitly: "
+                                   f"{text}")
             index = int(idx)
         key = (kind, index)
         cached = _CACHE.get(key)

@@ -263,7 +263,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __float__(self) -> float:
@@ -440,7 +440,7 @@ def _install_methods() -> None:
 
 
 # Imported last: these modules import Tensor from here.
-from .autograd.grad_mode import STATE as _STATE  # noqa: E402
 from . import ops as _ops  # noqa: E402
+from .autograd.grad_mode import STATE as _STATE  # noqa: E402
 
 _install_methods()

@@ -38,7 +38,8 @@ def _float_formatter(values):
             return lambda v: _special(v) or f"{v:.{p}e}"
         return lambda v: _special(v) or f"{v:.0f}."
     if sci is None:
-        sci = nonzero.size > 0 and (nonzero.max() / nonzero.min() > 1000.0 or nonzero.max() > 1e8 or nonzero.min() < 1e-4)
+        sci = nonzero.size > 0 and (nonzero.max() / nonzero.min() > 1000.0 or nonzero.max() > 1e8
+                                    or nonzero.min() < 1e-4)
     if sci:
         return lambda v: _special(v) or f"{v:.{p}e}"
     return lambda v: _special(v) or f"{v:.{p}f}"
@@ -91,8 +92,8 @@ def tensor_repr(t) -> str:
     arr = numpy.asarray(t.__array__())
     dtype = t.dtype
     suffix = []
-    from ._dtype import get_default_dtype
     from . import _dtype as D
+    from ._dtype import get_default_dtype
     if arr.size == 0 and arr.ndim != 1 or arr.size == 0:
         body = "[]"
         if arr.shape != (0,):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .function import Function, FunctionCtx, once_differentiable
-from .gradcheck import gradcheck, gradgradcheck
-from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .engine import run_backward
+from .function import Function, FunctionCtx, once_differentiable
+from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .gradcheck import gradcheck, gradgradcheck
 from .graph import Node
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck",
@@ -65,7 +65,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     result = run_backward(outputs, _make_grads(outputs, grads), retain_graph, create_graph, inputs,
                           accumulate=False)
     out = []
-    for i, (x, g) in enumerate(zip(inputs, result)):
+    for _i, (x, g) in enumerate(zip(inputs, result)):
         if g is None:
             if not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "

@@ -42,8 +42,8 @@ def _numerical_jacobian(fn, inputs, wrt, out_index, eps):
 
 
 def _analytical_jacobian(fn, inputs, wrt_list, out_index):
-    from . import grad as autograd_grad
     from ..ops.creation import zeros_like
+    from . import grad as autograd_grad
     out = _outputs(fn, inputs)[out_index]
     n = out.numel()
     jacs = [numpy.zeros((w.numel(), n)) for w in wrt_list]
@@ -86,8 +86,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
                   raise_exception=True, **kwargs) -> bool:
     """gradcheck of the gradient itself: second derivatives through create_graph=True."""
-    from . import grad as autograd_grad
     from ..ops.creation import randn_like
+    from . import grad as autograd_grad
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     outs = _outputs(func, inputs)
     if grad_outputs is None:

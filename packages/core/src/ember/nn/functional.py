@@ -11,8 +11,14 @@ import warnings
 from .. import ops as _ops
 from ..ops.activation import dropout, dropout2d, elu, gelu, leaky_relu, linear, silu, softplus
 from ..ops.conv import conv1d, conv2d
-from ..ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse_loss,
-                        nll_loss)
+from ..ops.loss import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+)
 from ..ops.norm import batch_norm, layer_norm
 from ..ops.pool import adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 

@@ -72,6 +72,7 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Fill with N(mean, std^2) samples redrawn until they lie in [a, b]."""
     import numpy
+
     from ..ops.creation import _gen
     g = _gen(generator, tensor.device)
     n = tensor.numel()
@@ -146,7 +147,7 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: s
     """Fill with U(-b, b), b = gain * sqrt(3 / fan) (He et al., 2015); ``a`` is the
     negative slope of a leaky_relu."""
     if 0 in tuple(tensor.shape):
-        warnings.warn("Initializing zero-element tensors is a no-op")
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     fan = _fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
@@ -157,7 +158,7 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: s
 def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
     """Fill with N(0, std^2), std = gain / sqrt(fan)."""
     if 0 in tuple(tensor.shape):
-        warnings.warn("Initializing zero-element tensors is a no-op")
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     fan = _fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
@@ -169,7 +170,8 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
     import numpy
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
-    from ..ops.creation import _gen, tensor as _tensor
+    from ..ops.creation import _gen
+    from ..ops.creation import tensor as _tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     flat = numpy.asarray(_gen(generator, tensor.device).standard_normal((rows, cols)))

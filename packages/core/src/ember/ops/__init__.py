@@ -6,8 +6,7 @@ it imports), so adding an op to a family is enough to publish it.
 
 from types import FunctionType as _Function
 
-from . import conversion, creation, elementwise, indexing, linalg, reduction, shape
-from . import activation, conv, loss, norm, pool
+from . import activation, conv, conversion, creation, elementwise, indexing, linalg, loss, norm, pool, reduction, shape
 
 _FAMILIES = (conversion, creation, elementwise, indexing, linalg, reduction, shape,
              activation, conv, loss, norm, pool)

@@ -66,7 +66,7 @@ def elu(input, alpha=1.0, inplace=False):
 
 def softplus(input, beta=1.0, threshold=20.0):
     """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``."""
-    from .elementwise import exp, log1p, where, relu
+    from .elementwise import exp, log1p, relu, where
     bx = input * beta
     soft = (log1p(exp(-bx.abs())) + relu(bx)) / beta
     return where(bx > threshold, input, soft)
@@ -130,7 +130,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 
 def _write_back(input, r):
-    from ._helpers import commit, check_inplace
+    from ._helpers import check_inplace, commit
     check_inplace(input)
     return commit(input, r)
 

@@ -262,7 +262,8 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """Standard normal samples."""
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
-    arr = _gen(generator, device).standard_normal(_size(size), dtype=numpy.float64 if dt.itemsize > 4 else numpy.float32)
+    arr = _gen(generator, device).standard_normal(_size(size),
+                                                  dtype=numpy.float64 if dt.itemsize > 4 else numpy.float32)
     return _finish(arr.astype(dt.np, copy=False), dt, requires_grad)
 
 

@@ -10,7 +10,7 @@ import math
 from .. import _dtype as D
 from .._tensor import Tensor, _make
 from ..autograd.graph import record
-from ._helpers import be, check_same_device, inplace, needs_grad, operand, wrap, _STATE
+from ._helpers import _STATE, be, check_same_device, inplace, needs_grad, operand, wrap
 
 _float_default = D.get_default_dtype
 
@@ -369,17 +369,35 @@ def where(condition, input=None, other=None, *, out=None):
         from .indexing import nonzero
         return nonzero(condition, as_tuple=True)
     if condition.dtype is not D.bool_:
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {_name(condition.dtype)}")
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{_name(condition.dtype)}")
     dt = _promote(input, other)
     xp = be(condition).xp
     try:
-        arr = xp.where(condition._data, operand(input, dt), operand(other, dt))
+        arr = _masked_select_zero(xp, condition._data, input, other, dt)
+        if arr is None:
+            arr = xp.where(condition._data, operand(input, dt), operand(other, dt))
     except ValueError:
         raise broadcast_error(condition, input, other) from None
     r = wrap(arr, dt)
     if needs_grad(input, other):
         record("WhereBackward0", _where_rule, (condition, input, other), r, (condition,))
     return _out(r, out)
+
+
+def _masked_select_zero(xp, cond, input, other, dt):
+    """where(cond, x, 0) as x * cond: several times faster than the array module's where on
+    floats (the form every masking gradient takes). None when it does not apply, or when
+    the product is not finite (inf * 0 is nan, where gives 0): then where decides."""
+    if not dt.is_floating_point:
+        return None
+    if type(other) in (int, float) and other == 0 and isinstance(input, Tensor) and input.dtype is dt:
+        arr = xp.multiply(input._data, cond)
+    elif type(input) in (int, float) and input == 0 and isinstance(other, Tensor) and other.dtype is dt:
+        arr = xp.multiply(other._data, xp.logical_not(cond))
+    else:
+        return None
+    return arr if arr.dtype == dt.np and xp.isfinite(arr).all() else None
 
 
 def _where_rule(g, cond):
@@ -704,7 +722,8 @@ def fill_(self, value):
     """Fill with ``value`` (a number or a 0-d tensor)."""
     if isinstance(value, Tensor):
         if value.ndim != 0:
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
+            raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.ndim} dimensions.")
         return copy_(self, value.expand(self.shape))
     if not _STATE.enabled or not self._requires_grad:
         from ._helpers import check_inplace

@@ -9,7 +9,7 @@ from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.graph import record
-from ._helpers import _STATE, be, commit, check_inplace, inplace, make_view, needs_grad, wrap
+from ._helpers import be, inplace, make_view, needs_grad, wrap
 
 
 def _is_basic(index) -> bool:
@@ -41,8 +41,8 @@ def getitem(input, index):
         index = (be(input).xp.asarray(index, dtype="int64"),) if not builtins.any(
             isinstance(i, (Tensor, list, slice)) or i is None or i is Ellipsis for i in index) else tuple(index)
     if _is_basic(index):
-        if input.ndim == 0 and index not in ((), Ellipsis, None) and not (isinstance(index, tuple) and
-                                                                             builtins.all(i is None or i is Ellipsis for i in index)):
+        if input.ndim == 0 and index not in ((), Ellipsis, None) and not (
+                isinstance(index, tuple) and builtins.all(i is None or i is Ellipsis for i in index)):
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
         # a trailing Ellipsis makes numpy return a 0-d view, never a scalar copy
@@ -65,7 +65,7 @@ def _basic_node_name(items, shape) -> str:
     """torch's node for a basic index: that of the last index item that does something."""
     name, dim = "AliasBackward0", 0
     n_real = builtins.sum(1 for i in items if i is not None and i is not Ellipsis)
-    for k, i in enumerate(items):
+    for _k, i in enumerate(items):
         if i is Ellipsis:
             dim += len(shape) - n_real
         elif i is None:
@@ -220,7 +220,8 @@ def scatter_add(input, dim, index, src):
     xp = be(input).xp
     arr = input._data.copy()
     pos = _scatter_positions(xp, _bounds(index._data, input.shape[d]), d)
-    be(input).scatter_add(arr, pos, src._data[tuple(slice(0, n) for n in index.shape)].astype(input.dtype.np, copy=False))
+    src_arr = src._data[tuple(slice(0, n) for n in index.shape)].astype(input.dtype.np, copy=False)
+    be(input).scatter_add(arr, pos, src_arr)
     r = _make(arr, input.dtype)
     if needs_grad(input, src):
         record("ScatterAddBackward0", lambda g, d, index, shape: (g, _pad_to(gather(g, d, index), shape)),
@@ -344,7 +345,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     d = _wrap_dim(dim, input.ndim)
     n = input.shape[d] if input.ndim else 1
     if not 0 <= k <= n:
-        raise RuntimeError(f"selected index k out of range")
+        raise RuntimeError("selected index k out of range")
     s = sort(input.detach(), d, descending=largest, stable=True)
     from .shape import narrow
     idx = narrow(s.indices, d, 0, k) if input.ndim else s.indices

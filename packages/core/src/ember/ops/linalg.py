@@ -26,18 +26,22 @@ def matmul(input, other, *, out=None, _node=None):
         raise TypeError("matmul(): argument 'other' must be Tensor")
     _check_dtypes(input, other, "matmul")
     if input.ndim == 0 or other.ndim == 0:
-        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {input.ndim}D and {other.ndim}D")
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{input.ndim}D and {other.ndim}D")
     a, b = input._data, other._data
     ka = a.shape[-1]
     kb = b.shape[-2] if b.ndim > 1 else b.shape[0]
     if ka != kb:
         if input.ndim == 1 and other.ndim == 1:
-            raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src [{b.shape[0]}] to have "
-                               "the same number of elements, but got {a.shape[0]} and {b.shape[0]} elements respectively")
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src [{b.shape[0]}] "
+                               "to have the same number of elements, but got {a.shape[0]} and {b.shape[0]} "
+                               "elements respectively")
         sa = "x".join(map(str, a.shape if a.ndim > 1 else (1,) + a.shape))
         sb = "x".join(map(str, b.shape if b.ndim > 1 else b.shape + (1,)))
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_mat(a)} and {_mat(b, True)})" if a.ndim <= 2 and b.ndim <= 2
-                           else f"Expected size for first two dimensions of batch2 tensor to be: [{sa}] but got: [{sb}].")
+        if a.ndim <= 2 and b.ndim <= 2:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_mat(a)} and {_mat(b, True)})")
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{sa}] but got: [{sb}].")
     r = _make(be(input).xp.matmul(a, b), input.dtype)
     if r._data.ndim == 0 and type(r._data) is not type(a):
         r._data = be(input).xp.asarray(r._data)
@@ -57,8 +61,7 @@ def _mat(a, second=False):
 
 
 def _matmul_rule(g, a, b):
-    from .shape import unsqueeze, squeeze
-    from ._helpers import _STATE
+    from .shape import squeeze, unsqueeze
     if a.ndim == 1 and b.ndim == 1:
         return (g * b if a._requires_grad else None), (g * a if b._requires_grad else None)
     a2 = unsqueeze(a, 0) if a.ndim == 1 else a
@@ -85,7 +88,7 @@ def mm(input, mat2, *, out=None):
 
 def bmm(input, mat2, *, out=None):
     if input.ndim != 3 or mat2.ndim != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor" if input.ndim != 3 else "batch2 must be a 3D tensor")
+        raise RuntimeError("batch1 must be a 3D tensor" if input.ndim != 3 else "batch2 must be a 3D tensor")
     if input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")

@@ -167,8 +167,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def _ce_rule(g, x, a, lsm, reduction):
-    from .reduction import softmax, sum as _sum
     from .elementwise import exp
+    from .reduction import softmax
+    from .reduction import sum as _sum
     if reduction == "none":
         g = g.reshape((a.shape[0],) + tuple(a.shape[2:])).unsqueeze(1)
     ag = a * g
@@ -322,7 +323,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 
 def _bcel_rule(g, x, y, w, pw):
-    from .elementwise import sigmoid, log1p, exp, relu
+    from .elementwise import exp, log1p, relu, sigmoid
     gw = g if w is None else g * w
     gx = gy = None
     if x._requires_grad:

@@ -124,7 +124,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
 def _norm_rule(g, x, weight, xhat, invstd, stat_axes, w_axes, wshape, batch_stats, eps, running_mean,
                running_var, bias_req):
     from .elementwise import rsqrt
-    from .reduction import mean as _mean, sum as _sum
+    from .reduction import mean as _mean
+    from .reduction import sum as _sum
     if not _STATE.enabled and batch_stats:
         return _norm_rule_arrays(g, x, weight, xhat, invstd, stat_axes, w_axes, wshape, bias_req)
     if _STATE.enabled and x._requires_grad:

@@ -8,10 +8,9 @@ ops whose rules are each other, so double backward works.
 
 from __future__ import annotations
 
-
+from .. import _dtype as D
 from .._tensor import _make
 from ._helpers import be, needs_grad, record, wrap
-from .. import _dtype as D
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "max_pool1d", "avg_pool1d"]
 
@@ -134,7 +133,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     vals, arg = _max_windows(xp, geo, geo.pad(xp, arr, low), x.dtype.is_floating_point)
     r = _make(vals, x.dtype)
     if needs_grad(x):
-        record("MaxPool2DWithIndicesBackward0", _max_rule, (x,), r, (_make(arg, D.from_numpy_dtype(arg.dtype)), geo, x.dtype))
+        record("MaxPool2DWithIndicesBackward0", _max_rule, (x,), r,
+               (_make(arg, D.from_numpy_dtype(arg.dtype)), geo, x.dtype))
     out = r.squeeze(0) if unbatched else r
     if not return_indices:
         return out
@@ -181,9 +181,12 @@ def _max_unpool(g, arg, geo):
     ga, a = g._data, arg._data
     kh, kw = geo.k
     if geo.k == geo.s and geo.d == (1, 1):
-        kidx = xp.arange(kh * kw, dtype=a.dtype).reshape(1, 1, 1, kh, 1, kw)
-        dx = ((a[:, :, :, None, :, None] == kidx) * ga[:, :, :, None, :, None]).reshape(
-            n, c, geo.oh * kh, geo.ow * kw)
+        # windows tile the input: write each kernel offset's share into a strided view
+        tiles = xp.empty((n, c, geo.oh, kh, geo.ow, kw), dtype=ga.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                xp.multiply(ga, a == i * kw + j, out=tiles[:, :, :, i, :, j])
+        dx = tiles.reshape(n, c, geo.oh * kh, geo.ow * kw)
         if not _tiles(geo):
             full = geo.padded_zeros(xp, n, c, ga.dtype)
             full[:, :, :geo.oh * kh, :geo.ow * kw] = dx
@@ -312,7 +315,8 @@ def adaptive_avg_pool2d(input, output_size):
     ow = w if ow is None else int(ow)
     if h == 0 or w == 0:
         raise RuntimeError("adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch dimensions, "
-                           f"but input has sizes {list(input.shape)} with dimension {input.ndim - 2 if h == 0 else input.ndim - 1} being empty")
+                           f"but input has sizes {list(input.shape)} with dimension "
+                           f"{input.ndim - 2 if h == 0 else input.ndim - 1} being empty")
     if oh == 1 and ow == 1:
         from .reduction import mean
         return mean(input, (-2, -1), keepdim=True)

@@ -339,7 +339,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         raise NotImplementedError("nuclear norm is not supported yet")
     x = input
     if x.dtype._category < 2:
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {_long_name(x.dtype)}")
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {_long_name(x.dtype)}")
     dims = _dims(dim, x.ndim)
     xp = be(x).xp
     axis = _axis(dims)
@@ -364,7 +365,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 
 def _norm_rule(g, x, r, dims, keepdim, p):
-    from .elementwise import abs as _abs, sign, where
+    from .elementwise import abs as _abs
+    from .elementwise import sign, where
     shape = x.shape
     g = _expand_grad(g, shape, dims, keepdim)
     if p == 0:

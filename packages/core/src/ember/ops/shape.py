@@ -8,7 +8,7 @@ import builtins
 
 import numpy
 
-from .._tensor import Tensor, _make, _wrap_dim
+from .._tensor import _make, _wrap_dim
 from ..autograd.graph import record
 from ._helpers import be, make_view, needs_grad
 
@@ -228,7 +228,8 @@ def select(input, dim, index):
     d = _wrap_dim(dim, input.ndim)
     n = input.shape[d]
     if not -n <= index < n:
-        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension {d}")
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} "
+                         f"at dimension {d}")
     index = index % n
     idx = (slice(None),) * d + (index, Ellipsis)
     return make_view(input, input._data[idx], lambda t: select(t, d, index), "SelectBackward0",
@@ -252,7 +253,7 @@ def _views_along(input, dim, bounds, stacked: bool, name: str):
     """Views of ``input`` along ``dim`` for [lo, hi) bounds, sharing one backward node."""
     from ._helpers import _STATE
     outs = []
-    for i, (lo, hi) in enumerate(bounds):
+    for _i, (lo, hi) in enumerate(bounds):
         idx = (slice(None),) * dim + ((lo if stacked else slice(lo, hi)), Ellipsis)
         out = _make(input._data[idx], input.dtype)
         out._vc = input._vc

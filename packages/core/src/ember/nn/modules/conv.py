@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ...ops.conv import conv1d as _conv1d, conv2d as _conv2d
+from ...ops.conv import conv1d as _conv1d
+from ...ops.conv import conv2d as _conv2d
 from ...ops.creation import empty
 from .. import init
 from ..parameter import Parameter

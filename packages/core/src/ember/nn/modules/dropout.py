@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ...ops.activation import dropout as _dropout, dropout2d as _dropout2d
+from ...ops.activation import dropout as _dropout
+from ...ops.activation import dropout2d as _dropout2d
 from .module import Module
 
 __all__ = ["Dropout", "Dropout2d"]

@@ -585,8 +585,9 @@ def _as_tensor(value, like):
     """A state_dict value (ember tensor, torch tensor, numpy array) as an ember tensor."""
     if isinstance(value, Tensor):
         return value
-    from ...ops.creation import tensor
     import numpy
+
+    from ...ops.creation import tensor
     if hasattr(value, "detach"):
         value = value.detach().cpu().numpy()
     return tensor(numpy.asarray(value))

@@ -27,10 +27,9 @@ def _torch_twin():
     """The demo's FashionCNN written in PyTorch (same layer order, so the same state_dict keys)."""
     nn = torch.nn
     model = nn.Module()
-    model.features = nn.Sequential(nn.Conv2d(1, 32, 3), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-                                   nn.Conv2d(32, 64, 3), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2))
-    model.classifier = nn.Sequential(nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(), nn.Dropout(0.25),
-                                     nn.Linear(128, 10))
+    model.features = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                   nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
+    model.classifier = nn.Sequential(nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10))
     model.forward = lambda x: model.classifier(model.features(x))
     return model
 

@@ -54,21 +54,24 @@ def _out_size(h, k, stride, pad0, pad1, dil):
     return (h + pad0 + pad1 - dil * (k - 1) - 1) // stride + 1
 
 
-def _conv_fwd(xp, x, w, stride, pad, dilation, groups):
+def _conv_fwd(xp, x, w, stride, pad, dilation, groups, keep_cols=False):
+    """The convolution, and (when ``keep_cols``) its column matrices for the weight gradient."""
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh = _out_size(h, kh, stride[0], pad[0], pad[1], dilation[0])
     ow = _out_size(wd, kw, stride[1], pad[2], pad[3], dilation[1])
     xpad = _pad(xp, x, pad)
     og = o // groups
-    outs = []
+    outs, kept = [], []
     for gi in range(groups):
         xs = xpad if groups == 1 else xpad[:, gi * cg:(gi + 1) * cg]
         cols = _cols(xp, xs, kh, kw, stride, dilation, oh, ow)
         wm = w[gi * og:(gi + 1) * og].reshape(og, cg * kh * kw)
         outs.append(wm @ cols)                                  # [og, N*OH*OW]
+        if keep_cols:
+            kept.append(cols)
     out = outs[0] if groups == 1 else xp.concatenate(outs, 0)
-    return xp.ascontiguousarray(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3))
+    return xp.ascontiguousarray(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3)), kept
 
 
 def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
@@ -96,18 +99,21 @@ def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
     return dx
 
 
-def _conv_dw(xp, x, g, wshape, stride, pad, dilation, groups):
-    """Gradient of conv with respect to its weight."""
+def _conv_dw(xp, x, g, wshape, stride, pad, dilation, groups, kept_cols=None):
+    """Gradient of conv with respect to its weight (reusing the forward's columns if kept)."""
     n = x.shape[0]
     o, cg, kh, kw = wshape
     oh, ow = g.shape[2], g.shape[3]
     og = o // groups
-    xpad = _pad(xp, x, pad)
+    xpad = _pad(xp, x, pad) if not kept_cols else None
     gm = g.transpose(1, 0, 2, 3).reshape(o, n * oh * ow)
     parts = []
     for gi in range(groups):
-        xs = xpad if groups == 1 else xpad[:, gi * cg:(gi + 1) * cg]
-        cols = _cols(xp, xs, kh, kw, stride, dilation, oh, ow)
+        if kept_cols:
+            cols = kept_cols[gi]
+        else:
+            xs = xpad if groups == 1 else xpad[:, gi * cg:(gi + 1) * cg]
+            cols = _cols(xp, xs, kh, kw, stride, dilation, oh, ow)
         parts.append(gm[gi * og:(gi + 1) * og] @ cols.T)
     dw = parts[0] if groups == 1 else xp.concatenate(parts, 0)
     return dw.reshape(wshape)
@@ -116,15 +122,19 @@ def _conv_dw(xp, x, g, wshape, stride, pad, dilation, groups):
 # ---- differentiable ops ------------------------------------------------------------
 
 def _conv(x, w, stride, pad, dilation, groups):
-    r = _make(_conv_fwd(be(x).xp, x._data, w._data, stride, pad, dilation, groups), x.dtype)
-    if needs_grad(x, w):
-        record("ConvolutionBackward0", _conv_rule, (x, w), r, (x, w, stride, pad, dilation, groups))
+    grad = needs_grad(x, w)
+    # the weight gradient multiplies by the same columns: keep them rather than unfold twice
+    arr, cols = _conv_fwd(be(x).xp, x._data, w._data, stride, pad, dilation, groups,
+                          keep_cols=grad and w._requires_grad)
+    r = _make(arr, x.dtype)
+    if grad:
+        record("ConvolutionBackward0", _conv_rule, (x, w), r, (x, w, stride, pad, dilation, groups, cols))
     return r
 
 
-def _conv_rule(g, x, w, stride, pad, dilation, groups):
+def _conv_rule(g, x, w, stride, pad, dilation, groups, cols):
     gx = _conv_input_grad(g, w, tuple(x.shape), stride, pad, dilation, groups) if x._requires_grad else None
-    gw = _conv_weight_grad(x, g, tuple(w.shape), stride, pad, dilation, groups) if w._requires_grad else None
+    gw = _conv_weight_grad(x, g, tuple(w.shape), stride, pad, dilation, groups, cols) if w._requires_grad else None
     return gx, gw
 
 
@@ -142,8 +152,8 @@ def _input_grad_rule(gg, g, w, stride, pad, dilation, groups):
     return d_g, d_w
 
 
-def _conv_weight_grad(x, g, wshape, stride, pad, dilation, groups):
-    r = _make(_conv_dw(be(x).xp, x._data, g._data, wshape, stride, pad, dilation, groups), x.dtype)
+def _conv_weight_grad(x, g, wshape, stride, pad, dilation, groups, kept_cols=None):
+    r = _make(_conv_dw(be(x).xp, x._data, g._data, wshape, stride, pad, dilation, groups, kept_cols), x.dtype)
     if needs_grad(x, g):
         record("ConvolutionBackwardBackward1", _weight_grad_rule, (x, g), r, (x, g, stride, pad, dilation, groups))
     return r

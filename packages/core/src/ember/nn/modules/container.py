@@ -17,6 +17,17 @@ def _index(idx, n):
     return idx % n
 
 
+def _delete_and_renumber(container, idx) -> None:
+    """Remove the submodule(s) at ``idx`` and name the rest '0', '1', ... again, as torch does."""
+    keys = list(container._modules.keys())
+    for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys))]]):
+        delattr(container, key)
+    items = list(container._modules.values())
+    container._modules.clear()
+    for i, m in enumerate(items):
+        container._modules[str(i)] = m
+
+
 class Sequential(Module):
     """Modules applied in order: ``Sequential(m1, m2, ...)`` or ``Sequential(OrderedDict)``;
     submodules are named '0', '1', ... (or by the dict's keys)."""
@@ -40,17 +51,7 @@ class Sequential(Module):
         setattr(self, key, module)
 
     def __delitem__(self, idx) -> None:
-        keys = list(self._modules.keys())
-        if isinstance(idx, slice):
-            for key in keys[idx]:
-                delattr(self, key)
-        else:
-            delattr(self, keys[_index(idx, len(self))])
-        # renumber, as torch does
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
+        _delete_and_renumber(self, idx)
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -112,15 +113,7 @@ class ModuleList(Module):
         setattr(self, str(_index(idx, len(self))), module)
 
     def __delitem__(self, idx) -> None:
-        if isinstance(idx, slice):
-            for k in list(self._modules.keys())[idx]:
-                delattr(self, k)
-        else:
-            delattr(self, str(_index(idx, len(self))))
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
+        _delete_and_renumber(self, idx)
 
     def __len__(self) -> int:
         return len(self._modules)

@@ -105,8 +105,10 @@ class Tensor:
 
     def stride(self, dim: int | None = None):
         """Strides in elements, as torch counts them (numpy counts bytes)."""
-        item = self._data.itemsize
-        strides = tuple(s // item for s in self._data.strides)
+        arr = self._data
+        item = self.dtype.itemsize
+        strides = tuple(s // item for s in (arr.strides if type(arr) is numpy.ndarray
+                                            else _backend(arr).byte_strides(arr)))
         if any(n == 1 for n in self._data.shape):
             # numpy may give size-1 dims any stride; torch gives the contiguous one
             strides = tuple(_contiguous_strides(self._data.shape)[i] if n == 1 else s
@@ -117,14 +119,15 @@ class Tensor:
         """Offset of the first element from the start of the base tensor's memory, in elements."""
         if self._base is None:
             return 0
-        return (_address(self._data) - _address(self._base._data)) // self._data.itemsize
+        return (_address(self._data) - _address(self._base._data)) // self.dtype.itemsize
 
     def data_ptr(self) -> int:
         return _address(self._data)
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return self._data.flags.c_contiguous or self._data.size <= 1 or \
-            self.stride() == _contiguous_strides(self._data.shape)
+        arr = self._data
+        c = arr.flags.c_contiguous if type(arr) is numpy.ndarray else _backend(arr).is_c_contiguous(arr)
+        return c or arr.size <= 1 or self.stride() == _contiguous_strides(arr.shape)
 
     # ---- autograd state -------------------------------------------------------------
     @property
@@ -223,14 +226,15 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         if type(self._data) is not numpy.ndarray:
-            if not force:
+            bk = _backend(self._data)
+            if bk.device.type != "cpu" and not force:
                 raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() "
                                 "to copy the tensor to host memory first.")
-            return self._data.get()
+            return bk.to_host(self._data)
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        arr = self._data if type(self._data) is numpy.ndarray else self._data.get()
+        arr = self._data if type(self._data) is numpy.ndarray else _backend(self._data).to_host(self._data)
         return arr if dtype is None else arr.astype(dtype)
 
     def __dlpack__(self, *args, **kwargs):
@@ -243,7 +247,8 @@ class Tensor:
         """The single value as a Python number; RuntimeError unless numel() == 1."""
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        v = self._data.reshape(()).item() if type(self._data) is numpy.ndarray else self._data.item()
+        arr = self._data
+        v = arr.reshape(()).item() if type(arr) is numpy.ndarray else _backend(arr).item(arr)
         return float(v) if self.dtype.name == "bfloat16" else v
 
     def tolist(self):
@@ -296,7 +301,8 @@ class Tensor:
         if self.grad_fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
                                "the deepcopy protocol at the moment.")
-        new = _make(self._data.copy(), self.dtype)
+        new = _make(self._data.copy() if type(self._data) is numpy.ndarray else _backend(self._data).copy(self._data),
+                    self.dtype)
         new._requires_grad = self._requires_grad
         if self.grad is not None:
             new.grad = self.grad.__deepcopy__(memo)
@@ -386,7 +392,12 @@ def _contiguous_strides(shape) -> tuple:
 def _address(arr) -> int:
     if type(arr) is numpy.ndarray:
         return arr.__array_interface__["data"][0]
-    return arr.data.ptr
+    return _backend(arr).address(arr)
+
+
+def _backend(arr):
+    from .backends import backend_of_array
+    return backend_of_array(arr)
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:

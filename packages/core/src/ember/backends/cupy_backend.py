@@ -21,6 +21,9 @@ class CupyBackend:
         self.name = f"cuda:{index}"
         self.device = device("cuda", index)
 
+    kind = "cupy"
+    mixed_kinds = True
+
     @staticmethod
     def device_of(arr):
         return device("cuda", arr.device.id)
@@ -59,3 +62,40 @@ class CupyBackend:
         if d.name == "bfloat16":
             raise TypeError("bfloat16 tensors are not supported on cuda by this backend (cupy has no bfloat16)")
         return d.np
+
+    def dtype_of(self, arr):
+        from .._dtype import from_numpy_dtype
+        return from_numpy_dtype(arr.dtype)
+
+    def astype(self, arr, d):
+        dt = self.storage_dtype(d)
+        return arr if arr.dtype == dt else arr.astype(dt)
+
+    def copy(self, arr):
+        return arr.copy()
+
+    def item(self, arr):
+        return arr.item()
+
+    def reshape_view(self, arr, shape):
+        out = arr.view()
+        try:
+            out.shape = shape
+        except AttributeError:
+            return None
+        return out
+
+    def byte_strides(self, arr):
+        return arr.strides
+
+    def address(self, arr) -> int:
+        return arr.data.ptr
+
+    def is_c_contiguous(self, arr) -> bool:
+        return arr.flags.c_contiguous
+
+    def ascontiguousarray(self, arr):
+        return self.xp.ascontiguousarray(arr)
+
+    def nan_to_num(self, arr, nan, posinf, neginf):
+        return self.xp.nan_to_num(arr, nan=nan, posinf=posinf, neginf=neginf)

@@ -11,8 +11,11 @@ class NumpyBackend:
     """Arrays on the CPU through numpy."""
 
     name = "cpu"
+    kind = "numpy"
     xp = numpy
     device = CPU
+    # multiplying floats by a bool mask is allowed (and faster than where)
+    mixed_kinds = True
 
     def asarray(self, obj, dtype=None):
         return numpy.asarray(obj, dtype=dtype)
@@ -46,6 +49,46 @@ class NumpyBackend:
     def storage_dtype(self, d):
         """numpy stores every ember dtype natively (bfloat16 through ml_dtypes)."""
         return d.np
+
+    def dtype_of(self, arr):
+        """The ember dtype of ``arr``."""
+        from .._dtype import from_numpy_dtype
+        return from_numpy_dtype(arr.dtype)
+
+    def astype(self, arr, d):
+        """``arr`` in ember dtype ``d`` (``arr`` itself when it already is)."""
+        return arr if arr.dtype == d.np else arr.astype(d.np)
+
+    def copy(self, arr):
+        return arr.copy()
+
+    def item(self, arr):
+        return arr.reshape(()).item()
+
+    # ---- memory layout -----------------------------------------------------------
+    def reshape_view(self, arr, shape):
+        """``arr`` reshaped as a view, or None when its strides do not allow one."""
+        out = arr.view()
+        try:
+            out.shape = shape
+        except AttributeError:
+            return None
+        return out
+
+    def byte_strides(self, arr):
+        return arr.strides
+
+    def address(self, arr) -> int:
+        return arr.__array_interface__["data"][0]
+
+    def is_c_contiguous(self, arr) -> bool:
+        return arr.flags.c_contiguous
+
+    def ascontiguousarray(self, arr):
+        return numpy.ascontiguousarray(arr)
+
+    def nan_to_num(self, arr, nan, posinf, neginf):
+        return numpy.nan_to_num(arr, nan=nan, posinf=posinf, neginf=neginf)
 
 
 NUMPY = NumpyBackend()

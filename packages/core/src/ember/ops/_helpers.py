@@ -9,7 +9,7 @@ from .. import _dtype as D
 from .._tensor import Tensor, _make
 from ..autograd import grad_mode
 from ..autograd.graph import record
-from ..backends import NUMPY, backend_of_array
+from ..backends import NUMPY, _array_types, backend_of_array
 
 _ndarray = numpy.ndarray
 _STATE = grad_mode.STATE
@@ -23,8 +23,11 @@ def be(t: Tensor):
 def wrap(arr, dtype=None) -> Tensor:
     """A new tensor around ``arr``; 0-d numpy results (numpy scalars) become arrays and
     ``arr`` is cast to ``dtype`` when given."""
-    if type(arr) is not _ndarray and not hasattr(arr, "__cuda_array_interface__"):
-        arr = numpy.asarray(arr)
+    if type(arr) is not _ndarray:
+        if type(arr) in _array_types or hasattr(arr, "__cuda_array_interface__"):
+            b = backend_of_array(arr)
+            return _make(arr, b.dtype_of(arr)) if dtype is None else _make(b.astype(arr, dtype), dtype)
+        arr = numpy.asarray(arr)  # a numpy (or ml_dtypes) scalar
     if dtype is None:
         return _make(arr, D.from_numpy_dtype(arr.dtype))
     if arr.dtype != dtype.np:
@@ -47,19 +50,24 @@ def to_tensor_like(x, like: Tensor, dtype=None) -> Tensor:
     if isinstance(x, Tensor):
         return x
     dtype = dtype or D.result_type(x)
-    return _make(be(like).xp.asarray(x, dtype=dtype.np), dtype)
+    b = be(like)
+    return _make(b.xp.asarray(x, dtype=b.storage_dtype(dtype)), dtype)
 
 
-def operand(x, dtype: D.dtype):
-    """The array (or Python number) of ``x`` in ``dtype``, for the array module."""
+def operand(x, dtype: D.dtype, backend=NUMPY):
+    """The array (or Python number) of ``x`` in ``dtype``, for ``backend``'s array module."""
     if isinstance(x, Tensor):
         arr = x._data
-        return arr if arr.dtype == dtype.np else arr.astype(dtype.np)
-    if dtype.name == "bfloat16" or (isinstance(x, float) and not dtype.is_floating_point and not dtype.is_complex):
-        return numpy.asarray(x, dtype=dtype.np)
-    if type(x) is int and dtype._category == 1 and dtype is not D.int64:
-        return numpy.asarray(x).astype(dtype.np)  # wraps around like torch (numpy would raise)
-    return x
+        return arr if arr.dtype is dtype.np else be(x).astype(arr, dtype)
+    if backend.mixed_kinds:
+        if dtype.name == "bfloat16" or (isinstance(x, float) and not dtype.is_floating_point
+                                        and not dtype.is_complex):
+            return backend.xp.asarray(x, dtype=dtype.np)
+        if type(x) is int and dtype._category == 1 and dtype is not D.int64:
+            return backend.xp.asarray(x).astype(dtype.np)  # wraps around like torch (numpy would raise)
+        return x
+    # the standard mixes a Python number only with an array of the same kind
+    return backend.astype(backend.xp.asarray(x), dtype)
 
 
 def check_same_device(a, b, op: str) -> None:
@@ -106,7 +114,7 @@ def accumulate_grad(var: Tensor, g: Tensor) -> None:
     """AccumulateGrad: the first gradient is copied (rules may hand the same gradient to
     several inputs), later ones are added in place unless a graph is being built."""
     if var.grad is None:
-        var.grad = g if _STATE.enabled else _make(g._data.copy(), g.dtype)
+        var.grad = g if _STATE.enabled else _make(be(g).copy(g._data), g.dtype)
     elif _STATE.enabled:
         var.grad = var.grad + g
     else:

@@ -46,10 +46,8 @@ def to(self, *args, **kwargs):
     arr = self._data
     if dst_be is not src_be:
         arr = dst_be.asarray(src_be.to_host(arr) if dst_be.name == "cpu" else arr)
-    if arr.dtype != dst_be.storage_dtype(dtype):
-        arr = arr.astype(dst_be.storage_dtype(dtype))
-    elif arr is self._data:
-        arr = arr.copy()
+    cast = dst_be.astype(arr, dtype)
+    arr = dst_be.copy(arr) if cast is self._data else cast
     r = _make(arr, dtype)
     if needs_grad(self) and (dtype.is_floating_point or dtype.is_complex):
         record("ToCopyBackward0", _to_rule, (self,), r, (src_be.device,))
@@ -94,9 +92,10 @@ def cuda(self, device=None, non_blocking=False, memory_format=None):
 
 def contiguous(self, memory_format=None):
     """self if already contiguous, else a contiguous copy (differentiable)."""
-    if self._data.flags.c_contiguous:
+    bk = be(self)
+    if bk.is_c_contiguous(self._data):
         return self
-    r = _make(be(self).xp.ascontiguousarray(self._data), self.dtype)
+    r = _make(bk.ascontiguousarray(self._data), self.dtype)
     if needs_grad(self):
         record("CloneBackward0", lambda g: g, (self,), r)
     return r

@@ -101,9 +101,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_me
             dt = dtype or _infer_dtype(data)
             arr = _host_array(data)
     dev = to_device(device if device is not None else (data.device if isinstance(data, Tensor) else None))
-    arr = backend_for_device(dev).asarray(arr, dtype=dt.np)
-    if arr is data or (isinstance(data, numpy.ndarray) and numpy.shares_memory(arr, data)):
-        arr = arr.copy()
+    bk = backend_for_device(dev)
+    arr = bk.asarray(arr, dtype=dt.np)
+    if arr is data or (type(arr) is numpy.ndarray and isinstance(data, numpy.ndarray)
+                       and numpy.shares_memory(arr, data)):
+        arr = bk.copy(arr)
     return _finish(arr, dt, requires_grad)
 
 
@@ -133,9 +135,10 @@ def scalar_tensor(s, *, dtype=None, device=None) -> Tensor:
 
 def _factory(size, dtype, device, requires_grad, fill):
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
-    xp = backend_for_device(to_device(device)).xp
+    bk = backend_for_device(to_device(device))
     shape = _size(size)
-    arr = xp.empty(shape, dtype=dt.np) if fill is None else xp.full(shape, fill, dtype=dt.np)
+    sd = bk.storage_dtype(dt)
+    arr = bk.xp.empty(shape, dtype=sd) if fill is None else bk.xp.full(shape, fill, dtype=sd)
     return _finish(arr, dt, requires_grad)
 
 

@@ -32,9 +32,9 @@ def _binary(a, b, array_fn, dtype: D.dtype):
     """Apply ``array_fn(xp, x, y)`` to the operands cast to ``dtype``."""
     if isinstance(a, Tensor) and isinstance(b, Tensor) and type(a._data) is not type(b._data):
         check_same_device(a, b, "binary op")
-    xp = _xp(a, b)
+    bk = be(a if isinstance(a, Tensor) else b)
     try:
-        return array_fn(xp, operand(a, dtype), operand(b, dtype))
+        return array_fn(bk.xp, operand(a, dtype, bk), operand(b, dtype, bk))
     except ValueError:
         raise broadcast_error(a, b) from None
 
@@ -61,7 +61,8 @@ def scalar_like(x, like: Tensor) -> Tensor:
     d = D.result_type(x)
     if d._category < like.dtype._category or (d._category == like.dtype._category):
         d = like.dtype if d._category <= like.dtype._category else d
-    return _make(be(like).xp.asarray(x).astype(d.np), d)  # astype wraps out-of-range ints, as torch
+    b = be(like)
+    return _make(b.astype(b.xp.asarray(x), d), d)  # astype wraps out-of-range ints, as torch
 
 
 # ---- arithmetic --------------------------------------------------------------------
@@ -137,7 +138,7 @@ def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is None:
         if dt._category < 2:
             dt = _float_default()
-        r = wrap(_binary(input, other, lambda xp, x, y: xp.true_divide(x, y), dt), dt)
+        r = wrap(_binary(input, other, lambda xp, x, y: xp.divide(x, y), dt), dt)
         if needs_grad(input, other):
             record("DivBackward0", _div_rule, (input, other), r,
                    (input if _req(other) else None, other, _req(input)))
@@ -146,7 +147,7 @@ def div(input, other, *, rounding_mode=None, out=None):
         return floor_divide(input, other)
     if rounding_mode == "trunc":
         if dt._category >= 2:
-            arr = _binary(input, other, lambda xp, x, y: xp.trunc(xp.true_divide(x, y)), dt)
+            arr = _binary(input, other, lambda xp, x, y: xp.trunc(xp.divide(x, y)), dt)
         else:
             _check_int_zero_division(other)
             arr = _binary(input, other, lambda xp, x, y: _int_trunc_div(xp, x, y), dt)
@@ -160,12 +161,12 @@ def div(input, other, *, rounding_mode=None, out=None):
 def _int_trunc_div(xp, x, y):
     q = xp.floor_divide(x, y)
     fix = (xp.remainder(x, y) != 0) & ((xp.asarray(x) < 0) != (xp.asarray(y) < 0))
-    return q + fix
+    return xp.where(fix, q + 1, q)
 
 
 def _check_int_zero_division(other):
     if isinstance(other, Tensor):
-        if not other.dtype.is_floating_point and (other._data == 0).any():
+        if not other.dtype.is_floating_point and be(other).xp.any(other._data == 0):
             raise RuntimeError("ZeroDivisionError")
     elif other == 0:
         raise RuntimeError("ZeroDivisionError")
@@ -236,7 +237,7 @@ def pow(input, exponent, *, out=None):
     elif dt._category == 1:
         r = wrap(_binary(input, exponent, _int_power, dt), dt)
     else:
-        r = wrap(_binary(input, exponent, lambda xp, x, y: xp.power(x, y), dt), dt)
+        r = wrap(_binary(input, exponent, lambda xp, x, y: xp.pow(x, y), dt), dt)
     if needs_grad(input, exponent):
         if isinstance(exponent, Tensor):
             record("PowBackward2" if scalar_base else "PowBackward1", _pow_rule, (input, exponent), r,
@@ -249,11 +250,12 @@ def pow(input, exponent, *, out=None):
 def _int_power(xp, x, y):
     """Integer power; a negative exponent gives 1/x rounded toward zero, as torch does."""
     neg = xp.asarray(y) < 0
-    if not neg.any():
-        return xp.power(x, y)
-    r = xp.power(x, xp.where(neg, 0, y))
+    if not xp.any(neg):
+        return xp.pow(x, y)
+    r = xp.pow(x, xp.where(neg, 0, y))
     odd = (y % 2) != 0
-    return xp.where(neg, xp.where(x == 1, 1, xp.where(x == -1, xp.where(odd, -1, 1), 0)), r).astype(r.dtype)
+    one = xp.ones_like(r)
+    return xp.astype(xp.where(neg, xp.where(x == 1, 1, xp.where(x == -1, xp.where(odd, -one, one), 0)), r), r.dtype)
 
 
 def _pow_scalar_rule(g, a, e):
@@ -324,14 +326,15 @@ def clamp(input, min=None, max=None, *, out=None):
     dt = input.dtype
     for bound in (min, max):
         if bound is not None:
-            dt = D.result_type(_make(input._data[:0], dt) if input.ndim else input, bound) \
+            dt = D.result_type(_make(input._data[:0, ...], dt) if input.ndim else input, bound) \
                 if not isinstance(bound, Tensor) else D.promote_types(dt, bound.dtype)
-    xp = be(input).xp
-    arr = operand(input, dt)
+    bk = be(input)
+    xp = bk.xp
+    arr = operand(input, dt, bk)
     if min is not None:
-        arr = xp.maximum(arr, operand(min, dt))
+        arr = xp.maximum(arr, operand(min, dt, bk))
     if max is not None:
-        arr = xp.minimum(arr, operand(max, dt))
+        arr = xp.minimum(arr, operand(max, dt, bk))
     r = wrap(arr, dt)
     if needs_grad(input, min, max):
         record("ClampBackward0" if isinstance(min, Tensor) or isinstance(max, Tensor) else "ClampBackward1",
@@ -372,11 +375,12 @@ def where(condition, input=None, other=None, *, out=None):
         raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{_name(condition.dtype)}")
     dt = _promote(input, other)
-    xp = be(condition).xp
+    bk = be(condition)
+    xp = bk.xp
     try:
-        arr = _masked_select_zero(xp, condition._data, input, other, dt)
+        arr = _masked_select_zero(xp, condition._data, input, other, dt) if bk.mixed_kinds else None
         if arr is None:
-            arr = xp.where(condition._data, operand(input, dt), operand(other, dt))
+            arr = xp.where(condition._data, operand(input, dt, bk), operand(other, dt, bk))
     except ValueError:
         raise broadcast_error(condition, input, other) from None
     r = wrap(arr, dt)
@@ -397,7 +401,7 @@ def _masked_select_zero(xp, cond, input, other, dt):
         arr = xp.multiply(other._data, xp.logical_not(cond))
     else:
         return None
-    return arr if arr.dtype == dt.np and xp.isfinite(arr).all() else None
+    return arr if arr.dtype == dt.np and xp.all(xp.isfinite(arr)) else None
 
 
 def _where_rule(g, cond):
@@ -437,14 +441,19 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 def equal(input, other) -> bool:
     """True when both tensors have the same shape and values."""
-    return input.shape == other.shape and bool(be(input).xp.array_equal(input._data, other._data))
+    return input.shape == other.shape and bool(be(input).xp.all(eq(input, other)._data))
 
 
 def _logical(a, b, fname):
     xp = _xp(a, b)
-    x = a._data if isinstance(a, Tensor) else a
-    y = b._data if isinstance(b, Tensor) else b
-    return wrap(getattr(xp, fname)(x, y), D.bool_)
+    return wrap(getattr(xp, fname)(_truth(a, xp), _truth(b, xp)), D.bool_)
+
+
+def _truth(x, xp):
+    """``x`` as booleans (the standard's logical functions take bool arrays only)."""
+    if isinstance(x, Tensor):
+        return x._data if x.dtype is D.bool_ else x._data != 0
+    return xp.asarray(builtins.bool(x))
 
 
 def logical_and(input, other): return _logical(input, other, "logical_and")
@@ -453,7 +462,8 @@ def logical_xor(input, other): return _logical(input, other, "logical_xor")
 
 
 def logical_not(input):
-    return wrap(be(input).xp.logical_not(input._data), D.bool_)
+    xp = be(input).xp
+    return wrap(xp.logical_not(_truth(input, xp)), D.bool_)
 
 
 def _bitwise(a, b, fname):
@@ -472,7 +482,7 @@ def bitwise_not(input):
     if input.dtype._category >= 2:
         raise TypeError(f"bitwise_not is only supported for integer and boolean tensors, got {input.dtype}")
     xp = be(input).xp
-    fn = xp.logical_not if input.dtype is D.bool_ else xp.invert
+    fn = xp.logical_not if input.dtype is D.bool_ else xp.bitwise_invert
     return wrap(fn(input._data), input.dtype)
 
 
@@ -493,7 +503,8 @@ def _unary(x, fname, node, rule, save, out=None, keep_int=False):
     dt = x.dtype
     if not keep_int and dt._category < 2:
         dt = _float_default()
-    arr = getattr(be(x).xp, fname)(operand(x, dt))
+    bk = be(x)
+    arr = getattr(bk.xp, fname)(operand(x, dt, bk))
     r = wrap(arr, dt)
     if rule is not None and needs_grad(x):
         record(node, rule, (x,), r, (r,) if save == "out" else (x,))
@@ -541,8 +552,9 @@ def sqrt(input, *, out=None):
 
 def rsqrt(input, *, out=None):
     dt = input.dtype if input.dtype._category >= 2 else _float_default()
-    xp = be(input).xp
-    r = wrap(xp.reciprocal(xp.sqrt(operand(input, dt))), dt)
+    bk = be(input)
+    xp = bk.xp
+    r = wrap(xp.reciprocal(xp.sqrt(operand(input, dt, bk))), dt)
     if needs_grad(input):
         record("RsqrtBackward0", lambda g, r: -0.5 * g * r * r * r, (input,), r, (r,))
     return _out(r, out)
@@ -566,11 +578,12 @@ def tanh(input, *, out=None):
 
 def sigmoid(input, *, out=None):
     dt = input.dtype if input.dtype._category >= 2 else _float_default()
-    xp = be(input).xp
-    x = operand(input, dt)
+    bk = be(input)
+    xp = bk.xp
+    x = operand(input, dt, bk)
     # exp of -|x| never overflows; the two branches are the same function
     e = xp.exp(-xp.abs(x))
-    arr = xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(dt.np, copy=False)
+    arr = xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
     r = wrap(arr, dt)
     if needs_grad(input):
         record("SigmoidBackward0", lambda g, r: g * r * (1 - r), (input,), r, (r,))
@@ -580,7 +593,7 @@ def sigmoid(input, *, out=None):
 def relu(input):
     """max(input, 0); the gradient is 1 where the result is positive."""
     xp = be(input).xp
-    r = wrap(xp.maximum(input._data, input._data.dtype.type(0)), input.dtype)
+    r = wrap(xp.maximum(input._data, 0), input.dtype)
     if needs_grad(input):
         record("ReluBackward0", _relu_rule, (input,), r, (r,))
     return r
@@ -620,7 +633,13 @@ def round(input, *, decimals=0, out=None):
     """Round half to even, as torch.round (and numpy.round) do."""
     if input.dtype._category < 2:
         return input.clone()
-    r = wrap(be(input).xp.round(input._data, decimals), input.dtype)
+    xp = be(input).xp
+    if decimals == 0:
+        arr = xp.round(input._data)
+    else:
+        scale = 10.0 ** decimals
+        arr = xp.divide(xp.round(xp.multiply(input._data, scale)), scale)
+    r = wrap(arr, input.dtype)
     if needs_grad(input):
         record("RoundBackward0", lambda g: g * 0, (input,), r)
     return _out(r, out)
@@ -636,15 +655,15 @@ def reciprocal(input, *, out=None):
 
 def erf(input, *, out=None):
     dt = input.dtype if input.dtype._category >= 2 else _float_default()
-    r = wrap(be(input).special.erf(operand(input, dt)), dt)
+    bk = be(input)
+    r = wrap(bk.special.erf(operand(input, dt, bk)), dt)
     if needs_grad(input):
         record("ErfBackward0", lambda g, x: g * (2 / math.sqrt(math.pi)) * exp(-x * x), (input,), r, (input,))
     return _out(r, out)
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
-    xp = be(input).xp
-    r = wrap(xp.nan_to_num(input._data, nan=nan, posinf=posinf, neginf=neginf), input.dtype)
+    r = wrap(be(input).nan_to_num(input._data, nan, posinf, neginf), input.dtype)
     if needs_grad(input):
         record("NanToNumBackward0", lambda g, x: where(isfinite(x), g, 0.0), (input,), r, (input,))
     return r
@@ -654,7 +673,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 
 def clone(input, *, memory_format=None):
     """A copy with its own memory; differentiable (CloneBackward0)."""
-    r = _make(input._data.copy(), input.dtype)
+    r = _make(be(input).copy(input._data), input.dtype)
     if needs_grad(input):
         record("CloneBackward0", lambda g: g, (input,), r)
     return r
@@ -665,7 +684,7 @@ def _out(r: Tensor, out):
     if out is None:
         return r
     if out.shape != r.shape:
-        out._data = r._data.astype(out.dtype.np)
+        out._data = be(r).astype(r._data, out.dtype)
     else:
         out._data[...] = r._data
     out._vc[0] += 1

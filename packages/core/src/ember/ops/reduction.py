@@ -58,8 +58,10 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
         dt = D.int64
     else:
         dt = input.dtype
-    acc = D.float32.np if dt.name in _LOW_FLOATS else dt.np
-    arr = be(input).xp.sum(input._data, axis=_axis(dims), dtype=acc, keepdims=keepdim)
+    bk = be(input)
+    x = input._data if input.dtype is not D.bool_ else bk.astype(input._data, D.int64)
+    acc = bk.storage_dtype(D.float32 if dt.name in _LOW_FLOATS else dt)
+    arr = bk.xp.sum(x, axis=_axis(dims), dtype=acc, keepdims=keepdim)
     r = wrap(arr, dt)
     if needs_grad(input):
         record("SumBackward1" if dims is not None else "SumBackward0", _sum_rule, (input,), r,
@@ -83,8 +85,9 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point "
                            f"or complex dtype. Got: {_long_name(input.dtype)}")
     dims = _dims(dim, input.ndim)
-    acc = D.float32.np if dt.name in _LOW_FLOATS else dt.np
-    arr = be(input).xp.mean(input._data, axis=_axis(dims), dtype=acc, keepdims=keepdim)
+    bk = be(input)
+    x = bk.astype(input._data, D.float32 if dt.name in _LOW_FLOATS else dt)
+    arr = bk.xp.mean(x, axis=_axis(dims), keepdims=keepdim)
     r = wrap(arr, dt)
     if needs_grad(input):
         n = _count(input._data.shape, dims)
@@ -116,7 +119,9 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
         raise TypeError("prod(): argument 'dim' must be int")
     dims = _dims(dim, input.ndim)
     dt = D.to_dtype(dtype) if dtype is not None else (D.int64 if input.dtype._category < 2 else input.dtype)
-    arr = be(input).xp.prod(input._data, axis=_axis(dims), dtype=dt.np, keepdims=keepdim)
+    bk = be(input)
+    x = input._data if input.dtype is not D.bool_ else bk.astype(input._data, D.int64)
+    arr = bk.xp.prod(x, axis=_axis(dims), dtype=bk.storage_dtype(dt), keepdims=keepdim)
     r = wrap(arr, dt)
     if needs_grad(input):
         record("ProdBackward1" if dims else "ProdBackward0", _prod_rule, (input,), r,
@@ -130,16 +135,17 @@ def _prod_rule(g, x, r, dims, keepdim):
     shape = x.shape
     g_full = _expand_grad(g, shape, dims, keepdim)
     r_full = _expand_grad(r, shape, dims, keepdim)
-    if not (x._data == 0).any():
-        return g_full * r_full / x
     xp = be(x).xp
+    if not xp.any(x._data == 0):
+        return g_full * r_full / x
     axis = -1 if dims is None else dims[0]
-    flat = x._data.reshape(-1) if dims is None else xp.moveaxis(x._data, axis, -1)
+    flat = xp.reshape(x._data, (-1,)) if dims is None else xp.moveaxis(x._data, axis, -1)
     ones = xp.ones_like(flat[..., :1])
-    left = xp.concatenate([ones, xp.cumprod(flat, -1)[..., :-1]], -1)
-    right = xp.flip(xp.concatenate([ones, xp.cumprod(xp.flip(flat, -1), -1)[..., :-1]], -1), -1)
+    left = xp.concat([ones, xp.cumulative_prod(flat, axis=-1)[..., :-1]], axis=-1)
+    right = xp.flip(xp.concat([ones, xp.cumulative_prod(xp.flip(flat, axis=-1), axis=-1)[..., :-1]], axis=-1),
+                    axis=-1)
     others = left * right
-    others = others.reshape(shape) if dims is None else xp.moveaxis(others, -1, axis)
+    others = xp.reshape(others, shape) if dims is None else xp.moveaxis(others, -1, axis)
     return g_full * _make(others, x.dtype)
 
 
@@ -157,12 +163,12 @@ def _extreme(input, dim, keepdim, is_max: bool, name: str):
     d = _wrap_dim(dim, input.ndim)
     if input._data.ndim and input._data.shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-    data = input._data if input._data.ndim else input._data.reshape(1)
+    data = input._data if input._data.ndim else xp.reshape(input._data, (1,))
     idx = (xp.argmax if is_max else xp.argmin)(data, axis=d if input.ndim else 0, keepdims=True)
     vals = xp.take_along_axis(data, idx, axis=d if input.ndim else 0)
     if not keepdim or not input.ndim:
-        idx, vals = xp.squeeze(idx, d if input.ndim else 0), xp.squeeze(vals, d if input.ndim else 0)
-    values, indices = _make(xp.asarray(vals), input.dtype), _make(xp.asarray(idx.astype("int64")), D.int64)
+        idx, vals = xp.squeeze(idx, axis=d if input.ndim else 0), xp.squeeze(vals, axis=d if input.ndim else 0)
+    values, indices = _make(xp.asarray(vals), input.dtype), _make(xp.asarray(be(input).astype(idx, D.int64)), D.int64)
     if needs_grad(input):
         record("MaxBackward0" if is_max else "MinBackward0", _indices_rule, (input,), values,
                (indices, input._data.shape, d, keepdim))
@@ -236,16 +242,17 @@ def argmin(input, dim=None, keepdim=False):
 def _arg(input, dim, keepdim, is_max):
     if input.dtype is D.bool_:
         raise RuntimeError(f"{'argmax' if is_max else 'argmin'}(): does not support bool input")
-    xp = be(input).xp
+    bk = be(input)
+    xp = bk.xp
     fn = xp.argmax if is_max else xp.argmin
     if dim is None:
-        arr = fn(input._data.reshape(-1))
+        arr = fn(xp.reshape(input._data, (-1,)))
         if keepdim:
             arr = xp.reshape(arr, (1,) * input.ndim)
     else:
         d = _wrap_dim(dim, input.ndim)
         arr = fn(input._data, axis=d, keepdims=keepdim) if input.ndim else fn(input._data)
-    return wrap(xp.asarray(arr).astype("int64"), D.int64)
+    return wrap(bk.astype(xp.asarray(arr), D.int64), D.int64)
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -254,10 +261,11 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dims = _dims(dim, input.ndim)
     if input.dtype._category < 2:
         raise RuntimeError("std and var only support floating point and complex dtypes")
-    xp = be(input).xp
-    acc = D.float32.np if input.dtype.name in _LOW_FLOATS else input.dtype.np
+    bk = be(input)
+    xp = bk.xp
+    x = bk.astype(input._data, D.float32 if input.dtype.name in _LOW_FLOATS else input.dtype)
     n = _count(input._data.shape, dims)
-    arr = xp.var(input._data, axis=_axis(dims), dtype=acc, keepdims=keepdim)
+    arr = xp.var(x, axis=_axis(dims), keepdims=keepdim)
     arr = arr * (n / (n - c)) if n - c > 0 else xp.full_like(arr, float("nan"))
     r = wrap(arr, input.dtype)
     if needs_grad(input):
@@ -312,13 +320,14 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(input))) over ``dim``, computed stably (max subtracted first)."""
     dims = _dims(dim, input.ndim)
-    xp = be(input).xp
-    x = input._data if input.dtype._category >= 2 else input._data.astype(D.get_default_dtype().np)
-    m = xp.max(x, axis=_axis(dims), keepdims=True) if x.size else xp.zeros(_keep_shape(x.shape, dims), x.dtype)
+    bk = be(input)
+    xp = bk.xp
+    x = input._data if input.dtype._category >= 2 else bk.astype(input._data, D.get_default_dtype())
+    m = xp.max(x, axis=_axis(dims), keepdims=True) if x.size else xp.zeros(_keep_shape(x.shape, dims), dtype=x.dtype)
     m = xp.where(xp.isfinite(m), m, 0)
     arr = xp.log(xp.sum(xp.exp(x - m), axis=_axis(dims), keepdims=True)) + m
     if not keepdim:
-        arr = arr.reshape(_reduced_shape(x.shape, dims, False))
+        arr = xp.reshape(arr, _reduced_shape(x.shape, dims, False))
     r = wrap(arr, input.dtype if input.dtype._category >= 2 else D.get_default_dtype())
     if needs_grad(input):
         record("LogsumexpBackward0", _logsumexp_rule, (input,), r, (input, r, dims, keepdim))
@@ -342,21 +351,22 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {_long_name(x.dtype)}")
     dims = _dims(dim, x.ndim)
-    xp = be(x).xp
+    bk = be(x)
+    xp = bk.xp
     axis = _axis(dims)
-    acc = D.float32.np if x.dtype.name in _LOW_FLOATS else x.dtype.np
+    acc = D.float32 if x.dtype.name in _LOW_FLOATS else x.dtype
     if p == 2:
-        arr = xp.sqrt(xp.sum(xp.square(x._data, dtype=acc), axis=axis, keepdims=keepdim))
+        arr = xp.sqrt(xp.sum(xp.square(bk.astype(x._data, acc)), axis=axis, keepdims=keepdim))
     else:
-        a = xp.abs(x._data).astype(acc, copy=False)
+        a = bk.astype(xp.abs(x._data), acc)
         if p == math.inf or p == -math.inf:
             arr = (xp.max if p > 0 else xp.min)(a, axis=axis, keepdims=keepdim)
         elif p == 0:
-            arr = xp.sum(a != 0, axis=axis, keepdims=keepdim).astype(acc)
+            arr = xp.sum(bk.astype(a != 0, acc), axis=axis, keepdims=keepdim)
         elif p == 1:
             arr = xp.sum(a, axis=axis, keepdims=keepdim)
         else:
-            arr = xp.power(xp.sum(xp.power(a, p), axis=axis, keepdims=keepdim), 1.0 / p)
+            arr = xp.pow(xp.sum(xp.pow(a, p), axis=axis, keepdims=keepdim), 1.0 / p)
     r = wrap(arr, x.dtype)
     if needs_grad(x):
         rule = _norm2_rule if p == 2 else _norm_rule
@@ -407,8 +417,13 @@ def cumsum(input, dim, *, dtype=None):
     """Running sum along ``dim`` (integers accumulate in int64)."""
     d = _wrap_dim(dim, input.ndim)
     dt = D.to_dtype(dtype) if dtype is not None else (D.int64 if input.dtype._category < 2 else input.dtype)
-    xp = be(input).xp
-    arr = xp.cumsum(input._data, axis=d if input.ndim else None, dtype=dt.np).reshape(input._data.shape)
+    bk = be(input)
+    xp = bk.xp
+    x = input._data if input.ndim else xp.reshape(input._data, (1,))
+    if input.dtype is D.bool_:
+        x = bk.astype(x, dt)
+    arr = xp.reshape(xp.cumulative_sum(x, axis=d if input.ndim else 0, dtype=bk.storage_dtype(dt)),
+                     input._data.shape)
     r = wrap(arr, dt)
     if needs_grad(input):
         record("CumsumBackward0", _cumsum_rule, (input,), r, (d,))
@@ -426,8 +441,9 @@ def softmax(input, dim, dtype=None, _stacklevel=3):
     """exp(x) / sum(exp(x)) along ``dim``, max-subtracted for stability."""
     x = input if dtype is None else input.to(dtype)
     d = _wrap_dim(dim, x.ndim)
-    xp = be(x).xp
-    arr = x._data if x.dtype._category >= 2 else x._data.astype(D.get_default_dtype().np)
+    bk = be(x)
+    xp = bk.xp
+    arr = x._data if x.dtype._category >= 2 else bk.astype(x._data, D.get_default_dtype())
     e = xp.exp(arr - xp.max(arr, axis=d, keepdims=True)) if arr.ndim else xp.ones_like(arr)
     if arr.ndim:
         e /= xp.sum(e, axis=d, keepdims=True)
@@ -446,8 +462,9 @@ def log_softmax(input, dim, dtype=None, _stacklevel=3):
     """x - logsumexp(x) along ``dim``."""
     x = input if dtype is None else input.to(dtype)
     d = _wrap_dim(dim, x.ndim)
-    xp = be(x).xp
-    arr = x._data if x.dtype._category >= 2 else x._data.astype(D.get_default_dtype().np)
+    bk = be(x)
+    xp = bk.xp
+    arr = x._data if x.dtype._category >= 2 else bk.astype(x._data, D.get_default_dtype())
     if arr.ndim:
         shifted = arr - xp.max(arr, axis=d, keepdims=True)
         out = shifted - xp.log(xp.sum(xp.exp(shifted), axis=d, keepdims=True))

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import builtins
 
-import numpy
-
 from .._tensor import _make, _wrap_dim
 from ..autograd.graph import record
 from ._helpers import be, make_view, needs_grad
@@ -49,10 +47,8 @@ def view(self, *shape):
         from .conversion import to
         return to(self, shape[0])  # view(dtype) of the same itemsize is rare; treated as a cast
     new = _infer_shape(_dims(shape), self._data.size)
-    arr = self._data.view()
-    try:
-        arr.shape = new
-    except AttributeError:
+    arr = be(self).reshape_view(self._data, new)
+    if arr is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.") from None
     return make_view(self, arr, lambda t: view(t, new), "ViewBackward0", _reshape_rule, (self._data.shape,))
@@ -67,11 +63,10 @@ def reshape(self, *shape):
     new = _infer_shape(_dims(shape), self._data.size)
     if new == self._data.shape:
         return view(self, new)
-    arr = self._data.view()
-    try:
-        arr.shape = new
-    except AttributeError:
-        r = _make(be(self).xp.reshape(self._data, new), self.dtype)
+    bk = be(self)
+    arr = bk.reshape_view(self._data, new)
+    if arr is None:
+        r = _make(bk.xp.reshape(self._data, new), self.dtype)
         if needs_grad(self):
             record("UnsafeViewBackward0", _reshape_rule, (self,), r, (self._data.shape,))
         return r
@@ -111,13 +106,13 @@ def squeeze(input, dim=None):
         name = "SqueezeBackward1" if isinstance(dim, builtins.int) else "SqueezeBackward2"
         dims = (dim,) if isinstance(dim, builtins.int) else tuple(dim)
         dims = tuple(i for i in (_wrap_dim(d, input.ndim) for d in dims) if input.ndim and shape[i] == 1)
-    arr = be(input).xp.squeeze(input._data, axis=dims) if dims else input._data.view()
+    arr = be(input).xp.squeeze(input._data, axis=dims) if dims else input._data[...]
     return make_view(input, arr, lambda t: squeeze(t, dims), name, _reshape_rule, (shape,))
 
 
 def unsqueeze(input, dim):
     d = _wrap_dim(dim, input.ndim + 1)
-    arr = be(input).xp.expand_dims(input._data, d)
+    arr = be(input).xp.expand_dims(input._data, axis=d)
     return make_view(input, arr, lambda t: unsqueeze(t, d), "UnsqueezeBackward0", lambda g: squeeze(g, d))
 
 
@@ -130,8 +125,8 @@ def permute(input, *dims):
     dims = tuple(_wrap_dim(d, input.ndim) for d in dims)
     if sorted(dims) != list(range(input.ndim)):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    arr = be(input).xp.transpose(input._data, dims)
-    inverse = tuple(numpy.argsort(dims).tolist())
+    arr = be(input).xp.permute_dims(input._data, dims)
+    inverse = tuple(sorted(range(len(dims)), key=dims.__getitem__))
     return make_view(input, arr, lambda t: permute(t, dims), "PermuteBackward0", lambda g: permute(g, inverse))
 
 
@@ -140,7 +135,9 @@ def transpose(input, dim0, dim1):
     if n == 0:
         return view(input, ())
     d0, d1 = _wrap_dim(dim0, n), _wrap_dim(dim1, n)
-    arr = be(input).xp.swapaxes(input._data, d0, d1)
+    order = list(range(n))
+    order[d0], order[d1] = d1, d0
+    arr = be(input).xp.permute_dims(input._data, tuple(order))
     return make_view(input, arr, lambda t: transpose(t, d0, d1), "TransposeBackward0",
                      lambda g: transpose(g, d0, d1))
 
@@ -153,7 +150,7 @@ def t(input):
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     if input.ndim < 2:
-        return make_view(input, input._data.view(), t, "TBackward0", lambda g: g)
+        return make_view(input, input._data[...], t, "TBackward0", lambda g: g)
     return make_view(input, input._data.T, t, "TBackward0", t)
 
 
@@ -212,7 +209,7 @@ def narrow(input, dim, start, length):
         start += n
     if not (0 <= start and start + length <= n):
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    idx = (slice(None),) * d + (slice(start, start + length),)
+    idx = (slice(None),) * d + (slice(start, start + length), Ellipsis)
     return make_view(input, input._data[idx], lambda t: narrow(t, d, start, length), "SliceBackward0",
                      _slice_rule, (input._data.shape, idx))
 
@@ -326,8 +323,8 @@ def cat(tensors, dim=0, *, out=None):
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                                    f"{ref.shape[i]} but got size {x.shape[i]} for tensor number "
                                    f"{tensors.index(x)} in the list.")
-    xp = be(ref).xp
-    arr = xp.concatenate([x._data if x.dtype is dt else x._data.astype(dt.np) for x in parts], axis=d)
+    bk = be(ref)
+    arr = bk.xp.concat([x._data if x.dtype is dt else bk.astype(x._data, dt) for x in parts], axis=d)
     r = _make(arr, dt)
     if needs_grad(*tensors):
         # skipped empty tensors get empty gradients
@@ -362,7 +359,8 @@ def stack(tensors, dim=0, *, out=None):
     dt = tensors[0].dtype
     for x in tensors[1:]:
         dt = D.promote_types(dt, x.dtype)
-    arr = be(tensors[0]).xp.stack([x._data if x.dtype is dt else x._data.astype(dt.np) for x in tensors], axis=d)
+    bk = be(tensors[0])
+    arr = bk.xp.stack([x._data if x.dtype is dt else bk.astype(x._data, dt) for x in tensors], axis=d)
     r = _make(arr, dt)
     if needs_grad(*tensors):
         record("StackBackward0", lambda g: unbind(g, d), tensors, r)
@@ -387,7 +385,8 @@ def repeat(input, *sizes):
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
     lead = len(sizes) - input.ndim
     src_shape = (1,) * lead + input._data.shape
-    arr = be(input).xp.tile(input._data.reshape(src_shape), sizes)
+    xp = be(input).xp
+    arr = xp.tile(xp.reshape(input._data, src_shape), sizes)
     r = _make(arr, input.dtype)
     if needs_grad(input):
         record("RepeatBackward0", _repeat_rule, (input,), r, (src_shape, sizes, input._data.shape))
@@ -408,7 +407,8 @@ def flip(input, dims):
     """Reverse the order of elements along ``dims`` (a copy, as in torch)."""
     dims = (dims,) if isinstance(dims, builtins.int) else tuple(dims)
     dims = tuple(_wrap_dim(d, input.ndim) for d in dims)
-    r = _make(be(input).xp.flip(input._data, dims).copy(), input.dtype)
+    bk = be(input)
+    r = _make(bk.copy(bk.xp.flip(input._data, axis=dims)), input.dtype)
     if needs_grad(input):
         record("FlipBackward0", lambda g: flip(g, dims), (input,), r)
     return r

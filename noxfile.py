@@ -56,8 +56,9 @@ def _ensure_fashion_mnist(session: nox.Session) -> str | None:
     """The Debian copy of Fashion-MNIST when present or installable; else None (the demo downloads)."""
     if not os.path.isdir(FASHION_DEB_DIR) and shutil.which("apt-get") and os.geteuid() == 0:
         session.log(f"installing the Debian package {FASHION_DEB}")
-        subprocess.run(["apt-get", "install", "-y", "-q", FASHION_DEB], check=False,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-q"], check=False, env=env, stdout=subprocess.DEVNULL)
+        subprocess.run(["apt-get", "install", "-y", "-q", FASHION_DEB], check=False, env=env)
     return FASHION_DEB_DIR if os.path.isdir(FASHION_DEB_DIR) else None
 
 

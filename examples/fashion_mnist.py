@@ -76,15 +76,16 @@ def evaluate(model, loader, limit_batches: int | None = None) -> float:
 
 
 def main(argv=None) -> float:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-dir", default="data", help="root holding FashionMNIST/raw (default: ./data)")
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--data-dir", default="data", help="root holding FashionMNIST/raw")
     p.add_argument("--source-dir", default=None, help="folder with the original *-ubyte.gz files to copy from")
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--epochs", type=int, default=2, help="passes over the 60,000 training images")
+    p.add_argument("--batch-size", type=int, default=64, help="training images per step")
     p.add_argument("--lr", type=float, default=2e-3, help="Adam's initial learning rate, cosine-annealed to 0")
     p.add_argument("--out", default="fashion_mnist_cnn.pt", help="where the trained weights are saved")
     p.add_argument("--limit-batches", type=int, default=None, help="train and test on this many batches only")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the initial weights and the shuffling")
     args = p.parse_args(argv)
 
     start = time.perf_counter()
@@ -92,8 +93,14 @@ def main(argv=None) -> float:
     tf = torchvision.transforms.Compose([torchvision.transforms.ToTensor(),
                                          torchvision.transforms.Normalize((MEAN,), (STD,))])
     download = args.source_dir is None
-    train_set = torchvision.datasets.FashionMNIST(args.data_dir, train=True, transform=tf, download=download)
-    test_set = torchvision.datasets.FashionMNIST(args.data_dir, train=False, transform=tf, download=download)
+    try:
+        train_set = torchvision.datasets.FashionMNIST(args.data_dir, train=True, transform=tf, download=download)
+        test_set = torchvision.datasets.FashionMNIST(args.data_dir, train=False, transform=tf, download=download)
+    except RuntimeError as e:
+        raise SystemExit(f"{e}\n\nNo Fashion-MNIST files: pass --source-dir with a folder holding the original "
+                         "*-ubyte.gz files (on Debian: apt-get install dataset-fashion-mnist, then "
+                         "--source-dir /usr/share/datasets/fashion-mnist), "
+                         "or run where the download can reach the network.") from None
     print(f"data: {len(train_set)} training and {len(test_set)} test images "
           f"(prepared in {time.perf_counter() - start:.1f} s)")
 

@@ -432,7 +432,7 @@ abs abs_ neg neg_ negative exp exp_ log log_ log1p log2 log10 expm1 sqrt sqrt_ r
 sigmoid sigmoid_ relu relu_ pow pow_ clamp clamp_ clip clip_ clamp_min clamp_max where maximum minimum
 add add_ sub sub_ mul mul_ div div_ true_divide floor_divide remainder fmod sign square reciprocal floor ceil
 round trunc eq ne lt le gt ge eq_ logical_not logical_and logical_or bitwise_not bitwise_and bitwise_or
-bitwise_xor isnan isinf isfinite nan_to_num lerp addcmul addcdiv
+bitwise_xor isnan isinf isfinite nan_to_num lerp addcmul addcdiv equal isclose allclose
 sum mean prod max min amax amin argmax argmin var std logsumexp norm all any cumsum
 view view_as reshape reshape_as flatten unflatten squeeze unsqueeze permute transpose t expand expand_as repeat
 split chunk unbind contiguous narrow select movedim flip

@@ -1,4 +1,4 @@
-"""ember-vision: datasets, transforms and models for ember, with torchvision's names
+"""ember-vision: datasets and transforms for ember, with torchvision's names
 (``import ember_vision as torchvision``)."""
 
 from . import datasets, transforms

@@ -7,6 +7,8 @@ from __future__ import annotations
 import builtins
 import math
 
+import numpy
+
 from .. import _dtype as D
 from .._tensor import Tensor, _make
 from ..autograd.graph import record
@@ -442,6 +444,31 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 def equal(input, other) -> bool:
     """True when both tensors have the same shape and values."""
     return input.shape == other.shape and bool(be(input).xp.all(eq(input, other)._data))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` as a bool tensor (broadcast);
+    an infinity is close only to itself, NaN only to NaN and only with ``equal_nan``.
+    Raises RuntimeError when the dtypes differ (torch.isclose)."""
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"{_name(input.dtype)} did not match {_name(other.dtype)}")
+    b = be(input)
+    xp, x, y = b.xp, input._data, other._data
+    close = x == y
+    if input.dtype is not D.bool_:
+        if input.dtype._category < 2:
+            x, y = b.astype(x, D.float64), b.astype(y, D.float64)
+        with numpy.errstate(invalid="ignore", over="ignore"):  # inf - inf: excluded below
+            diff = xp.abs(x - y)
+        close = close | (xp.isfinite(diff) & (diff <= atol + rtol * xp.abs(y)))
+    if equal_nan and input.dtype._category >= 2:
+        close = close | (xp.isnan(x) & xp.isnan(y))
+    return wrap(close, D.bool_)
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """True when every element of ``input`` is close to ``other`` (see isclose)."""
+    return bool(be(input).xp.all(isclose(input, other, rtol, atol, equal_nan)._data))
 
 
 def _logical(a, b, fname):

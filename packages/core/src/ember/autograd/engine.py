@@ -38,6 +38,21 @@ def _graph_order(roots):
     return order
 
 
+def _dependencies(roots) -> dict:
+    """For every node reachable from ``roots``: how many edges lead into it."""
+    deps = dict.fromkeys(roots, 0)
+    stack = list(deps)
+    while stack:
+        for child, _ in stack.pop().next_functions:
+            if child is not None:
+                if child in deps:
+                    deps[child] += 1
+                else:
+                    deps[child] = 1
+                    stack.append(child)
+    return deps
+
+
 def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                  inputs=None, accumulate: bool = True):
     """Backpropagate ``grad_tensors`` from ``tensors``.
@@ -65,44 +80,42 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             targets.setdefault(node, set()).add(nr)
 
-    order = _graph_order([n for n, _ in roots])
-    if targets is not None:
+    root_nodes = [n for n, _ in roots]
+    if targets is None:
+        deps = _dependencies(root_nodes)
+    else:
         needed = set()
-        for node in order:  # children come first, so their answer is known
+        for node in _graph_order(root_nodes):  # children come first, so their answer is known
             if node in targets or any(c in needed for c, _ in node.next_functions if c is not None):
                 needed.add(node)
-    else:
-        needed = set(order)
-
-    deps = dict.fromkeys(needed, 0)
-    for node in needed:
-        for child, _ in node.next_functions:
-            if child in needed:
-                deps[child] += 1
+        deps = dict.fromkeys(needed, 0)
+        for node in needed:
+            for child, _ in node.next_functions:
+                if child in needed:
+                    deps[child] += 1
 
     buffers: dict = {}
     for (node, nr), g in zip(roots, grad_tensors):
-        if node in needed:
+        if node in deps:
             buf = buffers.setdefault(node, [None] * node._num_outputs)
             buf[nr] = g if buf[nr] is None else add_grads(buf[nr], g)
 
     captured = {}
-    ready = [(-n._seq, n) for n in {n for n, _ in roots} if n in needed and deps[n] == 0]
+    ready = [(-n._seq, n) for n in set(root_nodes) if n in deps and deps[n] == 0]
     heapq.heapify(ready)
+    pop, push = heapq.heappop, heapq.heappush
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
-            _, node = heapq.heappop(ready)
+            node = pop(ready)[1]
             grads = buffers.pop(node, None) or [None] * node._num_outputs
-            grads = _run_pre_hooks(node, grads)
+            if node._tensor_pre_hooks or node._pre_hooks:
+                grads = _run_pre_hooks(node, grads)
             if targets is not None and node in targets:
                 for nr in targets[node]:
                     captured[(node, nr)] = grads[nr]
-            is_sink = type(node) is AccumulateGrad
-            if is_sink and not accumulate:
+            if type(node) is AccumulateGrad and (not accumulate or (targets is not None and node not in targets)):
                 continue
-            if is_sink and targets is not None and node not in targets:
-                continue
-            if all(g is None for g in grads):
+            if grads[0] is None and (len(grads) == 1 or all(g is None for g in grads)):
                 results = (None,) * len(node.next_functions)
             else:
                 results = node.apply(grads, retain_graph)
@@ -112,15 +125,19 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                         if new is not None:
                             results = tuple(new)
             for (child, nr), g, meta in zip(node.next_functions, results, node._input_meta):
-                if child is None or child not in needed:
+                if child is None or child not in deps:
                     continue
                 if g is not None:
-                    g = fit_grad(g, meta)
-                    buf = buffers.setdefault(child, [None] * child._num_outputs)
+                    if g._data.shape != meta[0] or g.dtype is not meta[1]:
+                        g = fit_grad(g, meta)
+                    buf = buffers.get(child)
+                    if buf is None:
+                        buf = buffers[child] = [None] * child._num_outputs
                     buf[nr] = g if buf[nr] is None else add_grads(buf[nr], g)
-                deps[child] -= 1
-                if deps[child] == 0:
-                    heapq.heappush(ready, (-child._seq, child))
+                left = deps[child] - 1
+                deps[child] = left
+                if left == 0:
+                    push(ready, (-child._seq, child))
 
     if not accumulate:
         out = []

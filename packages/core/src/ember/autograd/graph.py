@@ -190,21 +190,39 @@ def record(name: str, rule, inputs, outputs, saved=()):
     version checks; an op's outputs are recognised and stored without a cycle) and any
     other values the rule needs.  The caller checks that some input requires grad.
     """
-    outs = outputs if type(outputs) is tuple else (outputs,)
-    node = node_class(name)(
-        rule,
-        tuple(edge(t) if isinstance(t, Tensor) else (None, 0) for t in inputs),
-        (),
-        tuple((t._data.shape, t.dtype) if isinstance(t, Tensor) else None for t in inputs),
-        len(outs),
-    )
-    for i, o in enumerate(outs):
-        if o is not None and o.dtype._category >= 2:  # only floating/complex outputs get history
-            o.grad_fn, o._output_nr, o._requires_grad = node, i, True
+    edges, meta = [], []
+    for t in inputs:  # one plain loop: this runs for every op that records
+        if isinstance(t, Tensor):
+            fn = t.grad_fn
+            if fn is not None:
+                edges.append((fn, t._output_nr))
+            elif t._requires_grad:
+                edges.append((grad_accumulator(t), 0))
+            else:
+                edges.append(_NO_EDGE)
+            meta.append((t._data.shape, t.dtype))
+        else:
+            edges.append(_NO_EDGE)
+            meta.append(None)
+    if type(outputs) is tuple:
+        outs = outputs
+        node = node_class(name)(rule, tuple(edges), (), tuple(meta), len(outs))
+        for i, o in enumerate(outs):
+            if o is not None and o.dtype._category >= 2:  # only floating/complex outputs get history
+                o.grad_fn, o._output_nr, o._requires_grad = node, i, True
+    else:
+        outs = (outputs,)
+        node = node_class(name)(rule, tuple(edges), (), tuple(meta), 1)
+        if outputs.dtype._category >= 2:
+            outputs.grad_fn, outputs._requires_grad = node, True
     if saved:
         node._saved = tuple(
-            SavedTensor(s, any(s is o for o in outs)) if isinstance(s, Tensor) else s for s in saved)
+            SavedTensor(s, s is outs[0] or (len(outs) > 1 and any(s is o for o in outs)))
+            if isinstance(s, Tensor) else s for s in saved)
     return node
+
+
+_NO_EDGE = (None, 0)
 
 
 from .._tensor import Tensor, _make  # noqa: E402  (the tensor module imports this one lazily)

@@ -12,12 +12,39 @@ import numpy
 from .. import _dtype as D
 from .._tensor import Tensor, _make
 from ..autograd.graph import record
+from ..backends import NUMPY
 from ._helpers import _STATE, be, check_same_device, inplace, needs_grad, operand, wrap
 
 _float_default = D.get_default_dtype
 
 
 # ---- binary machinery --------------------------------------------------------------
+
+_NP = NUMPY.xp
+_ndarray = _NP.ndarray
+
+
+def _fast_pair(a, b) -> bool:
+    """Both operands numpy-backed tensors of one dtype: no promotion, casting or device
+    check to do (the common case, taken without the general machinery)."""
+    return (isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype is b.dtype
+            and type(a._data) is _ndarray and type(b._data) is _ndarray)
+
+
+_FAST_SCALAR_DTYPES = (D.float32, D.float64, D.float16)
+
+
+def _fast_scalar(a, b) -> bool:
+    """A numpy-backed float tensor with a Python int or float: numpy keeps the tensor's
+    dtype for a Python number (NEP 50), as torch does."""
+    return ((type(b) is float or type(b) is int) and isinstance(a, Tensor) and type(a._data) is _ndarray
+            and a.dtype in _FAST_SCALAR_DTYPES)
+
+
+def _fast_result(arr, dtype) -> Tensor:
+    # numpy turns 0-d results into scalars; a tensor always holds an array
+    return _make(arr if type(arr) is _ndarray else _NP.asarray(arr), dtype)
+
 
 def _promote(a, b) -> D.dtype:
     if type(b) is Tensor and type(a) is Tensor and a.dtype is b.dtype:
@@ -71,6 +98,16 @@ def scalar_like(x, like: Tensor) -> Tensor:
 
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other, broadcasting; dtype by torch's promotion."""
+    if alpha == 1 and out is None and _fast_pair(input, other):
+        r = _fast_result(_np_binary(_NP.add, input, other), input.dtype)
+        if _STATE.enabled and (input._requires_grad or other._requires_grad):
+            record("AddBackward0", _add_rule, (input, other), r, (1,))
+        return r
+    if alpha == 1 and out is None and _fast_scalar(input, other):
+        r = _fast_result(_NP.add(input._data, other), input.dtype)
+        if _STATE.enabled and input._requires_grad:
+            record("AddBackward0", _add_rule, (input, other), r, (1,))
+        return r
     dt = _promote(input, other)
     if alpha == 1:
         r = wrap(_binary(input, other, lambda xp, x, y: xp.add(x, y), dt), dt)
@@ -115,6 +152,17 @@ def rsub(input, other, *, alpha=1):
 
 def mul(input, other, *, out=None):
     """input * other."""
+    if out is None and _fast_pair(input, other) and input.dtype is not D.bool_:
+        r = _fast_result(_np_binary(_NP.multiply, input, other), input.dtype)
+        if _STATE.enabled and (input._requires_grad or other._requires_grad):
+            record("MulBackward0", _mul_rule, (input, other), r,
+                   (input if other._requires_grad else None, other if input._requires_grad else None))
+        return r
+    if out is None and _fast_scalar(input, other):
+        r = _fast_result(_NP.multiply(input._data, other), input.dtype)
+        if _STATE.enabled and input._requires_grad:
+            record("MulBackward0", _mul_rule, (input, other), r, (None, other))
+        return r
     dt = _promote(input, other)
     r = wrap(_binary(input, other, lambda xp, x, y: xp.multiply(x, y), dt), dt)
     if needs_grad(input, other):
@@ -164,6 +212,13 @@ def _int_trunc_div(xp, x, y):
     q = xp.floor_divide(x, y)
     fix = (xp.remainder(x, y) != 0) & ((xp.asarray(x) < 0) != (xp.asarray(y) < 0))
     return xp.where(fix, q + 1, q)
+
+
+def _np_binary(ufunc, a, b):
+    try:
+        return ufunc(a._data, b._data)
+    except ValueError:
+        raise broadcast_error(a, b) from None
 
 
 def _check_int_zero_division(other):

@@ -54,8 +54,112 @@ def _out_size(h, k, stride, pad0, pad1, dil):
     return (h + pad0 + pad1 - dil * (k - 1) - 1) // stride + 1
 
 
+# ---- stride 1: columns from contiguous slices of the flattened image ----------------
+#
+# With the padded image flattened to [N, C, Hp*Wp], the input that kernel offset (i, j)
+# meets at output (h, w) sits at h*Wp + w + (i*d0*Wp + j*d1): for each offset, one
+# contiguous slice of length L = (OH-1)*Wp + OW.  Outputs are computed on rows of width Wp
+# (the Wp-OW extra columns are cropped at the end).  Stacking the kh*kw slices gives the
+# column matrix [kh*kw*C, L] of an image by plain row copies (no gather), and one matrix
+# product per chunk of images does the rest.  Chunks bound the temporary memory.
+
+_CHUNK_BYTES = 32 << 20
+
+
+def _shift_geometry(xshape, wshape, pad, dilation):
+    n, c, h, wd = xshape
+    o, cg, kh, kw = wshape
+    hp, wp = h + pad[0] + pad[1], wd + pad[2] + pad[3]
+    oh, ow = hp - dilation[0] * (kh - 1), wp - dilation[1] * (kw - 1)
+    offsets = [i * dilation[0] * wp + j * dilation[1] for i in range(kh) for j in range(kw)]
+    return hp, wp, oh, ow, (oh - 1) * wp + ow, offsets
+
+
+def _chunks(n, rows, length, itemsize):
+    step = max(1, _CHUNK_BYTES // max(1, rows * length * itemsize))
+    return [(b, min(n, b + step)) for b in range(0, n, step)]
+
+
+def _shift_cols(xp, xs, offsets, length):
+    """[B, kh*kw*C, L]: the kh*kw slices of ``xs`` [B, C, Hp*Wp], offsets outermost."""
+    b, c = xs.shape[:2]
+    cols = xp.empty((b, len(offsets) * c, length), dtype=xs.dtype)
+    for k, off in enumerate(offsets):
+        cols[:, k * c:(k + 1) * c] = xs[:, :, off:off + length]
+    return cols
+
+
+def _weight_matrix(xp, w):
+    """[O, C, kh, kw] -> [O, kh*kw*C], matching the column order of _shift_cols."""
+    o, c, kh, kw = w.shape
+    return xp.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(o, kh * kw * c)
+
+
+def _shift_fwd(xp, x, w, pad, dilation, groups):
+    n, c = x.shape[:2]
+    o, cg, kh, kw = w.shape
+    hp, wp, oh, ow, length, offsets = _shift_geometry(x.shape, w.shape, pad, dilation)
+    flat = _pad(xp, x, pad).reshape(n, c, hp * wp)
+    out = xp.empty((n, o, oh * wp), dtype=x.dtype)
+    og = o // groups
+    for gi in range(groups):
+        wm = _weight_matrix(xp, w[gi * og:(gi + 1) * og])
+        for lo, hi in _chunks(n, kh * kw * cg, length, x.itemsize):
+            cols = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], offsets, length)
+            out[lo:hi, gi * og:(gi + 1) * og, :length] = xp.matmul(wm, cols)
+    return xp.ascontiguousarray(out.reshape(n, o, oh, wp)[:, :, :, :ow])
+
+
+def _padded_rows(xp, g, wp):
+    """``g`` [N, O, OH, OW] widened with zero columns to rows of width Wp, flattened."""
+    n, o, oh, ow = g.shape
+    full = xp.zeros((n, o, oh, wp), dtype=g.dtype)
+    full[:, :, :, :ow] = g
+    return full.reshape(n, o, oh * wp)
+
+
+def _shift_dx(xp, g, w, xshape, pad, dilation, groups):
+    n, c, h, wd = xshape
+    o, cg, kh, kw = w.shape
+    hp, wp, oh, ow, length, offsets = _shift_geometry(xshape, w.shape, pad, dilation)
+    gfull = _padded_rows(xp, g, wp)
+    dx = xp.zeros((n, c, hp * wp), dtype=g.dtype)
+    og = o // groups
+    for gi in range(groups):
+        wmt = xp.ascontiguousarray(_weight_matrix(xp, w[gi * og:(gi + 1) * og]).T)   # [kh*kw*cg, og]
+        for lo, hi in _chunks(n, kh * kw * cg, length, g.itemsize):
+            dcols = xp.matmul(wmt, gfull[lo:hi, gi * og:(gi + 1) * og, :length])  # [B, kh*kw*cg, L]
+            target = dx[lo:hi, gi * cg:(gi + 1) * cg]
+            for k, off in enumerate(offsets):
+                target[:, :, off:off + length] += dcols[:, k * cg:(k + 1) * cg]
+    dx = dx.reshape(n, c, hp, wp)[:, :, pad[0]:pad[0] + h, pad[2]:pad[2] + wd]
+    return xp.ascontiguousarray(dx)
+
+
+def _shift_dw(xp, x, g, wshape, pad, dilation, groups):
+    n, c = x.shape[:2]
+    o, cg, kh, kw = wshape
+    hp, wp, oh, ow, length, offsets = _shift_geometry(x.shape, wshape, pad, dilation)
+    flat = _pad(xp, x, pad).reshape(n, c, hp * wp)
+    gfull = _padded_rows(xp, g, wp)  # zero columns: the cropped positions add nothing
+    og = o // groups
+    parts = []
+    for gi in range(groups):
+        dwm = xp.zeros((og, kh * kw * cg), dtype=x.dtype)
+        for lo, hi in _chunks(n, kh * kw * cg, length, x.itemsize):
+            cols = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], offsets, length)
+            dwm += xp.matmul(gfull[lo:hi, gi * og:(gi + 1) * og, :length], cols.transpose(0, 2, 1)).sum(0)
+        parts.append(dwm.reshape(og, kh, kw, cg).transpose(0, 3, 1, 2))
+    return xp.ascontiguousarray(parts[0] if groups == 1 else xp.concatenate(parts, 0))
+
+
+# ---- any stride: a column matrix --------------------------------------------------
+
 def _conv_fwd(xp, x, w, stride, pad, dilation, groups, keep_cols=False):
-    """The convolution, and (when ``keep_cols``) its column matrices for the weight gradient."""
+    """The convolution, and (when ``keep_cols``, strided only) its column matrices for the
+    weight gradient."""
+    if stride == (1, 1):
+        return _shift_fwd(xp, x, w, pad, dilation, groups), None
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh = _out_size(h, kh, stride[0], pad[0], pad[1], dilation[0])
@@ -76,6 +180,8 @@ def _conv_fwd(xp, x, w, stride, pad, dilation, groups, keep_cols=False):
 
 def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
     """Gradient of conv with respect to its input (a transposed convolution of ``g``)."""
+    if stride == (1, 1):
+        return _shift_dx(xp, g, w, xshape, pad, dilation, groups)
     n, c, h, wd = xshape
     o, cg, kh, kw = w.shape
     oh, ow = g.shape[2], g.shape[3]
@@ -101,6 +207,8 @@ def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
 
 def _conv_dw(xp, x, g, wshape, stride, pad, dilation, groups, kept_cols=None):
     """Gradient of conv with respect to its weight (reusing the forward's columns if kept)."""
+    if stride == (1, 1):
+        return _shift_dw(xp, x, g, wshape, pad, dilation, groups)
     n = x.shape[0]
     o, cg, kh, kw = wshape
     oh, ow = g.shape[2], g.shape[3]

@@ -64,6 +64,9 @@ def _out_size(h, k, stride, pad0, pad1, dil):
 # product per chunk of images does the rest.  Chunks bound the temporary memory.
 
 _CHUNK_BYTES = 32 << 20
+# Columns up to this size are kept from the forward for the weight gradient (small
+# images, where rebuilding them costs more than the product); larger ones are rebuilt.
+_KEEP_BYTES = 64 << 20
 
 
 def _shift_geometry(xshape, wshape, pad, dilation):
@@ -81,33 +84,46 @@ def _chunks(n, rows, length, itemsize):
 
 
 def _shift_cols(xp, xs, offsets, length):
-    """[B, kh*kw*C, L]: the kh*kw slices of ``xs`` [B, C, Hp*Wp], offsets outermost."""
+    """[kh*kw*C, B*L]: the kh*kw slices of ``xs`` [B, C, Hp*Wp], offsets outermost, images
+    side by side (so that a chunk is one large matrix product, not one per image)."""
     b, c = xs.shape[:2]
-    cols = xp.empty((b, len(offsets) * c, length), dtype=xs.dtype)
+    cols = xp.empty((len(offsets) * c, b, length), dtype=xs.dtype)
     for k, off in enumerate(offsets):
-        cols[:, k * c:(k + 1) * c] = xs[:, :, off:off + length]
-    return cols
+        cols[k * c:(k + 1) * c] = xs[:, :, off:off + length].transpose(1, 0, 2)
+    return cols.reshape(len(offsets) * c, b * length)
 
 
 def _weight_matrix(xp, w):
-    """[O, C, kh, kw] -> [O, kh*kw*C], matching the column order of _shift_cols."""
+    """[O, C, kh, kw] -> [O, kh*kw*C], matching the row order of _shift_cols."""
     o, c, kh, kw = w.shape
     return xp.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(o, kh * kw * c)
 
 
-def _shift_fwd(xp, x, w, pad, dilation, groups):
+def _grad_matrix(xp, gfull, lo, hi, channels, length):
+    """Rows ``channels`` of images lo:hi of the widened gradient as [O, B*L]."""
+    g = gfull[lo:hi, channels, :length]
+    return xp.ascontiguousarray(g.transpose(1, 0, 2)).reshape(g.shape[1], (hi - lo) * length)
+
+
+def _shift_fwd(xp, x, w, pad, dilation, groups, keep_cols=False):
+    """The convolution, and the columns (when wanted and small enough) for _shift_dw."""
     n, c = x.shape[:2]
     o, cg, kh, kw = w.shape
     hp, wp, oh, ow, length, offsets = _shift_geometry(x.shape, w.shape, pad, dilation)
     flat = _pad(xp, x, pad).reshape(n, c, hp * wp)
     out = xp.empty((n, o, oh * wp), dtype=x.dtype)
     og = o // groups
+    keep = keep_cols and kh * kw * c * n * length * x.itemsize <= _KEEP_BYTES
+    kept = []
     for gi in range(groups):
         wm = _weight_matrix(xp, w[gi * og:(gi + 1) * og])
         for lo, hi in _chunks(n, kh * kw * cg, length, x.itemsize):
             cols = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], offsets, length)
-            out[lo:hi, gi * og:(gi + 1) * og, :length] = xp.matmul(wm, cols)
-    return xp.ascontiguousarray(out.reshape(n, o, oh, wp)[:, :, :, :ow])
+            res = (wm @ cols).reshape(og, hi - lo, length)
+            out[lo:hi, gi * og:(gi + 1) * og, :length] = res.transpose(1, 0, 2)
+            if keep:
+                kept.append(cols)
+    return xp.ascontiguousarray(out.reshape(n, o, oh, wp)[:, :, :, :ow]), kept
 
 
 def _padded_rows(xp, g, wp):
@@ -128,27 +144,31 @@ def _shift_dx(xp, g, w, xshape, pad, dilation, groups):
     for gi in range(groups):
         wmt = xp.ascontiguousarray(_weight_matrix(xp, w[gi * og:(gi + 1) * og]).T)   # [kh*kw*cg, og]
         for lo, hi in _chunks(n, kh * kw * cg, length, g.itemsize):
-            dcols = xp.matmul(wmt, gfull[lo:hi, gi * og:(gi + 1) * og, :length])  # [B, kh*kw*cg, L]
+            gm = _grad_matrix(xp, gfull, lo, hi, slice(gi * og, (gi + 1) * og), length)
+            dcols = (wmt @ gm).reshape(kh * kw * cg, hi - lo, length)
             target = dx[lo:hi, gi * cg:(gi + 1) * cg]
             for k, off in enumerate(offsets):
-                target[:, :, off:off + length] += dcols[:, k * cg:(k + 1) * cg]
+                target[:, :, off:off + length] += dcols[k * cg:(k + 1) * cg].transpose(1, 0, 2)
     dx = dx.reshape(n, c, hp, wp)[:, :, pad[0]:pad[0] + h, pad[2]:pad[2] + wd]
     return xp.ascontiguousarray(dx)
 
 
-def _shift_dw(xp, x, g, wshape, pad, dilation, groups):
+def _shift_dw(xp, x, g, wshape, pad, dilation, groups, kept_cols=None):
     n, c = x.shape[:2]
     o, cg, kh, kw = wshape
     hp, wp, oh, ow, length, offsets = _shift_geometry(x.shape, wshape, pad, dilation)
-    flat = _pad(xp, x, pad).reshape(n, c, hp * wp)
+    flat = None if kept_cols else _pad(xp, x, pad).reshape(n, c, hp * wp)
     gfull = _padded_rows(xp, g, wp)  # zero columns: the cropped positions add nothing
     og = o // groups
     parts = []
+    kept = iter(kept_cols or ())
     for gi in range(groups):
         dwm = xp.zeros((og, kh * kw * cg), dtype=x.dtype)
         for lo, hi in _chunks(n, kh * kw * cg, length, x.itemsize):
-            cols = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], offsets, length)
-            dwm += xp.matmul(gfull[lo:hi, gi * og:(gi + 1) * og, :length], cols.transpose(0, 2, 1)).sum(0)
+            cols = next(kept, None)
+            if cols is None:
+                cols = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], offsets, length)
+            dwm += _grad_matrix(xp, gfull, lo, hi, slice(gi * og, (gi + 1) * og), length) @ cols.T
         parts.append(dwm.reshape(og, kh, kw, cg).transpose(0, 3, 1, 2))
     return xp.ascontiguousarray(parts[0] if groups == 1 else xp.concatenate(parts, 0))
 
@@ -159,7 +179,7 @@ def _conv_fwd(xp, x, w, stride, pad, dilation, groups, keep_cols=False):
     """The convolution, and (when ``keep_cols``, strided only) its column matrices for the
     weight gradient."""
     if stride == (1, 1):
-        return _shift_fwd(xp, x, w, pad, dilation, groups), None
+        return _shift_fwd(xp, x, w, pad, dilation, groups, keep_cols)
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh = _out_size(h, kh, stride[0], pad[0], pad[1], dilation[0])
@@ -208,7 +228,7 @@ def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
 def _conv_dw(xp, x, g, wshape, stride, pad, dilation, groups, kept_cols=None):
     """Gradient of conv with respect to its weight (reusing the forward's columns if kept)."""
     if stride == (1, 1):
-        return _shift_dw(xp, x, g, wshape, pad, dilation, groups)
+        return _shift_dw(xp, x, g, wshape, pad, dilation, groups, kept_cols)
     n = x.shape[0]
     o, cg, kh, kw = wshape
     oh, ow = g.shape[2], g.shape[3]

@@ -78,7 +78,7 @@ def main(argv=None) -> None:
         for lib in ("ember", "torch"):
             ok = [r for r in runs[lib] if "error" not in r]
             if not ok:
-                cells.append(f"missing ({runs[lib][0]['error'][:12]})")
+                cells.append(runs[lib][0]["error"][:22])
                 continue
             times = [r["seconds_per_unit"] for r in ok]
             medians[lib] = statistics.median(times)

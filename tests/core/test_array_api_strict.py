@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import assert_same
-from test_ops_table import _NODE_NAMES_DIFFER, OPS, OPS_BY_NAME, build, tensors_of
+from test_ops_table import OPS, OPS_BY_NAME, build, check_backward, tensors_of
 
 import ember
 from ember.backends import cpu_backend
@@ -74,25 +74,4 @@ def test_forward_strict(name, i, strict_backend):
 
 @pytest.mark.parametrize("name,i", GRAD_CASES)
 def test_backward_strict(name, i, strict_backend):
-    op = OPS_BY_NAME[name]
-    s = op.samples[i]
-    t_out, t_leaves = _run(torch, op, s, True)
-    e_out, e_leaves = _run(ember, op, s, True)
-    t_outs = [o for o in tensors_of(t_out) if o.requires_grad]
-    e_outs = [o for o in tensors_of(e_out) if o.requires_grad]
-    assert len(e_outs) == len(t_outs)
-    assert [type(o.grad_fn).__name__ for o in e_outs] == [type(o.grad_fn).__name__ for o in t_outs] or \
-        name in _NODE_NAMES_DIFFER
-    if not t_outs:
-        return
-    rng = np.random.default_rng(7)
-    grads = [rng.standard_normal(tuple(o.shape)).astype(np.float32) for o in t_outs]
-    torch.autograd.backward(t_outs, [torch.tensor(g).to(o.dtype) for g, o in zip(grads, t_outs)])
-    ember.autograd.backward(e_outs, [ember.tensor(g).to(o.dtype) for g, o in zip(grads, e_outs)])
-    for e, t in zip(e_leaves, t_leaves):
-        if t.grad is None:
-            assert e.grad is None
-        else:
-            assert e.grad is not None, "ember gave no gradient where torch gave one"
-            _check_strict(e.grad, strict_backend)
-            assert_same(e.grad, t.grad, max(op.rtol, 1e-4), max(op.atol, 1e-4))
+    check_backward(name, i, lambda t: _check_strict(t, strict_backend))

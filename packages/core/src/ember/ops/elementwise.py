@@ -108,6 +108,11 @@ def add(input, other, *, alpha=1, out=None):
         if _STATE.enabled and input._requires_grad:
             record("AddBackward0", _add_rule, (input, other), r, (1,))
         return r
+    if alpha == 1 and out is None and _fast_scalar(other, input):  # 2 + x
+        r = _fast_result(_NP.add(input, other._data), other.dtype)
+        if _STATE.enabled and other._requires_grad:
+            record("AddBackward0", _add_rule, (input, other), r, (1,))
+        return r
     dt = _promote(input, other)
     if alpha == 1:
         r = wrap(_binary(input, other, lambda xp, x, y: xp.add(x, y), dt), dt)
@@ -124,6 +129,17 @@ def _add_rule(g, alpha):
 
 def sub(input, other, *, alpha=1, out=None, _node="SubBackward0"):
     """input - alpha * other."""
+    if alpha == 1 and out is None:
+        if _fast_pair(input, other) and input.dtype in _FAST_SCALAR_DTYPES:
+            r = _fast_result(_np_binary(_NP.subtract, input, other), input.dtype)
+            if _STATE.enabled and (input._requires_grad or other._requires_grad):
+                record(_node, _sub_rule, (input, other), r, (1,))
+            return r
+        if _fast_scalar(input, other):
+            r = _fast_result(_NP.subtract(input._data, other), input.dtype)
+            if _STATE.enabled and input._requires_grad:
+                record(_node, _sub_rule, (input, other), r, (1,))
+            return r
     a_bool = input.dtype is D.bool_ if isinstance(input, Tensor) else type(input) is builtins.bool
     b_bool = other.dtype is D.bool_ if isinstance(other, Tensor) else type(other) is builtins.bool
     if a_bool and b_bool:
@@ -163,6 +179,11 @@ def mul(input, other, *, out=None):
         if _STATE.enabled and input._requires_grad:
             record("MulBackward0", _mul_rule, (input, other), r, (None, other))
         return r
+    if out is None and _fast_scalar(other, input):  # 2 * x
+        r = _fast_result(_NP.multiply(input, other._data), other.dtype)
+        if _STATE.enabled and other._requires_grad:
+            record("MulBackward0", _mul_rule, (input, other), r, (input, None))
+        return r
     dt = _promote(input, other)
     r = wrap(_binary(input, other, lambda xp, x, y: xp.multiply(x, y), dt), dt)
     if needs_grad(input, other):
@@ -184,6 +205,18 @@ def _req(x) -> bool:
 def div(input, other, *, rounding_mode=None, out=None):
     """input / other. Integer inputs give the default float dtype; ``rounding_mode``
     'trunc' or 'floor' keep the promoted dtype (torch.div)."""
+    if rounding_mode is None and out is None:
+        if _fast_pair(input, other) and input.dtype in _FAST_SCALAR_DTYPES:
+            r = _fast_result(_np_binary(_NP.divide, input, other), input.dtype)
+            if _STATE.enabled and (input._requires_grad or other._requires_grad):
+                record("DivBackward0", _div_rule, (input, other), r,
+                       (input if other._requires_grad else None, other, input._requires_grad))
+            return r
+        if _fast_scalar(input, other):
+            r = _fast_result(_NP.divide(input._data, other), input.dtype)
+            if _STATE.enabled and input._requires_grad:
+                record("DivBackward0", _div_rule, (input, other), r, (None, other, True))
+            return r
     dt = _promote(input, other)
     if rounding_mode is None:
         if dt._category < 2:

@@ -8,7 +8,8 @@ Each measurement is a fresh process (``benchmarks/measure.py``) so that imports,
 and peak memory do not leak between the libraries; within a round ember and torch run
 back to back, so machine noise hits both. Reported: median time per unit, min-max spread,
 the ratio ember/torch of the medians, and peak memory (peak RSS above the RSS after
-imports, worker processes included). Nothing is asserted.
+imports, worker processes included). Workloads of tens of seconds (a training epoch)
+run at most 3 rounds. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from workloads import WORKLOADS  # noqa: E402
+from workloads import LONG, WORKLOADS  # noqa: E402
 
 
 def machine_report(env) -> str:
@@ -71,7 +72,7 @@ def main(argv=None) -> None:
     print("-" * len(header))
     for name in names:
         runs = {"ember": [], "torch": []}
-        for _ in range(args.rounds):
+        for _ in range(min(args.rounds, 3) if name in LONG else args.rounds):
             for lib in ("ember", "torch"):
                 runs[lib].append(measure(lib, name, env))
         cells, medians, mems = [], {}, {}

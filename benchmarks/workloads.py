@@ -3,10 +3,14 @@
 Each workload takes the library module (``ember`` or ``torch``) and returns
 ``(step, unit, per_step)``: ``step()`` runs one measured iteration, ``unit`` names what a
 reported time is per, and ``per_step`` is how many of those units one step holds.
-A workload that needs something the library lacks raises ``Missing``.
+A workload that needs something the library lacks raises ``Missing``.  Workloads named
+in ``LONG`` take tens of seconds a step: they are timed once per round, without warm-up.
 """
 
 from __future__ import annotations
+
+import gzip
+import os
 
 import numpy as np
 
@@ -150,6 +154,48 @@ def dataloader(lib, workers: int):
     return step, "sample", len(data)
 
 
+FASHION_MNIST_DIR = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
+
+
+def _idx(path):
+    """An IDX file (gzipped) as a numpy array: magic, dims as big-endian int32, then uint8 data."""
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    dims = np.frombuffer(raw, ">i4", ndim, 4)
+    return np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def fashion_epoch(lib):
+    """One training epoch of the demo (examples/fashion_mnist.py): its CNN, Adam lr 2e-3,
+    batch 64, shuffled, on the 60,000 Fashion-MNIST training images (normalised once up
+    front, so that the model and optimizer are what is timed)."""
+    _need(lib, "nn.Conv2d", "optim.Adam", "utils.data.DataLoader")
+    images = os.path.join(FASHION_MNIST_DIR, "train-images-idx3-ubyte.gz")
+    if not os.path.exists(images):
+        raise Missing(f"Fashion-MNIST in {FASHION_MNIST_DIR} (set FASHION_MNIST_DIR)")
+    x = ((_idx(images).astype(np.float32) / 255 - 0.2860) / 0.3530)[:, None]
+    y = _idx(os.path.join(FASHION_MNIST_DIR, "train-labels-idx1-ubyte.gz")).astype(np.int64)
+    nn, F = lib.nn, lib.nn.functional
+    lib.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+    opt = lib.optim.Adam(model.parameters(), lr=2e-3)
+    data = lib.utils.data.TensorDataset(lib.from_numpy(x), lib.from_numpy(y))
+    loader = lib.utils.data.DataLoader(data, batch_size=64, shuffle=True)
+
+    def step():
+        model.train()
+        for xb, yb in loader:
+            opt.zero_grad()
+            F.cross_entropy(model(xb), yb).backward()
+            opt.step()
+    return step, "epoch", 1
+
+
+LONG = {"Fashion-MNIST demo epoch"}
+
 WORKLOADS = {
     "add 1 no-grad": lambda lib: add_overhead(lib, 1, False),
     "add 16 no-grad": lambda lib: add_overhead(lib, 16, False),
@@ -166,4 +212,5 @@ WORKLOADS = {
     "Transformer layer fwd+bwd": transformer,
     "DataLoader 0 workers": lambda lib: dataloader(lib, 0),
     "DataLoader 2 workers": lambda lib: dataloader(lib, 2),
+    "Fashion-MNIST demo epoch": fashion_epoch,
 }

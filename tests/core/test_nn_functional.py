@@ -61,6 +61,8 @@ CONV_CASES = [
     dict(padding="valid"),
     dict(groups=2, padding=(1, 0)),
     dict(stride=(2, 1), dilation=(1, 2), padding=2),
+    dict(padding=(3, 4)),  # padding beyond the kernel's reach: borders see only zeros
+    dict(groups=2, dilation=(2, 1), padding=(2, 1)),
 ]
 
 
@@ -71,6 +73,24 @@ def test_conv2d(kw, bias):
     tw, ew = _pair(6, 4 // kw.get("groups", 1), 3, 3)
     tb, eb = _pair(6) if bias else (None, None)
     _check(F.conv2d(ex, ew, eb, **kw), TF.conv2d(tx, tw, tb, **kw), [ex, ew, eb], [tx, tw, tb], 1e-4, 1e-4)
+
+
+@pytest.mark.parametrize("out_channels", [6, 2])  # input gradient by scatter-add, and as a convolution
+def test_conv2d_in_chunks_of_images(monkeypatch, out_channels):
+    """Column buffers are built per chunk of images and reused: tiny chunks give the same result."""
+    from ember.ops import conv
+    monkeypatch.setattr(conv, "_CHUNK_BYTES", 1)
+    monkeypatch.setattr(conv, "_KEEP_BYTES", 0)
+    tx, ex = _pair(5, 4, 7, 6)
+    tw, ew = _pair(out_channels, 2, 3, 2)
+    tb, eb = _pair(out_channels)
+    _check(F.conv2d(ex, ew, eb, padding=1, groups=2), TF.conv2d(tx, tw, tb, padding=1, groups=2),
+           [ex, ew, eb], [tx, tw, tb], 1e-4, 1e-4)
+
+
+def test_conv2d_bias_is_part_of_the_node():
+    x, w, b = ember.randn(1, 2, 4, 4), ember.randn(3, 2, 3, 3, requires_grad=True), ember.randn(3, requires_grad=True)
+    assert type(F.conv2d(x, w, b).grad_fn).__name__ == "ConvolutionBackward0"
 
 
 def test_conv2d_same_even_kernel_and_unbatched():
@@ -116,6 +136,7 @@ def test_conv2d_gradcheck_and_double_backward():
     fn = lambda x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=1, groups=2)  # noqa: E731
     assert gradcheck(fn, (x, w, b))
     assert gradgradcheck(lambda x, w: F.conv2d(x, w, padding=1, dilation=(1, 2), groups=2), (x, w))
+    assert gradgradcheck(lambda x, w, b: F.conv2d(x, w, b, padding=(3, 1), groups=2), (x, w, b))
 
 
 # ---- pooling ------------------------------------------------------------------------

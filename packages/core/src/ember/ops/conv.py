@@ -58,12 +58,16 @@ def _out_size(h, k, stride, pad0, pad1, dil):
 #
 # With the padded image flattened to [N, C, Hp*Wp], the input that kernel offset (i, j)
 # meets at output (h, w) sits at h*Wp + w + (i*d0*Wp + j*d1): for each offset, one
-# contiguous slice of length L = (OH-1)*Wp + OW.  Outputs are computed on rows of width Wp
-# (the Wp-OW extra columns are cropped at the end).  Stacking the kh*kw slices gives the
-# column matrix [kh*kw*C, L] of an image by plain row copies (no gather), and one matrix
-# product per chunk of images does the rest.  Chunks bound the temporary memory.
+# contiguous slice of length L = OH*Wp.  Outputs are computed on rows of width Wp (the
+# Wp-OW extra columns are cropped when the result is written out), so the flat image gets
+# (kW-1)*d1 elements of slack at its end.  Stacking the kh*kw slices gives the column
+# matrix [kh*kw*C, L] of an image by plain row copies (no gather); one matrix product per
+# chunk of images does the rest.  Chunks bound the temporary memory, and small ones keep
+# the column buffer in cache and out of the allocator's fresh (page-faulting) mappings.
+# The input gradient is itself such a convolution (of the output gradient, with the
+# kernel flipped and its channel axes swapped) when that is the cheaper route.
 
-_CHUNK_BYTES = 32 << 20
+_CHUNK_BYTES = 8 << 20
 # Columns up to this size are kept from the forward for the weight gradient (small
 # images, where rebuilding them costs more than the product); larger ones are rebuilt.
 _KEEP_BYTES = 64 << 20
@@ -75,7 +79,19 @@ def _shift_geometry(xshape, wshape, pad, dilation):
     hp, wp = h + pad[0] + pad[1], wd + pad[2] + pad[3]
     oh, ow = hp - dilation[0] * (kh - 1), wp - dilation[1] * (kw - 1)
     offsets = [i * dilation[0] * wp + j * dilation[1] for i in range(kh) for j in range(kw)]
-    return hp, wp, oh, ow, (oh - 1) * wp + ow, offsets
+    return hp, wp, oh, ow, oh * wp, offsets
+
+
+def _padded_flat(xp, x, pad, slack):
+    """``x`` [N, C, H, W] zero-padded and flattened to [N, C, Hp*Wp + slack]."""
+    n, c, h, wd = x.shape
+    pt, pb, pl, pr = pad
+    if pt == pb == pl == pr == slack == 0:
+        return x.reshape(n, c, h * wd)
+    hp, wp = h + pt + pb, wd + pl + pr
+    flat = xp.zeros((n, c, hp * wp + slack), dtype=x.dtype)
+    flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, pt:pt + h, pl:pl + wd] = x
+    return flat
 
 
 def _chunks(n, rows, length, itemsize):
@@ -83,14 +99,17 @@ def _chunks(n, rows, length, itemsize):
     return [(b, min(n, b + step)) for b in range(0, n, step)]
 
 
-def _shift_cols(xp, xs, offsets, length):
-    """[kh*kw*C, B*L]: the kh*kw slices of ``xs`` [B, C, Hp*Wp], offsets outermost, images
-    side by side (so that a chunk is one large matrix product, not one per image)."""
+def _shift_cols(xp, xs, offsets, length, buf=None):
+    """[kh*kw*C, B*L]: the kh*kw slices of ``xs`` [B, C, Hp*Wp + slack], offsets outermost,
+    images side by side (so that a chunk is one large matrix product, not one per image);
+    written into ``buf`` when it has the right size."""
     b, c = xs.shape[:2]
-    cols = xp.empty((len(offsets) * c, b, length), dtype=xs.dtype)
+    shape = (len(offsets) * c, b, length)
+    cols = buf.reshape(shape) if buf is not None and buf.size == shape[0] * b * length else \
+        xp.empty(shape, dtype=xs.dtype)
     for k, off in enumerate(offsets):
         cols[k * c:(k + 1) * c] = xs[:, :, off:off + length].transpose(1, 0, 2)
-    return cols.reshape(len(offsets) * c, b * length)
+    return cols.reshape(shape[0], b * length)
 
 
 def _weight_matrix(xp, w):
@@ -99,87 +118,111 @@ def _weight_matrix(xp, w):
     return xp.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(o, kh * kw * c)
 
 
-def _grad_matrix(xp, gfull, lo, hi, channels, length):
-    """Rows ``channels`` of images lo:hi of the widened gradient as [O, B*L]."""
-    g = gfull[lo:hi, channels, :length]
-    return xp.ascontiguousarray(g.transpose(1, 0, 2)).reshape(g.shape[1], (hi - lo) * length)
-
-
-def _shift_fwd(xp, x, w, pad, dilation, groups, keep_cols=False):
-    """The convolution, and the columns (when wanted and small enough) for _shift_dw."""
+def _shift_fwd(xp, x, w, bias, pad, dilation, groups, keep_cols=False):
+    """The convolution (plus ``bias`` [O] when given), and the columns (when wanted and
+    small enough) for _shift_dw."""
     n, c = x.shape[:2]
     o, cg, kh, kw = w.shape
     hp, wp, oh, ow, length, offsets = _shift_geometry(x.shape, w.shape, pad, dilation)
-    flat = _pad(xp, x, pad).reshape(n, c, hp * wp)
-    out = xp.empty((n, o, oh * wp), dtype=x.dtype)
+    flat = _padded_flat(xp, x, pad, dilation[1] * (kw - 1))
+    out = xp.empty((n, o, oh, ow), dtype=x.dtype)
     og = o // groups
     keep = keep_cols and kh * kw * c * n * length * x.itemsize <= _KEEP_BYTES
     kept = []
     for gi in range(groups):
         wm = _weight_matrix(xp, w[gi * og:(gi + 1) * og])
+        b = None if bias is None else bias[gi * og:(gi + 1) * og].reshape(og, 1, 1, 1)
+        buf = None
         for lo, hi in _chunks(n, kh * kw * cg, length, x.itemsize):
-            cols = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], offsets, length)
-            res = (wm @ cols).reshape(og, hi - lo, length)
-            out[lo:hi, gi * og:(gi + 1) * og, :length] = res.transpose(1, 0, 2)
+            buf = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], offsets, length, None if keep else buf)
+            res = (wm @ buf).reshape(og, hi - lo, oh, wp)[..., :ow]
+            target = out[lo:hi, gi * og:(gi + 1) * og].transpose(1, 0, 2, 3)
+            if b is None:
+                target[...] = res
+            else:
+                xp.add(res, b, out=target)
             if keep:
-                kept.append(cols)
-    return xp.ascontiguousarray(out.reshape(n, o, oh, wp)[:, :, :, :ow]), kept
-
-
-def _padded_rows(xp, g, wp):
-    """``g`` [N, O, OH, OW] widened with zero columns to rows of width Wp, flattened."""
-    n, o, oh, ow = g.shape
-    full = xp.zeros((n, o, oh, wp), dtype=g.dtype)
-    full[:, :, :, :ow] = g
-    return full.reshape(n, o, oh * wp)
+                kept.append(buf)
+    return out, kept
 
 
 def _shift_dx(xp, g, w, xshape, pad, dilation, groups):
+    """The input gradient: a convolution of ``g`` by the flipped, channel-swapped kernel
+    when the input has at least as many channels as the output (its columns are then the
+    smaller matrix), else the columns' gradient added back slice by slice."""
+    if xshape[1] >= w.shape[0]:
+        return _shift_dx_as_conv(xp, g, w, xshape, pad, dilation, groups)
     n, c, h, wd = xshape
     o, cg, kh, kw = w.shape
     hp, wp, oh, ow, length, offsets = _shift_geometry(xshape, w.shape, pad, dilation)
-    gfull = _padded_rows(xp, g, wp)
-    dx = xp.zeros((n, c, hp * wp), dtype=g.dtype)
+    dx = xp.zeros((n, c, hp * wp + dilation[1] * (kw - 1)), dtype=g.dtype)
     og = o // groups
     for gi in range(groups):
         wmt = xp.ascontiguousarray(_weight_matrix(xp, w[gi * og:(gi + 1) * og]).T)   # [kh*kw*cg, og]
         for lo, hi in _chunks(n, kh * kw * cg, length, g.itemsize):
-            gm = _grad_matrix(xp, gfull, lo, hi, slice(gi * og, (gi + 1) * og), length)
+            gm = _grad_rows(xp, g[lo:hi, gi * og:(gi + 1) * og], wp)
             dcols = (wmt @ gm).reshape(kh * kw * cg, hi - lo, length)
             target = dx[lo:hi, gi * cg:(gi + 1) * cg]
             for k, off in enumerate(offsets):
                 target[:, :, off:off + length] += dcols[k * cg:(k + 1) * cg].transpose(1, 0, 2)
-    dx = dx.reshape(n, c, hp, wp)[:, :, pad[0]:pad[0] + h, pad[2]:pad[2] + wd]
+    dx = dx[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, pad[0]:pad[0] + h, pad[2]:pad[2] + wd]
     return xp.ascontiguousarray(dx)
+
+
+def _shift_dx_as_conv(xp, g, w, xshape, pad, dilation, groups):
+    """The input gradient as a convolution of ``g`` with the flipped, channel-swapped
+    kernel, padded so that its output covers exactly the unpadded input."""
+    n, c, h, wd = xshape
+    o, cg, kh, kw = w.shape
+    og = o // groups
+    wt = w.reshape(groups, og, cg, kh, kw).transpose(0, 2, 1, 3, 4).reshape(c, og, kh, kw)[:, :, ::-1, ::-1]
+    full = (dilation[0] * (kh - 1),) * 2 + (dilation[1] * (kw - 1),) * 2
+    tpad = tuple(f - p for f, p in zip(full, pad))
+    dx, _ = _shift_fwd(xp, g, wt, None, tuple(max(0, p) for p in tpad), dilation, groups)
+    if min(tpad) < 0:  # padding beyond the kernel's reach: those outputs see only zeros
+        top, left = max(0, -tpad[0]), max(0, -tpad[2])
+        dx = xp.ascontiguousarray(dx[:, :, top:top + h, left:left + wd])
+    return dx
+
+
+def _grad_rows(xp, g, wp):
+    """``g`` [B, O, OH, OW] as [O, B*OH*Wp]: rows widened to Wp with zero columns (the
+    cropped positions add nothing), channels outermost."""
+    b, o, oh, ow = g.shape
+    rows = xp.empty((o, b, oh, wp), dtype=g.dtype)
+    rows[..., ow:] = 0
+    rows[..., :ow] = g.transpose(1, 0, 2, 3)
+    return rows.reshape(o, b * oh * wp)
 
 
 def _shift_dw(xp, x, g, wshape, pad, dilation, groups, kept_cols=None):
     n, c = x.shape[:2]
     o, cg, kh, kw = wshape
     hp, wp, oh, ow, length, offsets = _shift_geometry(x.shape, wshape, pad, dilation)
-    flat = None if kept_cols else _pad(xp, x, pad).reshape(n, c, hp * wp)
-    gfull = _padded_rows(xp, g, wp)  # zero columns: the cropped positions add nothing
+    flat = None if kept_cols else _padded_flat(xp, x, pad, dilation[1] * (kw - 1))
     og = o // groups
     parts = []
     kept = iter(kept_cols or ())
     for gi in range(groups):
-        dwm = xp.zeros((og, kh * kw * cg), dtype=x.dtype)
+        dwm = None
+        buf = None
         for lo, hi in _chunks(n, kh * kw * cg, length, x.itemsize):
             cols = next(kept, None)
             if cols is None:
-                cols = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], offsets, length)
-            dwm += _grad_matrix(xp, gfull, lo, hi, slice(gi * og, (gi + 1) * og), length) @ cols.T
+                cols = buf = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], offsets, length, buf)
+            part = _grad_rows(xp, g[lo:hi, gi * og:(gi + 1) * og], wp) @ cols.T
+            dwm = part if dwm is None else xp.add(dwm, part, out=dwm)
         parts.append(dwm.reshape(og, kh, kw, cg).transpose(0, 3, 1, 2))
     return xp.ascontiguousarray(parts[0] if groups == 1 else xp.concatenate(parts, 0))
 
 
 # ---- any stride: a column matrix --------------------------------------------------
 
-def _conv_fwd(xp, x, w, stride, pad, dilation, groups, keep_cols=False):
-    """The convolution, and (when ``keep_cols``, strided only) its column matrices for the
-    weight gradient."""
+def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
+    """The convolution plus ``bias`` (None or [O]), and (when ``keep_cols``) its column
+    matrices for the weight gradient."""
     if stride == (1, 1):
-        return _shift_fwd(xp, x, w, pad, dilation, groups, keep_cols)
+        return _shift_fwd(xp, x, w, bias, pad, dilation, groups, keep_cols)
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh = _out_size(h, kh, stride[0], pad[0], pad[1], dilation[0])
@@ -195,6 +238,8 @@ def _conv_fwd(xp, x, w, stride, pad, dilation, groups, keep_cols=False):
         if keep_cols:
             kept.append(cols)
     out = outs[0] if groups == 1 else xp.concatenate(outs, 0)
+    if bias is not None:
+        out += bias.reshape(o, 1)
     return xp.ascontiguousarray(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3)), kept
 
 
@@ -249,21 +294,24 @@ def _conv_dw(xp, x, g, wshape, stride, pad, dilation, groups, kept_cols=None):
 
 # ---- differentiable ops ------------------------------------------------------------
 
-def _conv(x, w, stride, pad, dilation, groups):
-    grad = needs_grad(x, w)
+def _conv(x, w, b, stride, pad, dilation, groups):
+    """y = conv(x, w) + b as one node (b may be None), as torch records it."""
+    grad = needs_grad(x, w, b)
     # the weight gradient multiplies by the same columns: keep them rather than unfold twice
-    arr, cols = _conv_fwd(be(x).xp, x._data, w._data, stride, pad, dilation, groups,
-                          keep_cols=grad and w._requires_grad)
+    arr, cols = _conv_fwd(be(x).xp, x._data, w._data, None if b is None else b._data, stride, pad, dilation,
+                          groups, keep_cols=grad and w._requires_grad)
     r = _make(arr, x.dtype)
     if grad:
-        record("ConvolutionBackward0", _conv_rule, (x, w), r, (x, w, stride, pad, dilation, groups, cols))
+        record("ConvolutionBackward0", _conv_rule, (x, w, b), r,
+               (x, w, b is not None and b._requires_grad, stride, pad, dilation, groups, cols))
     return r
 
 
-def _conv_rule(g, x, w, stride, pad, dilation, groups, cols):
+def _conv_rule(g, x, w, bias_req, stride, pad, dilation, groups, cols):
+    from .reduction import sum as _sum
     gx = _conv_input_grad(g, w, tuple(x.shape), stride, pad, dilation, groups) if x._requires_grad else None
     gw = _conv_weight_grad(x, g, tuple(w.shape), stride, pad, dilation, groups, cols) if w._requires_grad else None
-    return gx, gw
+    return gx, gw, (_sum(g, (0, 2, 3)) if bias_req else None)
 
 
 def _conv_input_grad(g, w, xshape, stride, pad, dilation, groups):
@@ -275,7 +323,7 @@ def _conv_input_grad(g, w, xshape, stride, pad, dilation, groups):
 
 def _input_grad_rule(gg, g, w, stride, pad, dilation, groups):
     # r = conv^T(g; w): linear in g (adjoint of conv) and in w
-    d_g = _conv(gg, w, stride, pad, dilation, groups) if g._requires_grad else None
+    d_g = _conv(gg, w, None, stride, pad, dilation, groups) if g._requires_grad else None
     d_w = _conv_weight_grad(gg, g, tuple(w.shape), stride, pad, dilation, groups) if w._requires_grad else None
     return d_g, d_w
 
@@ -289,7 +337,7 @@ def _conv_weight_grad(x, g, wshape, stride, pad, dilation, groups, kept_cols=Non
 
 def _weight_grad_rule(gg, x, g, stride, pad, dilation, groups):
     d_x = _conv_input_grad(g, gg, tuple(x.shape), stride, pad, dilation, groups) if x._requires_grad else None
-    d_g = _conv(x, gg, stride, pad, dilation, groups) if g._requires_grad else None
+    d_g = _conv(x, gg, None, stride, pad, dilation, groups) if g._requires_grad else None
     return d_x, d_g
 
 
@@ -361,9 +409,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         raise RuntimeError(f"Calculated padded input size per channel: ({eh} x {ew}). Kernel size: "
                            f"({dilation[0] * (kh - 1) + 1} x {dilation[1] * (kw - 1) + 1}). "
                            "Kernel size can't be greater than actual input size")
-    out = _conv(x, weight, stride, pad, dilation, groups)
     if bias is not None:
-        out = out + bias.reshape(1, o, 1, 1)
+        check_same_device(input, bias, "conv2d")
+    out = _conv(x, weight, bias, stride, pad, dilation, groups)
     return out.squeeze(0) if unbatched else out
 
 

@@ -15,13 +15,13 @@ __all__ = ["Adam", "adam_update"]
 def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float, lr: float, beta1: float,
                 beta2: float, eps: float, weight_decay: float, amsgrad: bool, maximize: bool,
                 decoupled_weight_decay: bool, xp) -> None:
-    """One Adam/AdamW step on arrays, in place.
+    """One Adam/AdamW step on arrays, in place, in torch's order of operations.
 
     ``param``, ``exp_avg``, ``exp_avg_sq`` (and ``max_exp_avg_sq`` when ``amsgrad``) have
     the parameter's shape and dtype; ``step`` is the step number after incrementing (>= 1).
     ``decoupled_weight_decay`` selects AdamW's ``param *= 1 - lr * weight_decay`` over
-    Adam's L2 term added to the gradient.  ``xp`` is the array module (numpy or cupy).
-    A fused kernel may replace this function for one backend.
+    Adam's L2 term added to the gradient.  ``xp`` is the array module (numpy or cupy);
+    one scratch array holds every intermediate.
     """
     g = -grad if maximize else grad
     if weight_decay != 0:
@@ -29,19 +29,25 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float
             param *= 1 - lr * weight_decay
         else:
             g = g + weight_decay * param
-    exp_avg += (1 - beta1) * (g - exp_avg)
+    scratch = xp.subtract(g, exp_avg)
+    scratch *= 1 - beta1
+    exp_avg += scratch  # exp_avg.lerp_(g, 1 - beta1)
     exp_avg_sq *= beta2
-    exp_avg_sq += (1 - beta2) * (g * g)
+    xp.multiply(g, g, out=scratch)
+    scratch *= 1 - beta2
+    exp_avg_sq += scratch
     bias_correction1 = 1 - beta1 ** step
     bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
-    step_size = lr / bias_correction1
     if amsgrad:
         xp.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
-        denom = xp.sqrt(max_exp_avg_sq) / bias_correction2_sqrt
+        xp.sqrt(max_exp_avg_sq, out=scratch)
     else:
-        denom = xp.sqrt(exp_avg_sq) / bias_correction2_sqrt
-    denom += eps
-    param -= step_size * (exp_avg / denom)
+        xp.sqrt(exp_avg_sq, out=scratch)
+    scratch /= bias_correction2_sqrt
+    scratch += eps
+    xp.divide(exp_avg, scratch, out=scratch)
+    scratch *= lr / bias_correction1
+    param -= scratch  # param.addcdiv_(exp_avg, denom, value=-step_size)
 
 
 class Adam(Optimizer):

@@ -249,3 +249,20 @@ def test_add_param_group_fills_defaults():
         opt.add_param_group({"params": q, "eps": 1e-3})
         g = opt.param_groups[1]
         assert (g["lr"], g["betas"], g["eps"], g["params"][0] is q) == (0.3, (0.5, 0.6), 1e-3, True)
+
+
+@pytest.mark.parametrize("make", [lambda lib, ps: lib.optim.Adam(ps, lr=0.1, amsgrad=True),
+                                  lambda lib, ps: lib.optim.AdamW(ps, lr=0.1, weight_decay=0.1),
+                                  lambda lib, ps: lib.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True)])
+def test_zero_dim_parameter_matches_torch(make):
+    """A 0-d parameter: the updates stay arrays (numpy ufuncs return scalars for 0-d inputs)."""
+    values = []
+    for lib in (torch, ember):
+        p = lib.tensor(1.5, requires_grad=True)
+        opt = make(lib, [p])
+        for _ in range(3):
+            opt.zero_grad()
+            (p * p * p).backward()
+            opt.step()
+        values.append(p.item())
+    assert values[1] == pytest.approx(values[0], rel=1e-6)

@@ -29,7 +29,8 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float
             param *= 1 - lr * weight_decay
         else:
             g = g + weight_decay * param
-    scratch = xp.subtract(g, exp_avg)
+    scratch = xp.empty_like(exp_avg)  # an array even for a 0-d parameter (ufuncs return scalars there)
+    xp.subtract(g, exp_avg, out=scratch)
     scratch *= 1 - beta1
     exp_avg += scratch  # exp_avg.lerp_(g, 1 - beta1)
     exp_avg_sq *= beta2

@@ -29,15 +29,16 @@ from workloads import LONG, WORKLOADS  # noqa: E402
 
 
 def machine_report(env) -> str:
+    """Cores, Python, numpy, its BLAS (from numpy's build record) and the BLAS thread setting."""
     code = ("import numpy, json\n"
-            "try:\n from threadpoolctl import threadpool_info; info = threadpool_info()\n"
-            "except ImportError:\n info = []\n"
-            "print(json.dumps({'numpy': numpy.__version__, 'blas': [(i.get('internal_api'), i.get('num_threads'))"
-            " for i in info]}))")
+            "blas = numpy.show_config(mode='dicts').get('Build Dependencies', {}).get('blas', {})\n"
+            "print(json.dumps({'numpy': numpy.__version__, 'blas': f\"{blas.get('name')} {blas.get('version')}\"}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     facts = json.loads(out.stdout) if out.returncode == 0 else {}
+    threads = env.get("OPENBLAS_NUM_THREADS") or env.get("OMP_NUM_THREADS") or f"default ({os.cpu_count()})"
     return (f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-            f"python {platform.python_version()}, numpy {facts.get('numpy')}, BLAS {facts.get('blas') or 'unknown'}")
+            f"python {platform.python_version()}, numpy {facts.get('numpy')}, "
+            f"BLAS {facts.get('blas', 'unknown')}, BLAS threads {threads}")
 
 
 def measure(lib: str, name: str, env) -> dict:

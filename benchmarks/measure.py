@@ -20,6 +20,12 @@ def peak_rss_mb() -> float:
     return (own + children) / 1024  # ru_maxrss is in KiB on Linux
 
 
+def _timed(step) -> float:
+    t0 = time.perf_counter()
+    step()
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     lib_name, workload = sys.argv[1], sys.argv[2]
     lib = importlib.import_module(lib_name)
@@ -36,15 +42,14 @@ def main() -> None:
     except Missing as e:
         print(f"missing {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    long = workload in LONG
-    if not long:
+    if workload in LONG:
+        times = [_timed(step)]  # one run, no warm-up
+    else:
         step()  # warm-up
-    times = []
-    budget = time.perf_counter() + 2.0
-    while not times or (not long and (len(times) < 3 or (time.perf_counter() < budget and len(times) < 50))):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
+        times = []
+        budget = time.perf_counter() + 2.0
+        while len(times) < 3 or (time.perf_counter() < budget and len(times) < 50):
+            times.append(_timed(step))
     times.sort()
     best_half = times[: max(1, len(times) // 2)]
     print(json.dumps({"seconds_per_unit": sum(best_half) / len(best_half) / per_step, "unit": unit,

@@ -213,6 +213,7 @@ OPS = [
     Op("op-", lambda L, a, b: a - b, binary_samples()),
     Op("op*", lambda L, a, b: a * b, binary_samples()),
     Op("op/", lambda L, a, b: a / b, div_samples()),
+    Op("op+reflected", lambda L, a: 1.5 + a, unary_samples()),
     Op("op-reflected", lambda L, a: 2.5 - a, unary_samples()),
     Op("op/reflected", lambda L, a: 3 / a, unary_samples(pos)),
     Op("op*reflected", lambda L, a: 3 * a + 1, unary_samples()),

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import heapq
 
+from numpy import ndarray
+
+from .. import _tensor
 from . import grad_mode
 from .graph import AccumulateGrad, edge
 
@@ -61,7 +64,7 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     ``inputs`` when given; ``accumulate=False`` (``autograd.grad``) returns the gradients
     of ``inputs`` (None for an input the outputs do not depend on) and touches no ``.grad``.
     """
-    from ..ops._helpers import add_grads, fit_grad
+    from ..ops._helpers import accumulate_grad, accumulate_grad_array, add_grads, fit_grad, fit_grad_array, wrap
 
     roots = []
     for i, t in enumerate(tensors):
@@ -95,10 +98,15 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                     deps[child] += 1
 
     buffers: dict = {}
+    on_arrays = not create_graph  # no graph of the gradient: gradients flow as raw arrays
+    fit = fit_grad_array if on_arrays else fit_grad
+    add = _add_arrays if on_arrays else add_grads
     for (node, nr), g in zip(roots, grad_tensors):
         if node in deps:
+            if on_arrays:
+                g = g._data
             buf = buffers.setdefault(node, [None] * node._num_outputs)
-            buf[nr] = g if buf[nr] is None else add_grads(buf[nr], g)
+            buf[nr] = g if buf[nr] is None else add(buf[nr], g)
 
     captured = {}
     ready = [(-n._seq, n) for n in set(root_nodes) if n in deps and deps[n] == 0]
@@ -108,32 +116,44 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
         while ready:
             node = pop(ready)[1]
             grads = buffers.pop(node, None) or [None] * node._num_outputs
-            if node._tensor_pre_hooks or node._pre_hooks:
-                grads = _run_pre_hooks(node, grads)
+            hooked = node._hooks is not None and node._hooks
+            if hooked:
+                if on_arrays:  # hooks see tensors
+                    grads = [None if g is None else wrap(g) for g in grads]
+                grads = _run_pre_hooks(node._hooks, grads)
             if targets is not None and node in targets:
                 for nr in targets[node]:
                     captured[(node, nr)] = grads[nr]
-            if type(node) is AccumulateGrad and (not accumulate or (targets is not None and node not in targets)):
+            if type(node) is AccumulateGrad:
+                if accumulate and (targets is None or node in targets) and grads[0] is not None:
+                    if on_arrays and not hooked:
+                        accumulate_grad_array(node.variable, grads[0])
+                    else:
+                        accumulate_grad(node.variable, grads[0])
                 continue
             if grads[0] is None and (len(grads) == 1 or all(g is None for g in grads)):
                 results = (None,) * len(node.next_functions)
+            elif not on_arrays:
+                results = _apply(node, grads, retain_graph)
+            elif (hooked or type(grads[0]) is not ndarray or node._num_outputs != 1
+                  or getattr(node._rule, "on_arrays", None) is None):
+                if not hooked:
+                    grads = [None if g is None else wrap(g) for g in grads]
+                results = [None if r is None else r._data
+                           for r in _apply(node, grads, retain_graph)]
             else:
-                results = node.apply(grads, retain_graph)
-                if node._post_hooks:
-                    for hook in node._post_hooks:
-                        new = hook(results, tuple(grads))
-                        if new is not None:
-                            results = tuple(new)
+                results = node.apply_on_arrays(grads[0], retain_graph)
             for (child, nr), g, meta in zip(node.next_functions, results, node._input_meta):
                 if child is None or child not in deps:
                     continue
                 if g is not None:
-                    if g._data.shape != meta[0] or g.dtype is not meta[1]:
-                        g = fit_grad(g, meta)
+                    if (g.shape != meta[0] or g.dtype is not meta[1].np) if on_arrays else (
+                            g._data.shape != meta[0] or g.dtype is not meta[1]):
+                        g = fit(g, meta)
                     buf = buffers.get(child)
                     if buf is None:
                         buf = buffers[child] = [None] * child._num_outputs
-                    buf[nr] = g if buf[nr] is None else add_grads(buf[nr], g)
+                    buf[nr] = g if buf[nr] is None else add(buf[nr], g)
                 left = deps[child] - 1
                 deps[child] = left
                 if left == 0:
@@ -143,22 +163,38 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
         out = []
         for t in inputs:
             node, nr = edge(t)
-            out.append(captured.get((node, nr)))
+            g = captured.get((node, nr))
+            out.append(wrap(g) if on_arrays and g is not None and not isinstance(g, _tensor.Tensor) else g)
         return tuple(out)
     return None
 
 
-def _run_pre_hooks(node, grads):
-    if node._tensor_pre_hooks:
+def _apply(node, grads, retain_graph):
+    """Run ``node``'s tensor rule and its post hooks."""
+    results = node.apply(grads, retain_graph)
+    if node._hooks is not None:
+        for hook in node._hooks.post:
+            new = hook(results, tuple(grads))
+            if new is not None:
+                results = tuple(new)
+    return results
+
+
+def _add_arrays(a, b):
+    return a + b
+
+
+def _run_pre_hooks(hooks, grads):
+    if hooks.tensor_pre:
         grads = list(grads)
-        for nr, hooks in node._tensor_pre_hooks.items():
-            for hook in hooks:
+        for nr, fns in hooks.tensor_pre.items():
+            for hook in fns:
                 if grads[nr] is not None:
                     new = hook(grads[nr])
                     if new is not None:
                         grads[nr] = new
-    if node._pre_hooks:
-        for hook in node._pre_hooks:
+    if hooks.pre:
+        for hook in hooks.pre:
             new = hook(tuple(grads))
             if new is not None:
                 grads = list(new)

@@ -14,7 +14,7 @@ import weakref
 
 from . import grad_mode
 
-__all__ = ["Node", "AccumulateGrad", "SavedTensor", "record"]
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "record", "on_arrays"]
 
 _sequence = itertools.count()
 _node_classes: dict = {}
@@ -22,10 +22,9 @@ _node_classes: dict = {}
 
 class Node:
     """One recorded op. Subclassed once per name so that ``type(node).__name__`` reads
-    ``MulBackward0`` as in torch."""
+    ``MulBackward0`` as in torch.  ``_saved`` is None once backward has freed it."""
 
-    __slots__ = ("next_functions", "_rule", "_saved", "_input_meta", "_seq", "_pre_hooks",
-                 "_post_hooks", "_tensor_pre_hooks", "_released", "_num_outputs", "metadata",
+    __slots__ = ("next_functions", "_rule", "_saved", "_input_meta", "_seq", "_num_outputs", "_hooks",
                  "__weakref__")
 
     def __init__(self, rule, next_functions, saved, input_meta, num_outputs=1):
@@ -34,10 +33,8 @@ class Node:
         self._saved = saved
         self._input_meta = input_meta
         self._seq = next(_sequence)
-        self._pre_hooks = self._post_hooks = self._tensor_pre_hooks = None
-        self._released = False
         self._num_outputs = num_outputs
-        self.metadata = None
+        self._hooks = None
 
     def name(self) -> str:
         return type(self).__name__
@@ -45,51 +42,75 @@ class Node:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {id(self):#x}>"
 
+    def _hook_lists(self) -> "_NodeHooks":
+        if self._hooks is None:
+            self._hooks = _NodeHooks()
+        return self._hooks
+
+    @property
+    def metadata(self) -> dict:
+        """A dict for the user's own annotations (torch's ``Node.metadata``)."""
+        hooks = self._hook_lists()
+        if hooks.metadata is None:
+            hooks.metadata = {}
+        return hooks.metadata
+
     def register_hook(self, fn):
         """``fn(grad_inputs, grad_outputs)`` runs after the node; may return new grad_inputs."""
-        if self._post_hooks is None:
-            self._post_hooks = []
-        self._post_hooks.append(fn)
-        return _RemovableHandle(self._post_hooks, fn)
+        return _RemovableHandle(self._hook_lists().post, fn)
 
     def register_prehook(self, fn):
         """``fn(grad_outputs)`` runs before the node; may return new grad_outputs."""
-        if self._pre_hooks is None:
-            self._pre_hooks = []
-        self._pre_hooks.append(fn)
-        return _RemovableHandle(self._pre_hooks, fn)
+        return _RemovableHandle(self._hook_lists().pre, fn)
 
     def _add_tensor_hook(self, output_nr: int, fn):
-        if self._tensor_pre_hooks is None:
-            self._tensor_pre_hooks = {}
-        hooks = self._tensor_pre_hooks.setdefault(output_nr, [])
-        hooks.append(fn)
-        return _RemovableHandle(hooks, fn)
+        return _RemovableHandle(self._hook_lists().tensor_pre.setdefault(output_nr, []), fn)
 
-    def apply(self, grads: list, retain_graph: bool):
-        """Run the rule on the gradients of this node's outputs; return one per input."""
-        if self._released:
+    def _unpack_saved(self, retain_graph: bool, arrays: bool) -> list:
+        saved = self._saved
+        if saved is None:
             raise RuntimeError(
                 "Trying to backward through the graph a second time (or directly access saved "
                 "tensors after they have already been freed). Saved intermediate values of the "
                 "graph are freed when you call .backward() or autograd.grad(). Specify "
                 "retain_graph=True if you need to backward through the graph a second time or if "
                 "you need to access saved tensors after calling backward.")
-        saved = [s.unpack(self) if type(s) is SavedTensor else s for s in self._saved]
         if not retain_graph:
-            self._saved = ()
-            self._released = True
+            self._saved = None
+        if arrays:
+            return [s.unpack_array(self) if type(s) is SavedTensor else s for s in saved]
+        return [s.unpack(self) if type(s) is SavedTensor else s for s in saved]
+
+    def apply(self, grads: list, retain_graph: bool):
+        """Run the rule on the gradients of this node's outputs; return one per input."""
+        saved = self._unpack_saved(retain_graph, False)
         if self._num_outputs == 1:
             result = self._rule(grads[0], *saved)
         else:
             result = self._rule(grads, *saved)
-        if type(result) is not tuple:
-            result = (result,)
-        return result
+        return result if type(result) is tuple else (result,)
+
+    def apply_on_arrays(self, grad, retain_graph: bool):
+        """Run the rule's array form (``rule.on_arrays``) on the raw gradient array of this
+        single-output node: saved tensors are handed over as their arrays.  Used when no
+        graph of the gradient is wanted."""
+        result = self._rule.on_arrays(grad, *self._unpack_saved(retain_graph, True))
+        return result if type(result) is tuple else (result,)
 
     def _release_variables(self):
-        self._saved = ()
-        self._released = True
+        self._saved = None
+
+
+class _NodeHooks:
+    """The hooks and metadata of a node, allocated on first use (most nodes have none)."""
+
+    __slots__ = ("pre", "post", "tensor_pre", "metadata")
+
+    def __init__(self):
+        self.pre, self.post, self.tensor_pre, self.metadata = [], [], {}, None
+
+    def __bool__(self) -> bool:
+        return bool(self.pre or self.post or any(self.tensor_pre.values()))
 
 
 class AccumulateGrad(Node):
@@ -111,11 +132,26 @@ class _RemovableHandle:
     __slots__ = ("_list", "_fn")
 
     def __init__(self, lst, fn):
+        lst.append(fn)
         self._list, self._fn = lst, fn
 
     def remove(self) -> None:
         if self._fn in self._list:
             self._list.remove(self._fn)
+
+
+def on_arrays(array_rule=None):
+    """Give a gradient rule its array form, used when no graph of the gradient is wanted.
+
+    ``@on_arrays()`` marks a rule written with operators only (``g * r``), which runs
+    unchanged on numpy arrays; ``@on_arrays(fn)`` names a separate form taking the gradient
+    and the saved values as numpy arrays.  Either must return numpy arrays (or None) in
+    the same order as the tensor rule.
+    """
+    def mark(rule):
+        rule.on_arrays = array_rule or rule
+        return rule
+    return mark
 
 
 def node_class(name: str):
@@ -164,6 +200,12 @@ class SavedTensor:
         else:
             self._tensor = t
 
+    def unpack_array(self, node):
+        """The saved array itself, after the same version check as ``unpack``."""
+        if self._vc[0] != self._version:
+            self.unpack(node)
+        return self._tensor._data if self._tensor is not None else self._data
+
     def unpack(self, node):
         if self._vc[0] != self._version:
             data = self._tensor._data if self._tensor is not None else self._data
@@ -190,8 +232,9 @@ def record(name: str, rule, inputs, outputs, saved=()):
     version checks; an op's outputs are recognised and stored without a cycle) and any
     other values the rule needs.  The caller checks that some input requires grad.
     """
+    # this runs for every op that records: plain loops, no helper calls on the common path
     edges, meta = [], []
-    for t in inputs:  # one plain loop: this runs for every op that records
+    for t in inputs:
         if isinstance(t, Tensor):
             fn = t.grad_fn
             if fn is not None:
@@ -204,24 +247,30 @@ def record(name: str, rule, inputs, outputs, saved=()):
         else:
             edges.append(_NO_EDGE)
             meta.append(None)
+    node = _new_object(_node_classes.get(name) or node_class(name))
+    node._rule = rule
+    node.next_functions = tuple(edges)
+    node._input_meta = tuple(meta)
+    node._seq = next(_sequence)
+    node._hooks = None
     if type(outputs) is tuple:
-        outs = outputs
-        node = node_class(name)(rule, tuple(edges), (), tuple(meta), len(outs))
-        for i, o in enumerate(outs):
+        node._num_outputs = len(outputs)
+        for i, o in enumerate(outputs):
             if o is not None and o.dtype._category >= 2:  # only floating/complex outputs get history
                 o.grad_fn, o._output_nr, o._requires_grad = node, i, True
+        node._saved = tuple([
+            SavedTensor(v, any(v is o for o in outputs)) if isinstance(v, Tensor) else v for v in saved])
     else:
-        outs = (outputs,)
-        node = node_class(name)(rule, tuple(edges), (), tuple(meta), 1)
+        node._num_outputs = 1
         if outputs.dtype._category >= 2:
-            outputs.grad_fn, outputs._requires_grad = node, True
-    if saved:
-        node._saved = tuple(
-            SavedTensor(s, s is outs[0] or (len(outs) > 1 and any(s is o for o in outs)))
-            if isinstance(s, Tensor) else s for s in saved)
+            outputs.grad_fn = node
+            outputs._requires_grad = True
+        node._saved = tuple([SavedTensor(v, v is outputs) if isinstance(v, Tensor) else v for v in saved]) \
+            if saved else ()
     return node
 
 
+_new_object = object.__new__
 _NO_EDGE = (None, 0)
 
 

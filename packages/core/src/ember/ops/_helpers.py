@@ -105,6 +105,40 @@ def fit_grad(g: Tensor, meta) -> Tensor:
     return g
 
 
+_PLAIN_FLOATS = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
+
+
+def fit_grad_array(g, meta):
+    """``fit_grad`` for a raw gradient array: numpy float32/float64 are summed and cast
+    here, anything else goes through the tensor form (low-precision accumulation, other
+    array modules)."""
+    shape, dtype = meta
+    if not isinstance(g, (_ndarray, numpy.generic)) or g.dtype not in _PLAIN_FLOATS \
+            or dtype.np not in _PLAIN_FLOATS:
+        return fit_grad(wrap(g), meta)._data
+    if g.shape != shape:
+        lead = g.ndim - len(shape)
+        dims = tuple(range(lead)) + tuple(
+            i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1)
+        if lead < 0 or any(s != 1 and g.shape[i + lead] != s for i, s in enumerate(shape)):
+            raise RuntimeError(f"Function returned an invalid gradient - got shape {list(g.shape)} "
+                               f"but expected shape compatible with {list(shape)}")
+        g = numpy.asarray(g.sum(axis=dims, keepdims=True) if dims else g).reshape(shape)
+    if g.dtype is not dtype.np:
+        g = g.astype(dtype.np)
+    return g
+
+
+def accumulate_grad_array(var: Tensor, g) -> None:
+    """AccumulateGrad for a raw gradient array (no graph of the gradient is built)."""
+    if var.grad is None:
+        var.grad = _make(numpy.array(g) if isinstance(g, (_ndarray, numpy.generic)) else be(wrap(g)).copy(g),
+                         var.dtype)
+    else:
+        var.grad._data += g
+        var.grad._vc[0] += 1
+
+
 def add_grads(a: Tensor, b: Tensor) -> Tensor:
     from .elementwise import add
     return add(a, b)

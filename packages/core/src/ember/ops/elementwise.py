@@ -8,10 +8,11 @@ import builtins
 import math
 
 import numpy
+from scipy.special import expit as _expit
 
 from .. import _dtype as D
 from .._tensor import Tensor, _make
-from ..autograd.graph import record
+from ..autograd.graph import on_arrays, record
 from ..backends import NUMPY
 from ._helpers import _STATE, be, check_same_device, inplace, needs_grad, operand, wrap
 
@@ -32,6 +33,7 @@ def _fast_pair(a, b) -> bool:
 
 
 _FAST_SCALAR_DTYPES = (D.float32, D.float64, D.float16)
+_PLAIN_FLOATS = (D.float32, D.float64)
 
 
 def _fast_scalar(a, b) -> bool:
@@ -123,6 +125,7 @@ def add(input, other, *, alpha=1, out=None):
     return _out(r, out)
 
 
+@on_arrays()
 def _add_rule(g, alpha):
     return g, (g if alpha == 1 else g * alpha)
 
@@ -155,6 +158,7 @@ def sub(input, other, *, alpha=1, out=None, _node="SubBackward0"):
     return _out(r, out)
 
 
+@on_arrays()
 def _sub_rule(g, alpha):
     return g, -g if alpha == 1 else g * -alpha
 
@@ -194,6 +198,7 @@ def mul(input, other, *, out=None):
     return _out(r, out)
 
 
+@on_arrays()
 def _mul_rule(g, a, b):
     return (None if b is None else g * b), (None if a is None else g * a)
 
@@ -262,10 +267,12 @@ def _check_int_zero_division(other):
         raise RuntimeError("ZeroDivisionError")
 
 
+@on_arrays()
 def _div_rule(g, a, b, a_needs):
     return (g / b if a_needs else None), (None if a is None else -g * a / (b * b))
 
 
+@on_arrays()
 def _zero_rule2(g):
     return g * 0, g * 0
 
@@ -348,6 +355,7 @@ def _int_power(xp, x, y):
     return xp.astype(xp.where(neg, xp.where(x == 1, 1, xp.where(x == -1, xp.where(odd, -one, one), 0)), r), r.dtype)
 
 
+@on_arrays()
 def _pow_scalar_rule(g, a, e):
     if e == 0:
         return g * 0
@@ -372,6 +380,7 @@ def neg(input, *, out=None):
     return _out(r, out)
 
 
+@on_arrays()
 def _neg_rule(g):
     return -g
 
@@ -428,21 +437,32 @@ def clamp(input, min=None, max=None, *, out=None):
     r = wrap(arr, dt)
     if needs_grad(input, min, max):
         record("ClampBackward0" if isinstance(min, Tensor) or isinstance(max, Tensor) else "ClampBackward1",
-               _clamp_rule, (input, min, max), r, (input, min, max))
+               _clamp_rule, (input, min, max), r, (input, min, max, (_req(input), _req(min), _req(max))))
     return _out(r, out)
 
 
-def _clamp_rule(g, x, lo, hi):
+def _clamp_grads(g, x, lo, hi, needs, masked):
     mask = None
     if lo is not None:
         mask = x >= lo
     if hi is not None:
         m2 = x <= hi
         mask = m2 if mask is None else mask & m2
-    gx = where(mask, g, 0.0) if _req(x) else None
-    glo = where(x < lo, g, 0.0) if _req(lo) else None
-    ghi = where(x > hi, g, 0.0) if _req(hi) else None
-    return gx, glo, ghi
+    return (masked(g, mask) if needs[0] else None, masked(g, x < lo) if needs[1] else None,
+            masked(g, x > hi) if needs[2] else None)
+
+
+@on_arrays(lambda g, x, lo, hi, needs: _clamp_grads(g, x, lo, hi, needs, masked_grad))
+def _clamp_rule(g, x, lo, hi, needs):
+    return _clamp_grads(g, x, lo, hi, needs, lambda g, mask: where(mask, g, 0.0))
+
+
+def masked_grad(g, mask):
+    """``g`` where ``mask`` else 0 on numpy arrays: a product, several times faster than
+    ``where`` on floats; ``where`` decides when ``g`` is not finite (inf * 0 is nan).  A
+    finite sum proves every element finite, and costs less than ``isfinite``."""
+    arr = g * mask
+    return arr if _NP.isfinite(arr.sum()) else _NP.where(mask, g, g.dtype.type(0))
 
 
 clip = clamp
@@ -494,6 +514,7 @@ def _masked_select_zero(xp, cond, input, other, dt):
     return arr if arr.dtype == dt.np and xp.all(xp.isfinite(arr)) else None
 
 
+@on_arrays(lambda g, cond: (None, masked_grad(g, cond), masked_grad(g, ~cond)))
 def _where_rule(g, cond):
     return None, where(cond, g, 0.0), where(cond, 0.0, g)
 
@@ -626,43 +647,79 @@ def _unary(x, fname, node, rule, save, out=None, keep_int=False):
     return _out(r, out)
 
 
+# Gradient rules of the unary ops; those written with operators only run unchanged on
+# arrays when no graph of the gradient is wanted.
+@on_arrays()
+def _exp_rule(g, r): return g * r
+@on_arrays()
+def _exp2_rule(g, r): return g * r * math.log(2.0)
+@on_arrays()
+def _log_rule(g, x): return g / x
+@on_arrays()
+def _log2_rule(g, x): return g / (x * math.log(2.0))
+@on_arrays()
+def _log10_rule(g, x): return g / (x * math.log(10.0))
+@on_arrays()
+def _log1p_rule(g, x): return g / (x + 1)
+@on_arrays()
+def _expm1_rule(g, r): return g * (r + 1)
+@on_arrays()
+def _sqrt_rule(g, r): return g / (2 * r)
+@on_arrays()
+def _rsqrt_rule(g, r): return -0.5 * g * r * r * r
+@on_arrays()
+def _tan_rule(g, r): return g * (1 + r * r)
+@on_arrays()
+def _tanh_rule(g, r): return g * (1 - r * r)
+@on_arrays()
+def _sigmoid_rule(g, r): return g * r * (1 - r)
+@on_arrays()
+def _reciprocal_rule(g, r): return -g * r * r
+@on_arrays(lambda g, x: g * _NP.sign(x))
+def _abs_rule(g, x): return g * sign(x)
+@on_arrays(lambda g, x: g * _NP.cos(x))
+def _sin_rule(g, x): return g * cos(x)
+@on_arrays(lambda g, x: -g * _NP.sin(x))
+def _cos_rule(g, x): return -g * sin(x)
+
+
 def abs(input, *, out=None):
-    return _unary(input, "abs", "AbsBackward0", lambda g, x: g * sign(x), "in", out, keep_int=True)
+    return _unary(input, "abs", "AbsBackward0", _abs_rule, "in", out, keep_int=True)
 
 
 absolute = abs
 
 
 def exp(input, *, out=None):
-    return _unary(input, "exp", "ExpBackward0", lambda g, r: g * r, "out", out)
+    return _unary(input, "exp", "ExpBackward0", _exp_rule, "out", out)
 
 
 def exp2(input, *, out=None):
-    return _unary(input, "exp2", "Exp2Backward0", lambda g, r: g * r * math.log(2.0), "out", out)
+    return _unary(input, "exp2", "Exp2Backward0", _exp2_rule, "out", out)
 
 
 def log(input, *, out=None):
-    return _unary(input, "log", "LogBackward0", lambda g, x: g / x, "in", out)
+    return _unary(input, "log", "LogBackward0", _log_rule, "in", out)
 
 
 def log2(input, *, out=None):
-    return _unary(input, "log2", "Log2Backward0", lambda g, x: g / (x * math.log(2.0)), "in", out)
+    return _unary(input, "log2", "Log2Backward0", _log2_rule, "in", out)
 
 
 def log10(input, *, out=None):
-    return _unary(input, "log10", "Log10Backward0", lambda g, x: g / (x * math.log(10.0)), "in", out)
+    return _unary(input, "log10", "Log10Backward0", _log10_rule, "in", out)
 
 
 def log1p(input, *, out=None):
-    return _unary(input, "log1p", "Log1PBackward0", lambda g, x: g / (x + 1), "in", out)
+    return _unary(input, "log1p", "Log1PBackward0", _log1p_rule, "in", out)
 
 
 def expm1(input, *, out=None):
-    return _unary(input, "expm1", "Expm1Backward0", lambda g, r: g * (r + 1), "out", out)
+    return _unary(input, "expm1", "Expm1Backward0", _expm1_rule, "out", out)
 
 
 def sqrt(input, *, out=None):
-    return _unary(input, "sqrt", "SqrtBackward0", lambda g, r: g / (2 * r), "out", out)
+    return _unary(input, "sqrt", "SqrtBackward0", _sqrt_rule, "out", out)
 
 
 def rsqrt(input, *, out=None):
@@ -671,37 +728,39 @@ def rsqrt(input, *, out=None):
     xp = bk.xp
     r = wrap(xp.reciprocal(xp.sqrt(operand(input, dt, bk))), dt)
     if needs_grad(input):
-        record("RsqrtBackward0", lambda g, r: -0.5 * g * r * r * r, (input,), r, (r,))
+        record("RsqrtBackward0", _rsqrt_rule, (input,), r, (r,))
     return _out(r, out)
 
 
 def sin(input, *, out=None):
-    return _unary(input, "sin", "SinBackward0", lambda g, x: g * cos(x), "in", out)
+    return _unary(input, "sin", "SinBackward0", _sin_rule, "in", out)
 
 
 def cos(input, *, out=None):
-    return _unary(input, "cos", "CosBackward0", lambda g, x: -g * sin(x), "in", out)
+    return _unary(input, "cos", "CosBackward0", _cos_rule, "in", out)
 
 
 def tan(input, *, out=None):
-    return _unary(input, "tan", "TanBackward0", lambda g, r: g * (1 + r * r), "out", out)
+    return _unary(input, "tan", "TanBackward0", _tan_rule, "out", out)
 
 
 def tanh(input, *, out=None):
-    return _unary(input, "tanh", "TanhBackward0", lambda g, r: g * (1 - r * r), "out", out)
+    return _unary(input, "tanh", "TanhBackward0", _tanh_rule, "out", out)
 
 
 def sigmoid(input, *, out=None):
     dt = input.dtype if input.dtype._category >= 2 else _float_default()
-    bk = be(input)
-    xp = bk.xp
-    x = operand(input, dt, bk)
-    # exp of -|x| never overflows; the two branches are the same function
-    e = xp.exp(-xp.abs(x))
-    arr = xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
-    r = wrap(arr, dt)
+    if type(input._data) is _ndarray and dt in _PLAIN_FLOATS:
+        r = _make(_expit(input._data), dt)  # scipy's logistic function: one pass, never overflows
+    else:
+        bk = be(input)
+        xp = bk.xp
+        x = operand(input, dt, bk)
+        # exp of -|x| never overflows; the two branches are the same function
+        e = xp.exp(-xp.abs(x))
+        r = wrap(xp.where(x >= 0, 1 / (1 + e), e / (1 + e)), dt)
     if needs_grad(input):
-        record("SigmoidBackward0", lambda g, r: g * r * (1 - r), (input,), r, (r,))
+        record("SigmoidBackward0", _sigmoid_rule, (input,), r, (r,))
     return _out(r, out)
 
 
@@ -714,6 +773,7 @@ def relu(input):
     return r
 
 
+@on_arrays(lambda g, r: masked_grad(g, r > 0))
 def _relu_rule(g, r):
     return where(r > 0, g, 0.0)
 
@@ -765,7 +825,7 @@ def square(input, *, out=None):
 
 
 def reciprocal(input, *, out=None):
-    return _unary(input, "reciprocal", "ReciprocalBackward0", lambda g, r: -g * r * r, "out", out)
+    return _unary(input, "reciprocal", "ReciprocalBackward0", _reciprocal_rule, "out", out)
 
 
 def erf(input, *, out=None):

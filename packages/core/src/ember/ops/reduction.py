@@ -7,11 +7,13 @@ from __future__ import annotations
 import builtins
 import math
 
+import numpy
+
 from .. import _dtype as D
 from .. import return_types
 from .._tensor import Tensor, _make, _wrap_dim
-from ..autograd.graph import record
-from ._helpers import be, needs_grad, wrap
+from ..autograd.graph import on_arrays, record
+from ._helpers import _STATE, be, needs_grad, wrap
 from .shape import expand, reshape, unsqueeze
 
 
@@ -47,10 +49,22 @@ def _expand_grad(g, shape, dims, keepdim):
 
 
 _LOW_FLOATS = ("float16", "bfloat16")
+_PLAIN_FLOATS = (D.float32, D.float64)
+_ndarray = numpy.ndarray
+
+
+def _np_sum(arr):
+    return numpy.asarray(numpy.add.reduce(arr, axis=None))
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum over ``dim`` (all dims when None). bool and integer inputs give int64."""
+    if dim is None and dtype is None and out is None and not keepdim and type(input._data) is _ndarray \
+            and input.dtype in _PLAIN_FLOATS:  # the loss-to-scalar case, without the general machinery
+        r = _make(_np_sum(input._data), input.dtype)
+        if _STATE.enabled and input._requires_grad:
+            record("SumBackward0", _sum_rule, (input,), r, (input._data.shape, None, False))
+        return r
     dims = _dims(dim, input.ndim)
     if dtype is not None:
         dt = D.to_dtype(dtype)
@@ -69,6 +83,12 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return r
 
 
+def _expand_grad_array(g, shape, dims, keepdim):
+    import numpy
+    return numpy.broadcast_to(g if keepdim else g.reshape(_keep_shape(shape, dims)), shape)
+
+
+@on_arrays(_expand_grad_array)
 def _sum_rule(g, shape, dims, keepdim):
     return _expand_grad(g, shape, dims, keepdim)
 
@@ -96,6 +116,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return r
 
 
+@on_arrays(lambda g, shape, dims, keepdim, n: _expand_grad_array(g / n, shape, dims, keepdim))
 def _mean_rule(g, shape, dims, keepdim, n):
     return _expand_grad(g / n, shape, dims, keepdim)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import builtins
 
 from .._tensor import _make, _wrap_dim
-from ..autograd.graph import record
+from ..autograd.graph import on_arrays, record
 from ._helpers import be, make_view, needs_grad
 
 
@@ -37,8 +37,9 @@ def _infer_shape(shape, numel: int) -> tuple:
     return tuple(shape)
 
 
+@on_arrays()
 def _reshape_rule(g, shape):
-    return reshape(g, shape)
+    return g.reshape(shape)
 
 
 def view(self, *shape):
@@ -113,7 +114,12 @@ def squeeze(input, dim=None):
 def unsqueeze(input, dim):
     d = _wrap_dim(dim, input.ndim + 1)
     arr = be(input).xp.expand_dims(input._data, axis=d)
-    return make_view(input, arr, lambda t: unsqueeze(t, d), "UnsqueezeBackward0", lambda g: squeeze(g, d))
+    return make_view(input, arr, lambda t: unsqueeze(t, d), "UnsqueezeBackward0", _unsqueeze_rule, (d,))
+
+
+@on_arrays(lambda g, d: g.squeeze(d))
+def _unsqueeze_rule(g, d):
+    return squeeze(g, d)
 
 
 def permute(input, *dims):
@@ -127,7 +133,12 @@ def permute(input, *dims):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
     arr = be(input).xp.permute_dims(input._data, dims)
     inverse = tuple(sorted(range(len(dims)), key=dims.__getitem__))
-    return make_view(input, arr, lambda t: permute(t, dims), "PermuteBackward0", lambda g: permute(g, inverse))
+    return make_view(input, arr, lambda t: permute(t, dims), "PermuteBackward0", _permute_rule, (inverse,))
+
+
+@on_arrays(lambda g, inverse: g.transpose(inverse))
+def _permute_rule(g, inverse):
+    return permute(g, inverse)
 
 
 def transpose(input, dim0, dim1):
@@ -138,8 +149,12 @@ def transpose(input, dim0, dim1):
     order = list(range(n))
     order[d0], order[d1] = d1, d0
     arr = be(input).xp.permute_dims(input._data, tuple(order))
-    return make_view(input, arr, lambda t: transpose(t, d0, d1), "TransposeBackward0",
-                     lambda g: transpose(g, d0, d1))
+    return make_view(input, arr, lambda t: transpose(t, d0, d1), "TransposeBackward0", _transpose_rule, (d0, d1))
+
+
+@on_arrays(lambda g, d0, d1: g.swapaxes(d0, d1))
+def _transpose_rule(g, d0, d1):
+    return transpose(g, d0, d1)
 
 
 swapaxes = swapdims = transpose
@@ -149,9 +164,12 @@ def t(input):
     """Transpose of a tensor with at most 2 dimensions."""
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    if input.ndim < 2:
-        return make_view(input, input._data[...], t, "TBackward0", lambda g: g)
-    return make_view(input, input._data.T, t, "TBackward0", t)
+    return make_view(input, input._data.T if input.ndim == 2 else input._data[...], t, "TBackward0", _t_rule)
+
+
+@on_arrays(lambda g: g.T)
+def _t_rule(g):
+    return t(g)
 
 
 def movedim(input, source, destination):
@@ -189,8 +207,13 @@ def expand(input, *sizes):
     if target == shape:
         return view(input, shape)
     arr = be(input).xp.broadcast_to(input._data, target)
+    return make_view(input, arr, lambda t: expand(t, target), "ExpandBackward0", _expand_rule, (shape,))
+
+
+@on_arrays(lambda g, shape: g)  # the engine sums a broadcast gradient back to the input's shape
+def _expand_rule(g, shape):
     from ._helpers import sum_to
-    return make_view(input, arr, lambda t: expand(t, target), "ExpandBackward0", lambda g: sum_to(g, shape))
+    return sum_to(g, shape)
 
 
 def expand_as(input, other):
@@ -214,6 +237,14 @@ def narrow(input, dim, start, length):
                      _slice_rule, (input._data.shape, idx))
 
 
+def _slice_rule_arrays(g, shape, idx):
+    import numpy
+    out = numpy.zeros(shape, dtype=g.dtype)
+    out[idx] = g
+    return out
+
+
+@on_arrays(_slice_rule_arrays)
 def _slice_rule(g, shape, idx):
     from .creation import zeros
     out = zeros(shape, dtype=g.dtype, device=g.device)

@@ -64,6 +64,8 @@ def assert_same(e, t, rtol=None, atol=None, check_dtype=True):
             assert e == t
         return
     assert isinstance(e, ember.Tensor), f"expected a Tensor, got {type(e).__name__}"
+    # a 0-d result must still hold an array (numpy hands back scalars from 0-d ufuncs)
+    assert not isinstance(e._data, np.generic), "the tensor holds a numpy scalar, not an array"
     assert tuple(e.shape) == tuple(t.shape), f"shape {tuple(e.shape)} != {tuple(t.shape)}"
     if check_dtype:
         assert dname(e.dtype) == dname(t.dtype), f"dtype {e.dtype} != {t.dtype}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 
 from . import grad_mode
-from .graph import SavedTensor, record
+from .graph import SavedTensor, record, saved_tensor
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
@@ -89,7 +89,7 @@ class Function(metaclass=_FunctionMeta):
             rule = functools.partial(_run_backward, cls, ctx, len(args), meta)
             node = record(cls._backward_name, rule, args, tensor_outs if len(outs) > 1 else tensor_outs[0])
             ctx._node = node
-            ctx._saved = tuple(SavedTensor(t, any(t is o for o in outs)) if isinstance(t, Tensor) else t
+            ctx._saved = tuple(saved_tensor(t, any(t is o for o in outs)) if isinstance(t, Tensor) else t
                                for t in ctx._to_save)
         else:
             ctx._saved = ctx._to_save

@@ -66,7 +66,7 @@ class Node:
     def _add_tensor_hook(self, output_nr: int, fn):
         return _RemovableHandle(self._hook_lists().tensor_pre.setdefault(output_nr, []), fn)
 
-    def _unpack_saved(self, retain_graph: bool, arrays: bool) -> list:
+    def _unpack_saved(self, retain_graph: bool) -> list:
         saved = self._saved
         if saved is None:
             raise RuntimeError(
@@ -77,13 +77,11 @@ class Node:
                 "you need to access saved tensors after calling backward.")
         if not retain_graph:
             self._saved = None
-        if arrays:
-            return [s.unpack_array(self) if type(s) is SavedTensor else s for s in saved]
         return [s.unpack(self) if type(s) is SavedTensor else s for s in saved]
 
     def apply(self, grads: list, retain_graph: bool):
         """Run the rule on the gradients of this node's outputs; return one per input."""
-        saved = self._unpack_saved(retain_graph, False)
+        saved = self._unpack_saved(retain_graph)
         if self._num_outputs == 1:
             result = self._rule(grads[0], *saved)
         else:
@@ -94,7 +92,19 @@ class Node:
         """Run the rule's array form (``rule.on_arrays``) on the raw gradient array of this
         single-output node: saved tensors are handed over as their arrays.  Used when no
         graph of the gradient is wanted."""
-        result = self._rule.on_arrays(grad, *self._unpack_saved(retain_graph, True))
+        saved = self._saved
+        if saved is None:
+            self._unpack_saved(retain_graph)  # raises: the graph was freed
+        if not retain_graph:
+            self._saved = None
+        args = [grad]
+        for s in saved:  # SavedTensor.unpack inlined for arrays: this runs for every node
+            if type(s) is SavedTensor:
+                if s._vc[0] != s._version:
+                    s.unpack(self)  # raises the in-place modification error
+                s = s._data if s._tensor is None else s._tensor._data
+            args.append(s)
+        result = self._rule.on_arrays(*args)
         return result if type(result) is tuple else (result,)
 
     def _release_variables(self):
@@ -190,22 +200,6 @@ class SavedTensor:
 
     __slots__ = ("_tensor", "_data", "_dtype", "_vc", "_version", "_output_nr", "_requires_grad")
 
-    def __init__(self, t, is_output: bool):
-        self._vc = t._vc
-        self._version = t._vc[0]
-        if is_output:
-            self._tensor = None
-            self._data, self._dtype = t._data, t.dtype
-            self._output_nr, self._requires_grad = t._output_nr, t._requires_grad
-        else:
-            self._tensor = t
-
-    def unpack_array(self, node):
-        """The saved array itself, after the same version check as ``unpack``."""
-        if self._vc[0] != self._version:
-            self.unpack(node)
-        return self._tensor._data if self._tensor is not None else self._data
-
     def unpack(self, node):
         if self._vc[0] != self._version:
             data = self._tensor._data if self._tensor is not None else self._data
@@ -258,16 +252,45 @@ def record(name: str, rule, inputs, outputs, saved=()):
         for i, o in enumerate(outputs):
             if o is not None and o.dtype._category >= 2:  # only floating/complex outputs get history
                 o.grad_fn, o._output_nr, o._requires_grad = node, i, True
-        node._saved = tuple([
-            SavedTensor(v, any(v is o for o in outputs)) if isinstance(v, Tensor) else v for v in saved])
+        node._saved = tuple([(_saved_output(v) if any(v is o for o in outputs) else _saved_input(v))
+                             if isinstance(v, Tensor) else v for v in saved])
     else:
         node._num_outputs = 1
         if outputs.dtype._category >= 2:
             outputs.grad_fn = node
             outputs._requires_grad = True
-        node._saved = tuple([SavedTensor(v, v is outputs) if isinstance(v, Tensor) else v for v in saved]) \
-            if saved else ()
+        if saved:
+            packed = []
+            for v in saved:
+                if isinstance(v, Tensor):
+                    v = _saved_output(v) if v is outputs else _saved_input(v)
+                packed.append(v)
+            node._saved = tuple(packed)
+        else:
+            node._saved = ()
     return node
+
+
+def saved_tensor(t, is_output: bool) -> SavedTensor:
+    """``t`` kept for backward (an op's output is kept without its grad_fn)."""
+    return _saved_output(t) if is_output else _saved_input(t)
+
+
+def _saved_input(t) -> SavedTensor:
+    s = _new_object(SavedTensor)
+    s._vc = vc = t._vc
+    s._version = vc[0]
+    s._tensor = t
+    return s
+
+
+def _saved_output(t) -> SavedTensor:
+    s = _new_object(SavedTensor)
+    s._vc = vc = t._vc
+    s._version = vc[0]
+    s._tensor = None
+    s._data, s._dtype, s._output_nr, s._requires_grad = t._data, t.dtype, t._output_nr, t._requires_grad
+    return s
 
 
 _new_object = object.__new__

@@ -636,6 +636,11 @@ def _name(d):
 
 def _unary(x, fname, node, rule, save, out=None, keep_int=False):
     """``xp.<fname>`` on x (integers become the default float unless ``keep_int``)."""
+    if out is None and type(x._data) is _ndarray and x.dtype in _PLAIN_FLOATS:
+        r = _fast_result(getattr(_NP, fname)(x._data), x.dtype)
+        if rule is not None and _STATE.enabled and x._requires_grad:
+            record(node, rule, (x,), r, (r,) if save == "out" else (x,))
+        return r
     dt = x.dtype
     if not keep_int and dt._category < 2:
         dt = _float_default()
@@ -751,7 +756,7 @@ def tanh(input, *, out=None):
 def sigmoid(input, *, out=None):
     dt = input.dtype if input.dtype._category >= 2 else _float_default()
     if type(input._data) is _ndarray and dt in _PLAIN_FLOATS:
-        r = _make(_expit(input._data), dt)  # scipy's logistic function: one pass, never overflows
+        r = _fast_result(_expit(input._data), dt)  # scipy's logistic function: one pass, never overflows
     else:
         bk = be(input)
         xp = bk.xp
@@ -766,9 +771,8 @@ def sigmoid(input, *, out=None):
 
 def relu(input):
     """max(input, 0); the gradient is 1 where the result is positive."""
-    xp = be(input).xp
-    r = wrap(xp.maximum(input._data, 0), input.dtype)
-    if needs_grad(input):
+    r = wrap(be(input).xp.maximum(input._data, 0), input.dtype)
+    if _STATE.enabled and input._requires_grad:
         record("ReluBackward0", _relu_rule, (input,), r, (r,))
     return r
 

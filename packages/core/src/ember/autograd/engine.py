@@ -64,7 +64,7 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     ``inputs`` when given; ``accumulate=False`` (``autograd.grad``) returns the gradients
     of ``inputs`` (None for an input the outputs do not depend on) and touches no ``.grad``.
     """
-    from ..ops._helpers import accumulate_grad, accumulate_grad_array, add_grads, fit_grad, fit_grad_array, wrap
+    from ..ops._helpers import add_grads, fit_grad, fit_grad_array, wrap
 
     roots = []
     for i, t in enumerate(tensors):
@@ -116,44 +116,30 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
         while ready:
             node = pop(ready)[1]
             grads = buffers.pop(node, None) or [None] * node._num_outputs
-            hooked = node._hooks is not None and node._hooks
-            if hooked:
-                if on_arrays:  # hooks see tensors
-                    grads = [None if g is None else wrap(g) for g in grads]
-                grads = _run_pre_hooks(node._hooks, grads)
-            if targets is not None and node in targets:
-                for nr in targets[node]:
-                    captured[(node, nr)] = grads[nr]
-            if type(node) is AccumulateGrad:
-                if accumulate and (targets is None or node in targets) and grads[0] is not None:
-                    if on_arrays and not hooked:
-                        accumulate_grad_array(node.variable, grads[0])
-                    else:
-                        accumulate_grad(node.variable, grads[0])
-                continue
-            if grads[0] is None and (len(grads) == 1 or all(g is None for g in grads)):
-                results = (None,) * len(node.next_functions)
-            elif not on_arrays:
-                results = _apply(node, grads, retain_graph)
-            elif (hooked or type(grads[0]) is not ndarray or node._num_outputs != 1
-                  or getattr(node._rule, "on_arrays", None) is None):
-                if not hooked:
-                    grads = [None if g is None else wrap(g) for g in grads]
-                results = [None if r is None else r._data
-                           for r in _apply(node, grads, retain_graph)]
-            else:
+            array_rule = getattr(node._rule, "on_arrays", None) if on_arrays else None
+            if (array_rule is not None and node._hooks is None and targets is None and type(grads[0]) is ndarray
+                    and node._num_outputs == 1):  # the common case, kept lean
                 results = node.apply_on_arrays(grads[0], retain_graph)
+            else:
+                results = _run_node(node, grads, retain_graph, on_arrays, targets, captured, accumulate)
+                if results is None:
+                    continue
             for (child, nr), g, meta in zip(node.next_functions, results, node._input_meta):
                 if child is None or child not in deps:
                     continue
                 if g is not None:
-                    if (g.shape != meta[0] or g.dtype is not meta[1].np) if on_arrays else (
+                    if (g.shape != meta[0] or g.dtype is not meta[2]) if on_arrays else (
                             g._data.shape != meta[0] or g.dtype is not meta[1]):
                         g = fit(g, meta)
                     buf = buffers.get(child)
                     if buf is None:
-                        buf = buffers[child] = [None] * child._num_outputs
-                    buf[nr] = g if buf[nr] is None else add(buf[nr], g)
+                        if child._num_outputs == 1:
+                            buffers[child] = [g]
+                        else:
+                            buf = buffers[child] = [None] * child._num_outputs
+                            buf[nr] = g
+                    else:
+                        buf[nr] = g if buf[nr] is None else add(buf[nr], g)
                 left = deps[child] - 1
                 deps[child] = left
                 if left == 0:
@@ -167,6 +153,38 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
             out.append(wrap(g) if on_arrays and g is not None and not isinstance(g, _tensor.Tensor) else g)
         return tuple(out)
     return None
+
+
+def _run_node(node, grads, retain_graph, on_arrays, targets, captured, accumulate):
+    """Everything but the common case: hooks (they see tensors), captured gradients of
+    ``inputs``, leaves, nodes without gradients, rules without an array form.  Returns the
+    gradients of the node's inputs (arrays when ``on_arrays``), or None when none flow on."""
+    from ..ops._helpers import accumulate_grad, accumulate_grad_array, wrap
+    hooked = bool(node._hooks)
+    if hooked:
+        if on_arrays:
+            grads = [None if g is None else wrap(g) for g in grads]
+        grads = _run_pre_hooks(node._hooks, grads)
+    if targets is not None and node in targets:
+        for nr in targets[node]:
+            captured[(node, nr)] = grads[nr]
+    if type(node) is AccumulateGrad:
+        if accumulate and (targets is None or node in targets) and grads[0] is not None:
+            if on_arrays and not hooked:
+                accumulate_grad_array(node.variable, grads[0])
+            else:
+                accumulate_grad(node.variable, grads[0])
+        return None
+    if all(g is None for g in grads):
+        return (None,) * len(node.next_functions)
+    if not on_arrays:
+        return _apply(node, grads, retain_graph)
+    if not hooked and type(grads[0]) is ndarray and node._num_outputs == 1 \
+            and getattr(node._rule, "on_arrays", None) is not None:
+        return node.apply_on_arrays(grads[0], retain_graph)
+    if not hooked:
+        grads = [None if g is None else wrap(g) for g in grads]
+    return [None if r is None else r._data for r in _apply(node, grads, retain_graph)]
 
 
 def _apply(node, grads, retain_graph):

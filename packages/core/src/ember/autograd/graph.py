@@ -129,7 +129,7 @@ class AccumulateGrad(Node):
     __slots__ = ("variable",)
 
     def __init__(self, variable):
-        super().__init__(None, (), (), ((variable.shape, variable.dtype),))
+        super().__init__(None, (), (), ((variable._data.shape, variable.dtype, variable._data.dtype),))
         self.variable = variable
 
     def apply(self, grads, retain_graph):
@@ -237,7 +237,8 @@ def record(name: str, rule, inputs, outputs, saved=()):
                 edges.append((grad_accumulator(t), 0))
             else:
                 edges.append(_NO_EDGE)
-            meta.append((t._data.shape, t.dtype))
+            data = t._data
+            meta.append((data.shape, t.dtype, data.dtype))
         else:
             edges.append(_NO_EDGE)
             meta.append(None)

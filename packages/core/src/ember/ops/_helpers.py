@@ -92,8 +92,9 @@ def sum_to(g: Tensor, shape) -> Tensor:
 
 
 def fit_grad(g: Tensor, meta) -> Tensor:
-    """Bring gradient ``g`` to its input's (shape, dtype): sum broadcast dims, cast."""
-    shape, dtype = meta
+    """Bring gradient ``g`` to its input's (shape, dtype, array dtype): sum broadcast dims,
+    cast."""
+    shape, dtype = meta[0], meta[1]
     if g._data.shape != shape:
         try:
             g = sum_to(g, shape)
@@ -112,7 +113,7 @@ def fit_grad_array(g, meta):
     """``fit_grad`` for a raw gradient array: numpy float32/float64 are summed and cast
     here, anything else goes through the tensor form (low-precision accumulation, other
     array modules)."""
-    shape, dtype = meta
+    shape, dtype = meta[0], meta[1]
     if not isinstance(g, (_ndarray, numpy.generic)) or g.dtype not in _PLAIN_FLOATS \
             or dtype.np not in _PLAIN_FLOATS:
         return fit_grad(wrap(g), meta)._data

@@ -156,6 +156,28 @@ def test_diamond_graph_runs_each_node_once():
     both(run)
 
 
+def test_leaf_gradients_never_share_memory():
+    """A leaf may take the engine's gradient array as its .grad without a copy only when
+    nothing else sees that array: not another leaf, not the caller's gradient, not a
+    retained graph."""
+    def grads(L):
+        a = L.ones(3, requires_grad=True)
+        b = L.ones(3, requires_grad=True)
+        c = L.full((3,), 2.0, requires_grad=True)
+        ((a + b) * c).sum().backward()  # the add rule hands one array to both a and b
+        a.grad += 1  # must not leak into b.grad
+        d = L.ones(3, requires_grad=True)
+        given = L.full((3,), 5.0)
+        d.clone().backward(given)  # the clone rule passes the caller's gradient through
+        given += 1
+        e = L.ones(3, requires_grad=True)
+        y = e * 3.0
+        y.backward(L.ones(3), retain_graph=True)
+        y.backward(L.ones(3))  # accumulates into e.grad, whose first value must be its own
+        return a.grad, b.grad, c.grad, d.grad, e.grad
+    both(grads)
+
+
 def test_leaf_and_non_leaf_rules():
     for L in (torch, ember):
         x = L.tensor([1.0, 2.0], requires_grad=True)
@@ -185,6 +207,14 @@ def test_tensor_hooks():
         (x * 3 * x).sum().backward()
         return seen[0], g1, x.grad
     both(run)
+
+    def hook_before_any_op(L):  # the leaf keeps its hook until an op uses it
+        w = L.tensor([1.0, 2.0], requires_grad=True)
+        w.register_hook(lambda g: g * 2)
+        (w * w).sum().backward()
+        (w * 3).sum().backward()
+        return w.grad
+    both(hook_before_any_op)
     for L in (torch, ember):
         with pytest.raises(RuntimeError):
             L.ones(2).register_hook(lambda g: g)

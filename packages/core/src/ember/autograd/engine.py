@@ -5,6 +5,11 @@ wanted gradient, how many gradients will flow into it; a node runs once all of t
 arrived, newest node first (as torch orders by sequence number).  Each gradient is
 brought back to its input's shape (summing broadcast dimensions) and dtype here, in one
 place, so gradient rules may return broadcast results.
+
+Without ``create_graph`` (every ``loss.backward()``) gradients flow as raw arrays and
+rules run in their array form (``graph.on_arrays``) where they have one: no tensor or
+node is made for a gradient.  Hooks, custom Functions and rules without an array form
+see tensors, wrapped around the same arrays.
 """
 
 from __future__ import annotations
@@ -144,6 +149,7 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                 deps[child] = left
                 if left == 0:
                     push(ready, (-child._seq, child))
+            g = results = None  # the buffers hold the gradients now (so a leaf may take its own)
 
     if not accumulate:
         out = []
@@ -169,11 +175,12 @@ def _run_node(node, grads, retain_graph, on_arrays, targets, captured, accumulat
         for nr in targets[node]:
             captured[(node, nr)] = grads[nr]
     if type(node) is AccumulateGrad:
-        if accumulate and (targets is None or node in targets) and grads[0] is not None:
+        leaf = node.variable
+        if accumulate and (targets is None or node in targets) and grads[0] is not None and leaf is not None:
             if on_arrays and not hooked:
-                accumulate_grad_array(node.variable, grads[0])
+                accumulate_grad_array(leaf, grads[0])
             else:
-                accumulate_grad(node.variable, grads[0])
+                accumulate_grad(leaf, grads[0])
         return None
     if all(g is None for g in grads):
         return (None,) * len(node.next_functions)

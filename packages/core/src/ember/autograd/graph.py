@@ -124,13 +124,21 @@ class _NodeHooks:
 
 
 class AccumulateGrad(Node):
-    """The sink of a leaf tensor: adds the incoming gradient into ``tensor.grad``."""
+    """The sink of a leaf tensor: adds the incoming gradient into ``tensor.grad``.
 
-    __slots__ = ("variable",)
+    The leaf holds its accumulator (so hooks registered on the leaf last as long as it
+    does) and the accumulator holds the leaf weakly (so neither keeps the other alive)."""
+
+    __slots__ = ("_variable",)
 
     def __init__(self, variable):
-        super().__init__(None, (), (), ((variable._data.shape, variable.dtype, variable._data.dtype),))
-        self.variable = variable
+        super().__init__(None, (), (), ())
+        self._variable = weakref.ref(variable)
+
+    @property
+    def variable(self):
+        """The leaf tensor (None once it has been freed)."""
+        return self._variable()
 
     def apply(self, grads, retain_graph):
         from ..ops._helpers import accumulate_grad
@@ -172,12 +180,10 @@ def node_class(name: str):
 
 
 def grad_accumulator(t) -> AccumulateGrad:
-    """The one AccumulateGrad node of leaf ``t`` (kept through a weak reference)."""
-    ref = t._acc
-    acc = ref() if ref is not None else None
+    """The one AccumulateGrad node of leaf ``t``, made on first use."""
+    acc = t._acc
     if acc is None:
-        acc = AccumulateGrad(t)
-        t._acc = weakref.ref(acc)
+        acc = t._acc = AccumulateGrad(t)
     return acc
 
 

@@ -3,6 +3,8 @@ fitting (the one place broadcast gradients are summed back), views and in-place 
 
 from __future__ import annotations
 
+import sys
+
 import numpy
 
 from .. import _dtype as D
@@ -131,13 +133,37 @@ def fit_grad_array(g, meta):
 
 
 def accumulate_grad_array(var: Tensor, g) -> None:
-    """AccumulateGrad for a raw gradient array (no graph of the gradient is built)."""
+    """AccumulateGrad for a raw gradient array (no graph of the gradient is built).
+
+    The first gradient becomes ``.grad`` without a copy when nothing else can see it, as
+    torch steals a gradient it holds the only reference to: a contiguous, writeable
+    numpy array that owns its memory, referenced only by the engine's buffer (the
+    engine drops its own references before calling here).  Otherwise it is copied, since
+    a rule may hand one array to several inputs."""
     if var.grad is None:
-        var.grad = _make(numpy.array(g) if isinstance(g, (_ndarray, numpy.generic)) else be(wrap(g)).copy(g),
-                         var.dtype)
+        if type(g) is _ndarray and g.base is None and sys.getrefcount(g) <= _SOLE_OWNER_REFS \
+                and g.flags.c_contiguous and g.flags.writeable:
+            var.grad = _make(g, var.dtype)
+        else:
+            var.grad = _make(numpy.array(g) if isinstance(g, (_ndarray, numpy.generic)) else be(wrap(g)).copy(g),
+                             var.dtype)
     else:
         var.grad._data += g
         var.grad._vc[0] += 1
+
+
+def _refcount_probe(var, g) -> int:
+    return sys.getrefcount(g)
+
+
+def _sole_owner_refs() -> int:
+    """What ``sys.getrefcount`` reads inside ``accumulate_grad_array`` for an array held
+    by one list slot only (the count each call adds depends on the interpreter)."""
+    held = [numpy.empty(1)]
+    return _refcount_probe(None, held[0])
+
+
+_SOLE_OWNER_REFS = _sole_owner_refs()
 
 
 def add_grads(a: Tensor, b: Tensor) -> Tensor:

@@ -32,13 +32,13 @@ def _graph_order(roots):
         if root in seen:
             continue
         seen.add(root)
-        stack = [(root, iter(root.next_functions))]
+        stack = [(root, iter(root._edges))]
         while stack:
             node, children = stack[-1]
-            for child, _ in children:
+            for child, *_ in children:
                 if child is not None and child not in seen:
                     seen.add(child)
-                    stack.append((child, iter(child.next_functions)))
+                    stack.append((child, iter(child._edges)))
                     break
             else:
                 stack.pop()
@@ -51,7 +51,8 @@ def _dependencies(roots) -> dict:
     deps = dict.fromkeys(roots, 0)
     stack = list(deps)
     while stack:
-        for child, _ in stack.pop().next_functions:
+        for e in stack.pop()._edges:
+            child = e[0]
             if child is not None:
                 if child in deps:
                     deps[child] += 1
@@ -94,13 +95,13 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
     else:
         needed = set()
         for node in _graph_order(root_nodes):  # children come first, so their answer is known
-            if node in targets or any(c in needed for c, _ in node.next_functions if c is not None):
+            if node in targets or any(e[0] in needed for e in node._edges if e[0] is not None):
                 needed.add(node)
         deps = dict.fromkeys(needed, 0)
         for node in needed:
-            for child, _ in node.next_functions:
-                if child in needed:
-                    deps[child] += 1
+            for e in node._edges:
+                if e[0] in needed:
+                    deps[e[0]] += 1
 
     buffers: dict = {}
     on_arrays = not create_graph  # no graph of the gradient: gradients flow as raw arrays
@@ -129,13 +130,13 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                 results = _run_node(node, grads, retain_graph, on_arrays, targets, captured, accumulate)
                 if results is None:
                     continue
-            for (child, nr), g, meta in zip(node.next_functions, results, node._input_meta):
+            for (child, nr, shape, dtype, array_dtype), g in zip(node._edges, results):
                 if child is None or child not in deps:
                     continue
                 if g is not None:
-                    if (g.shape != meta[0] or g.dtype is not meta[2]) if on_arrays else (
-                            g._data.shape != meta[0] or g.dtype is not meta[1]):
-                        g = fit(g, meta)
+                    if (g.shape != shape or g.dtype is not array_dtype) if on_arrays else (
+                            g._data.shape != shape or g.dtype is not dtype):
+                        g = fit(g, shape, dtype)
                     buf = buffers.get(child)
                     if buf is None:
                         if child._num_outputs == 1:
@@ -183,7 +184,7 @@ def _run_node(node, grads, retain_graph, on_arrays, targets, captured, accumulat
                 accumulate_grad(leaf, grads[0])
         return None
     if all(g is None for g in grads):
-        return (None,) * len(node.next_functions)
+        return (None,) * len(node._edges)
     if not on_arrays:
         return _apply(node, grads, retain_graph)
     if not hooked and type(grads[0]) is ndarray and node._num_outputs == 1 \

@@ -24,17 +24,21 @@ class Node:
     """One recorded op. Subclassed once per name so that ``type(node).__name__`` reads
     ``MulBackward0`` as in torch.  ``_saved`` is None once backward has freed it."""
 
-    __slots__ = ("next_functions", "_rule", "_saved", "_input_meta", "_seq", "_num_outputs", "_hooks",
-                 "__weakref__")
+    __slots__ = ("_edges", "_rule", "_saved", "_seq", "_num_outputs", "_hooks", "__weakref__")
 
-    def __init__(self, rule, next_functions, saved, input_meta, num_outputs=1):
+    def __init__(self, rule, edges, saved, num_outputs=1):
         self._rule = rule
-        self.next_functions = next_functions
+        self._edges = edges
         self._saved = saved
-        self._input_meta = input_meta
         self._seq = next(_sequence)
         self._num_outputs = num_outputs
         self._hooks = None
+
+    @property
+    def next_functions(self) -> tuple:
+        """``(node, output_nr)`` for each input: where its gradient goes ((None, 0) for an
+        input that needs none)."""
+        return tuple((e[0], e[1]) for e in self._edges)
 
     def name(self) -> str:
         return type(self).__name__
@@ -132,7 +136,7 @@ class AccumulateGrad(Node):
     __slots__ = ("_variable",)
 
     def __init__(self, variable):
-        super().__init__(None, (), (), ())
+        super().__init__(None, (), ())
         self._variable = weakref.ref(variable)
 
     @property
@@ -232,26 +236,25 @@ def record(name: str, rule, inputs, outputs, saved=()):
     version checks; an op's outputs are recognised and stored without a cycle) and any
     other values the rule needs.  The caller checks that some input requires grad.
     """
-    # this runs for every op that records: plain loops, no helper calls on the common path
-    edges, meta = [], []
+    # this runs for every op that records: plain loops, no helper calls on the common path.
+    # An edge is (node, output_nr, shape, dtype, array dtype): where the gradient of an
+    # input goes, and the shape and dtype the engine brings it to.
+    edges = []
     for t in inputs:
         if isinstance(t, Tensor):
+            data = t._data
             fn = t.grad_fn
             if fn is not None:
-                edges.append((fn, t._output_nr))
+                edges.append((fn, t._output_nr, data.shape, t.dtype, data.dtype))
             elif t._requires_grad:
-                edges.append((grad_accumulator(t), 0))
+                edges.append((t._acc or grad_accumulator(t), 0, data.shape, t.dtype, data.dtype))
             else:
                 edges.append(_NO_EDGE)
-            data = t._data
-            meta.append((data.shape, t.dtype, data.dtype))
         else:
             edges.append(_NO_EDGE)
-            meta.append(None)
     node = _new_object(_node_classes.get(name) or node_class(name))
     node._rule = rule
-    node.next_functions = tuple(edges)
-    node._input_meta = tuple(meta)
+    node._edges = tuple(edges)
     node._seq = next(_sequence)
     node._hooks = None
     if type(outputs) is tuple:
@@ -301,7 +304,7 @@ def _saved_output(t) -> SavedTensor:
 
 
 _new_object = object.__new__
-_NO_EDGE = (None, 0)
+_NO_EDGE = (None, 0, None, None, None)
 
 
 from .._tensor import Tensor, _make  # noqa: E402  (the tensor module imports this one lazily)

@@ -93,10 +93,8 @@ def sum_to(g: Tensor, shape) -> Tensor:
     return out
 
 
-def fit_grad(g: Tensor, meta) -> Tensor:
-    """Bring gradient ``g`` to its input's (shape, dtype, array dtype): sum broadcast dims,
-    cast."""
-    shape, dtype = meta[0], meta[1]
+def fit_grad(g: Tensor, shape, dtype) -> Tensor:
+    """Bring gradient ``g`` to its input's shape and dtype: sum broadcast dims, cast."""
     if g._data.shape != shape:
         try:
             g = sum_to(g, shape)
@@ -111,14 +109,13 @@ def fit_grad(g: Tensor, meta) -> Tensor:
 _PLAIN_FLOATS = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
 
 
-def fit_grad_array(g, meta):
+def fit_grad_array(g, shape, dtype):
     """``fit_grad`` for a raw gradient array: numpy float32/float64 are summed and cast
     here, anything else goes through the tensor form (low-precision accumulation, other
     array modules)."""
-    shape, dtype = meta[0], meta[1]
     if not isinstance(g, (_ndarray, numpy.generic)) or g.dtype not in _PLAIN_FLOATS \
             or dtype.np not in _PLAIN_FLOATS:
-        return fit_grad(wrap(g), meta)._data
+        return fit_grad(wrap(g), shape, dtype)._data
     if g.shape != shape:
         lead = g.ndim - len(shape)
         dims = tuple(range(lead)) + tuple(

@@ -13,12 +13,17 @@ import ember.optim
 STEPS = 20
 
 
-def _problem(seed=0):
+# "large" has a weight of 20480 floats: big enough for the BLAS update path (ember._blas)
+SIZES = {"small": (3, 4), "large": (128, 160)}
+
+
+def _problem(seed=0, size="small"):
+    out_features, in_features = SIZES[size]
     g = torch.Generator().manual_seed(seed)
-    W = torch.randn(3, 4, generator=g)
-    b = torch.randn(3, generator=g)
-    X = torch.randn(16, 4, generator=g)
-    Y = torch.randn(16, 3, generator=g)
+    W = torch.randn(out_features, in_features, generator=g) / in_features ** 0.5
+    b = torch.randn(out_features, generator=g)
+    X = torch.randn(16, in_features, generator=g)
+    Y = torch.randn(16, out_features, generator=g)
     return W, b, X, Y
 
 
@@ -48,10 +53,10 @@ def _run(lib, opt_cls, kwargs, params, loss_fn, steps=STEPS, use_closure=False):
     return opt, traj
 
 
-def _compare(opt_name, kwargs, problem="lsq", use_closure=False):
+def _compare(opt_name, kwargs, problem="lsq", use_closure=False, size="small"):
     tcls, ecls = getattr(torch.optim, opt_name), getattr(ember.optim, opt_name)
     if problem == "lsq":
-        W, b, X, Y = _problem()
+        W, b, X, Y = _problem(size=size)
         tp = [W.clone().requires_grad_(), b.clone().requires_grad_()]
         ep = [to_ember(W, True), to_ember(b, True)]
         eX, eY = to_ember(X), to_ember(Y)
@@ -91,14 +96,16 @@ ADAM_CASES = [
 ]
 
 
+@pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("kwargs", SGD_CASES)
-def test_sgd_trajectory(kwargs):
-    _compare("SGD", kwargs)
+def test_sgd_trajectory(kwargs, size):
+    _compare("SGD", kwargs, size=size)
 
 
+@pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("kwargs", ADAM_CASES)
-def test_adam_trajectory(kwargs):
-    _compare("Adam", kwargs)
+def test_adam_trajectory(kwargs, size):
+    _compare("Adam", kwargs, size=size)
 
 
 @pytest.mark.parametrize("kwargs", ADAM_CASES + [dict(lr=0.05), dict(lr=0.02, weight_decay=0.5, amsgrad=True)])

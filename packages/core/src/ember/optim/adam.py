@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from .._blas import axpby, axpy
 from .optimizer import Optimizer, _check_lr, _state_zeros_like, _step_tensor, _step_wrapper
 
 __all__ = ["Adam", "adam_update"]
@@ -30,13 +31,9 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float
         else:
             g = g + weight_decay * param
     scratch = xp.empty_like(exp_avg)  # an array even for a 0-d parameter (ufuncs return scalars there)
-    xp.subtract(g, exp_avg, out=scratch)
-    scratch *= 1 - beta1
-    exp_avg += scratch  # exp_avg.lerp_(g, 1 - beta1)
-    exp_avg_sq *= beta2
+    axpby(1 - beta1, g, beta1, exp_avg)  # exp_avg.lerp_(g, 1 - beta1)
     xp.multiply(g, g, out=scratch)
-    scratch *= 1 - beta2
-    exp_avg_sq += scratch
+    axpby(1 - beta2, scratch, beta2, exp_avg_sq)
     bias_correction1 = 1 - beta1 ** step
     bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
     if amsgrad:
@@ -47,8 +44,7 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float
     scratch /= bias_correction2_sqrt
     scratch += eps
     xp.divide(exp_avg, scratch, out=scratch)
-    scratch *= lr / bias_correction1
-    param -= scratch  # param.addcdiv_(exp_avg, denom, value=-step_size)
+    axpy(-lr / bias_correction1, scratch, param)  # param.addcdiv_(exp_avg, denom, value=-step_size)
 
 
 class Adam(Optimizer):

@@ -5,6 +5,7 @@ Source: https://pytorch.org/docs/stable/generated/torch.optim.SGD.html
 
 from __future__ import annotations
 
+from .._blas import axpby, axpy
 from .optimizer import Optimizer, _check_lr, _step_wrapper
 
 __all__ = ["SGD", "sgd_update"]
@@ -26,10 +27,9 @@ def sgd_update(param, grad, buf, *, lr: float, momentum: float, dampening: float
         if first:
             buf[...] = d
         else:
-            buf *= momentum
-            buf += d if dampening == 0 else (1 - dampening) * d
+            axpby(1 - dampening, d, momentum, buf)
         d = d + momentum * buf if nesterov else buf
-    param -= lr * d
+    axpy(-lr, d, param)
 
 
 class SGD(Optimizer):

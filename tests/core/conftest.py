@@ -78,3 +78,10 @@ def assert_same(e, t, rtol=None, atol=None, check_dtype=True):
                                    equal_nan=True)
     else:
         np.testing.assert_array_equal(ea, ta)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Report how much of torch's namespace the conformance table checked in this run."""
+    from torch_namespace import COVERED, coverage_line
+    if COVERED:
+        terminalreporter.write_line(coverage_line())

@@ -371,6 +371,10 @@ class Tensor:
     def mT(self):
         return _ops.transpose(self, -2, -1)
 
+    def polygamma(self, n):
+        """The ``n``-th derivative of digamma at each element (torch.Tensor.polygamma)."""
+        return _ops.polygamma(n, self)
+
     @classmethod
     def _from_tensor(cls, t):
         return t
@@ -440,6 +444,9 @@ gather scatter scatter_ scatter_add scatter_add_ index_select masked_fill masked
 sort argsort topk matmul mm bmm mv dot
 to float double half bfloat16 long int short bool byte char type_as cpu cuda clone copy_ fill_ zero_
 new_tensor new_zeros new_ones new_full new_empty uniform_ normal_ bernoulli_ softmax log_softmax
+asin acos atan sinh cosh asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh erf erfc erfinv lgamma
+digamma i0 sinc logit frac sgn deg2rad rad2deg positive atan2 arctan2 hypot copysign xlogy logaddexp logaddexp2
+float_power exp2
 """.split()
 
 

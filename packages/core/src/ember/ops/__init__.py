@@ -6,9 +6,23 @@ it imports), so adding an op to a family is enough to publish it.
 
 from types import FunctionType as _Function
 
-from . import activation, conv, conversion, creation, elementwise, indexing, linalg, loss, norm, pool, reduction, shape
+from . import (
+    activation,
+    conv,
+    conversion,
+    creation,
+    elementwise,
+    elementwise_math,
+    indexing,
+    linalg,
+    loss,
+    norm,
+    pool,
+    reduction,
+    shape,
+)
 
-_FAMILIES = (conversion, creation, elementwise, indexing, linalg, reduction, shape,
+_FAMILIES = (conversion, creation, elementwise, elementwise_math, indexing, linalg, reduction, shape,
              activation, conv, loss, norm, pool)
 
 

@@ -829,7 +829,7 @@ def round(input, *, decimals=0, out=None):
 
 
 def square(input, *, out=None):
-    return mul(input, input, out=out) if input.dtype is not D.bool_ else input.to(D.int64) * input.to(D.int64)
+    return pow(input, 2, out=out) if input.dtype is not D.bool_ else input.to(D.int64) * input.to(D.int64)
 
 
 def reciprocal(input, *, out=None):

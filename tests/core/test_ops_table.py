@@ -593,6 +593,22 @@ def test_gradcheck(name):
     assert ember.autograd.gradcheck(fn, tuple(leaves), eps=1e-6, atol=1e-5, rtol=1e-3)
 
 
+@pytest.mark.parametrize("name", GRADCHECK_CASES)
+def test_gradgradcheck(name):
+    """Second derivatives of the first sample in float64, by finite differences of ember's
+    own gradient (the gradient rules are differentiable ember ops)."""
+    op = OPS_BY_NAME[name]
+    s = op.samples[0]
+    _, leaves = build(ember, s, True, dtype=np.float64)
+
+    def fn(*xs):
+        args, _ = build(ember, s, True, dtype=np.float64, given=iter(xs))
+        out = op.fn(ember, *args, **s.kwargs)
+        return tuple(o for o in tensors_of(out) if o.dtype.is_floating_point)
+
+    assert ember.autograd.gradgradcheck(fn, tuple(leaves), eps=1e-6, atol=1e-5, rtol=1e-3)
+
+
 @pytest.mark.parametrize("name,i", ERROR_CASES)
 def test_errors(name, i):
     op = OPS_BY_NAME[name]

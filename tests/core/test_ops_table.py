@@ -513,6 +513,53 @@ OPS += [
        grad=False),
 ]
 
+# rearranging: roll, triangles, diagonals, stacking and splitting helpers, strided views
+OPS += [
+    Op("roll", lambda L, a: (L.roll(a, 1, 0), a.roll((2, -1), (1, 0)), L.roll(a, 3)),
+       [Sample((f(3, 4),)), Sample((nc(f(4, 3)),))]),
+    Op("rot90", lambda L, a: (L.rot90(a), L.rot90(a, 2, (1, 0)), a.rot90(3, [0, 1]), L.rot90(a, 0)),
+       [Sample((f(3, 4),)), Sample((nc(f(2, 3)),))]),
+    Op("fliplr", lambda L, a: (L.fliplr(a), a.flipud()), [Sample((f(3, 4),)), Sample((nc(f(2, 3)),))]),
+    Op("tile", lambda L, a: (L.tile(a, (2,)), a.tile((2, 1, 3))), [Sample((f(2, 3),)), Sample((f(),))]),
+    Op("repeat_interleave", lambda L, a: (L.repeat_interleave(a, 2), a.repeat_interleave(2, dim=1),
+                                          L.repeat_interleave(a, L.tensor([1, 0, 2]), dim=1)),
+       [Sample((f(2, 3),)), Sample((nc(f(2, 3)),))]),
+    Op("repeat_interleave_counts", lambda L, a: L.repeat_interleave(a), [Sample((i64(4),))], grad=False),
+    Op("tril", lambda L, a: (L.tril(a), a.tril(1), L.tril(a, -1)), [Sample((f(3, 4),)), Sample((f(2, 3, 3),)),
+                                                                     Sample((nc(f(4, 3)),))],
+       errors=[(Sample((f(3),)), RuntimeError)]),
+    Op("triu", lambda L, a: (L.triu(a), a.triu(1), L.triu(a, -2)), [Sample((f(3, 4),)), Sample((f(2, 3, 3),))]),
+    Op("diagonal", lambda L, a: (L.diagonal(a), a.diagonal(1), L.diagonal(a, -1, 1, 0)),
+       [Sample((f(3, 4),)), Sample((nc(f(4, 3)),))], errors=[(Sample((f(3),)), IndexError)]),
+    Op("diagonal_3d", lambda L, a: (L.diagonal(a, 0, 0, 2), a.diagonal(dim1=-1, dim2=1)), [Sample((f(3, 4, 3),))]),
+    Op("diag_embed", lambda L, a: (L.diag_embed(a), L.diag_embed(a, 1), L.diag_embed(a, -1, 0, 2)),
+       [Sample((f(2, 3),))]),
+    Op("diag", lambda L, a: (L.diag(a), a.diag(1), L.diag(a, -1)), [Sample((f(3),)), Sample((f(3, 4),))]),
+    Op("diagflat", lambda L, a: (L.diagflat(a), L.diagflat(a, 1)), [Sample((f(2, 2),))]),
+    Op("trace", lambda L, a: L.trace(a), [Sample((f(3, 4),)), Sample((nc(f(3, 3)),))]),
+    Op("trace_int", lambda L, a: a.trace(), [Sample((i64(3, 3),))], grad=False),
+    Op("atleast", lambda L, a: (L.atleast_1d(a), L.atleast_2d(a), L.atleast_3d(a)),
+       [Sample((f(),)), Sample((f(3),)), Sample((f(2, 3),)), Sample((f(2, 2, 2),))]),
+    Op("atleast_many", lambda L, a, b: L.atleast_2d(a, b), [Sample((f(), f(3)))]),
+    Op("hstack", lambda L, a, b: (L.hstack([a, b]), L.vstack((a, b)), L.dstack([a, b]), L.column_stack([a, b]),
+                                  L.row_stack([a, b])), [Sample((f(3), f(3))), Sample((f(2, 3), f(2, 3)))]),
+    Op("tensor_split", lambda L, a: (L.tensor_split(a, 3), a.tensor_split([1, 4], 1), L.tensor_split(a, (-1,), 0)),
+       [Sample((f(5, 5),)), Sample((nc(f(5, 5)),))]),
+    Op("hsplit", lambda L, a: (L.hsplit(a, 2), a.vsplit([1]), L.dsplit(a, 2)), [Sample((f(2, 4, 2),))],
+       errors=[(Sample((f(3, 3, 3),)), RuntimeError)]),
+    Op("meshgrid", lambda L, a, b: (L.meshgrid(a, b, indexing="ij"), L.meshgrid([a, b], indexing="xy"),
+                                    L.meshgrid(a, b, a, indexing="xy")), [Sample((f(3), f(2)))]),
+    Op("broadcast_tensors", lambda L, a, b: L.broadcast_tensors(a, b), [Sample((f(3, 1), f(4))),
+                                                                       Sample((f(), f(2, 2)))]),
+    Op("broadcast_shapes", lambda L: L.broadcast_shapes((2, 1), (3,), (1, 1, 1)), [Sample(())], grad=False),
+    Op("broadcast_to_method", lambda L, a: a.broadcast_to((2, 3, 4)), [Sample((f(3, 1),))]),
+    Op("ravel", lambda L, a: (L.ravel(a), a.ravel()), [Sample((f(2, 3),)), Sample((nc(f(3, 2)),))]),
+    Op("unfold", lambda L, a: (a.unfold(1, 2, 1), a.unfold(0, 2, 2), a.unfold(-1, 3, 2)),
+       [Sample((f(4, 5),)), Sample((nc(f(5, 4)),))], errors=[(Sample((f(2, 2),)), RuntimeError)]),
+    Op("as_strided", lambda L, a: (L.as_strided(a, (2, 2), (1, 2)), a.as_strided((3,), (2,), 1)),
+       [Sample((f(2, 3),)), Sample((f(6),))]),
+]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS)
 
@@ -575,7 +622,7 @@ def test_backward(name, i):
 
 
 # torch decomposes these differently; the gradients are compared all the same
-_NODE_NAMES_DIFFER = {"op/reflected", "einsum", "matmul", "special.ndtr"}
+_NODE_NAMES_DIFFER = {"op/reflected", "einsum", "matmul", "special.ndtr", "repeat_interleave", "diag"}
 
 
 @pytest.mark.parametrize("name", GRADCHECK_CASES)

@@ -44,7 +44,7 @@ for _name in ("to", "float", "double", "half", "bfloat16", "long", "int", "short
               "repeat", "new_tensor", "new_zeros", "new_ones", "new_full", "new_empty", "uniform_", "normal_",
               "bernoulli_", "copy_", "add_", "sub_", "mul_", "div_", "pow_", "neg_", "exp_", "log_", "sqrt_",
               "tanh_", "sigmoid_", "clamp_", "clip_", "eq_", "masked_fill_", "scatter_", "scatter_add_",
-              "index_put_", "fill_", "zero_", "abs_"):
+              "index_put_", "fill_", "zero_", "abs_", "unfold"):
     globals().pop(_name, None)
 del _name
 from ._dtype import bfloat16  # noqa: E402,F811,A001

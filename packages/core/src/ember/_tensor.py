@@ -446,7 +446,8 @@ to float double half bfloat16 long int short bool byte char type_as cpu cuda clo
 new_tensor new_zeros new_ones new_full new_empty uniform_ normal_ bernoulli_ softmax log_softmax
 asin acos atan sinh cosh asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh erf erfc erfinv lgamma
 digamma i0 sinc logit frac sgn deg2rad rad2deg positive atan2 arctan2 hypot copysign xlogy logaddexp logaddexp2
-float_power exp2
+float_power exp2 roll rot90 fliplr flipud tile repeat_interleave tril triu diagonal diag_embed diag trace ravel
+unfold as_strided tensor_split hsplit vsplit dsplit broadcast_to
 """.split()
 
 

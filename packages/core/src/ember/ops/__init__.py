@@ -14,6 +14,7 @@ from . import (
     elementwise,
     elementwise_math,
     indexing,
+    layout,
     linalg,
     loss,
     norm,
@@ -22,7 +23,7 @@ from . import (
     shape,
 )
 
-_FAMILIES = (conversion, creation, elementwise, elementwise_math, indexing, linalg, reduction, shape,
+_FAMILIES = (conversion, creation, elementwise, elementwise_math, indexing, layout, linalg, reduction, shape,
              activation, conv, loss, norm, pool)
 
 

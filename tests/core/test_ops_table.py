@@ -560,6 +560,78 @@ OPS += [
        [Sample((f(2, 3),)), Sample((f(6),))]),
 ]
 
+
+def ties(*shape):
+    """Small integers as floats: rows with repeated values (for median, mode, cummax)."""
+    return _rng.integers(0, 4, size=shape).astype(np.float32)
+
+
+NAN_ROWS = np.array([[1.0, np.nan, 3.0, 2.0], [4.0, 1.0, 2.0, 2.0], [np.nan, 5.0, np.nan, np.nan]], np.float32)
+
+# reductions, order statistics, cumulative ops and counting
+OPS += [
+    Op("amax", lambda L, a: (L.amax(a), a.amax(1), L.amax(a, (0, 1), keepdim=True), a.amin(-1), L.amin(a)),
+       [Sample((f(3, 4),)), Sample((ties(3, 4),)), Sample((nc(f(4, 3)),))]),
+    Op("aminmax", lambda L, a: (L.aminmax(a), a.aminmax(dim=1), L.aminmax(a, dim=0, keepdim=True)),
+       [Sample((f(3, 4),)), Sample((ties(3, 4),))], grad=False),
+    Op("median", lambda L, a: (L.median(a), a.median(1), L.median(a, 0, keepdim=True)),
+       [Sample((f(3, 4),)), Sample((f(3, 5),)), Sample((ties(4, 4),)), Sample((nc(f(4, 3)),))]),
+    Op("median_nan", lambda L, a: (L.median(a), L.median(a, 1), L.nanmedian(a), L.nanmedian(a, 1)),
+       [Sample((NAN_ROWS,))], grad=False),
+    Op("nanmedian", lambda L, a: (L.nanmedian(a), a.nanmedian(1)), [Sample((f(3, 4),)), Sample((ties(3, 5),))]),
+    # torch's kthvalue selects without a stable order: ties would make the index arbitrary
+    Op("kthvalue", lambda L, a: (L.kthvalue(a, 2), a.kthvalue(1, 0), L.kthvalue(a, 3, -1, True)),
+       [Sample((f(3, 4),)), Sample((nc(f(4, 3)),))]),
+    Op("mode", lambda L, a: (L.mode(a), a.mode(0), L.mode(a, 1, True)), [Sample((ties(3, 6),)), Sample((ties(5, 4),))],
+       gradcheck=False),  # finite differences break the ties that make a mode
+    Op("quantile", lambda L, a: (L.quantile(a, 0.3), a.quantile(0.5, dim=1), L.quantile(a, L.tensor([0.1, 0.9]), 0),
+                                 L.quantile(a, 0.25, 1, keepdim=True)),
+       [Sample((f(3, 4),)), Sample((nc(f(4, 3)),))]),
+    *[Op(f"quantile_{m}", (lambda m: lambda L, a: L.quantile(a, L.tensor([0.0, 0.3, 0.5, 1.0]), 1,
+                                                              interpolation=m))(m), [Sample((f(3, 5),))], grad=False)
+      for m in ("lower", "higher", "midpoint", "nearest")],
+    Op("nanquantile", lambda L, a: (L.nanquantile(a, 0.4), L.nanquantile(a, 0.5, 1), L.quantile(a, 0.5, 1)),
+       [Sample((NAN_ROWS,))], grad=False),
+    Op("nanmean", lambda L, a: (L.nanmean(a), a.nanmean(1), L.nansum(a), a.nansum(0)), [Sample((NAN_ROWS,))],
+       grad=False),
+    Op("nanmean_grad", lambda L, a: (L.nanmean(a, 0), L.nansum(a, 1)), [Sample((f(3, 4),))]),
+    Op("count_nonzero", lambda L, a: (L.count_nonzero(a), a.count_nonzero(1)), [Sample((ties(3, 4),))], grad=False),
+    Op("var_mean", lambda L, a: (L.var_mean(a), L.std_mean(a, 1), L.var_mean(a, 0, correction=0)),
+       [Sample((f(3, 4),))]),
+    Op("cumprod", lambda L, a: (L.cumprod(a, 0), a.cumprod(1)), [Sample((f(3, 4),)), Sample((nc(f(4, 3)),))]),
+    Op("cumprod_zeros", lambda L, a: L.cumprod(a, 1), [Sample((np.array([[1.5, 0.0, 2.0, 0.0], [0.5, 2.0, 0.0, 3.0],
+                                                                      [1.0, 2.0, 3.0, 4.0]], np.float32),))]),
+    Op("cumprod_int", lambda L, a: L.cumprod(a, 0), [Sample((i64(4),))], grad=False),
+    Op("cummax", lambda L, a: (L.cummax(a, 1), a.cummin(0)), [Sample((f(3, 4),)), Sample((ties(3, 5),))]),
+    Op("logcumsumexp", lambda L, a: (L.logcumsumexp(a, 1), a.logcumsumexp(0)),
+       [Sample((f(3, 4),)), Sample((f(2, 3) * 30,))]),
+    Op("diff", lambda L, a: (L.diff(a), a.diff(2, 0), L.diff(a, dim=0, prepend=a[:1], append=a[-1:])),
+       [Sample((f(4, 5),)), Sample((nc(f(5, 4)),))]),
+    Op("diff_bool", lambda L, a: L.diff(a), [Sample((mask(6),))], grad=False),
+    Op("unique", lambda L, a: (L.unique(a), L.unique(a, return_inverse=True, return_counts=True),
+                               a.unique(return_counts=True), L.unique(a, dim=0, return_inverse=True)),
+       [Sample((ties(4, 3),)), Sample((i64(6, 2),))], grad=False),
+    Op("unique_consecutive", lambda L, a: (L.unique_consecutive(a), L.unique_consecutive(a, return_inverse=True,
+                                                                                       return_counts=True),
+                                           a.unique_consecutive(dim=0)),
+       [Sample((np.array([[1, 1], [1, 1], [2, 3], [2, 3], [1, 1]], np.int64),))], grad=False),
+    Op("bincount", lambda L, a, w: (L.bincount(a), a.bincount(minlength=8), L.bincount(a, w),
+                                    L.bincount(a, w.double())),
+       [Sample((i64(10), Arg(f(10), grad=False)))], grad=False,
+       errors=[(Sample((np.array([-1, 2]), Arg(f(2), grad=False))), RuntimeError)]),
+    Op("histc", lambda L, a: (L.histc(a, 5), a.histc(4, -1.0, 1.0), L.histc(a, bins=3, min=5, max=5)),
+       [Sample((f(20),))], grad=False),
+    Op("searchsorted", lambda L, s, v: (L.searchsorted(s, v), L.searchsorted(s, v, right=True),
+                                        L.searchsorted(s, v, side="right", out_int32=True), L.searchsorted(s, 0.5)),
+       [Sample((np.array([0.0, 0.5, 1.0, 1.0, 2.0], np.float32), np.array([[0.5, 1.0], [-1.0, 3.0]], np.float32)))],
+       grad=False),
+    Op("searchsorted_nd", lambda L, s, v: L.searchsorted(s, v),
+       [Sample((np.sort(f(3, 5), axis=1), f(3, 2)))], grad=False),
+    Op("bucketize", lambda L, v, b: (L.bucketize(v, b), L.bucketize(v, b, right=True, out_int32=True)),
+       [Sample((np.array([[0.5, 1.0], [-1.0, 3.0]], np.float32), np.array([0.0, 1.0, 2.0], np.float32)))],
+       grad=False),
+]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS)
 
@@ -622,7 +694,8 @@ def test_backward(name, i):
 
 
 # torch decomposes these differently; the gradients are compared all the same
-_NODE_NAMES_DIFFER = {"op/reflected", "einsum", "matmul", "special.ndtr", "repeat_interleave", "diag"}
+_NODE_NAMES_DIFFER = {"op/reflected", "einsum", "matmul", "special.ndtr", "repeat_interleave", "diag", "quantile",
+                      "nanmean_grad", "var_mean"}
 
 
 @pytest.mark.parametrize("name", GRADCHECK_CASES)

@@ -448,6 +448,8 @@ asin acos atan sinh cosh asinh acosh atanh arcsin arccos arctan arcsinh arccosh 
 digamma i0 sinc logit frac sgn deg2rad rad2deg positive atan2 arctan2 hypot copysign xlogy logaddexp logaddexp2
 float_power exp2 roll rot90 fliplr flipud tile repeat_interleave tril triu diagonal diag_embed diag trace ravel
 unfold as_strided tensor_split hsplit vsplit dsplit broadcast_to
+aminmax median nanmedian kthvalue mode quantile nanquantile nanmean cumprod cummax cummin logcumsumexp diff unique
+unique_consecutive bincount histc nansum count_nonzero amax amin masked_select argwhere
 """.split()
 
 

@@ -21,9 +21,10 @@ from . import (
     pool,
     reduction,
     shape,
+    statistics,
 )
 
-_FAMILIES = (conversion, creation, elementwise, elementwise_math, indexing, layout, linalg, reduction, shape,
+_FAMILIES = (conversion, creation, elementwise, elementwise_math, indexing, layout, linalg, reduction, shape, statistics,
              activation, conv, loss, norm, pool)
 
 

@@ -566,6 +566,10 @@ def ties(*shape):
     return _rng.integers(0, 4, size=shape).astype(np.float32)
 
 
+def _quantile_with(interpolation):
+    return lambda L, a: L.quantile(a, L.tensor([0.0, 0.3, 0.5, 1.0]), 1, interpolation=interpolation)
+
+
 NAN_ROWS = np.array([[1.0, np.nan, 3.0, 2.0], [4.0, 1.0, 2.0, 2.0], [np.nan, 5.0, np.nan, np.nan]], np.float32)
 
 # reductions, order statistics, cumulative ops and counting
@@ -587,8 +591,7 @@ OPS += [
     Op("quantile", lambda L, a: (L.quantile(a, 0.3), a.quantile(0.5, dim=1), L.quantile(a, L.tensor([0.1, 0.9]), 0),
                                  L.quantile(a, 0.25, 1, keepdim=True)),
        [Sample((f(3, 4),)), Sample((nc(f(4, 3)),))]),
-    *[Op(f"quantile_{m}", (lambda m: lambda L, a: L.quantile(a, L.tensor([0.0, 0.3, 0.5, 1.0]), 1,
-                                                              interpolation=m))(m), [Sample((f(3, 5),))], grad=False)
+    *[Op(f"quantile_{m}", _quantile_with(m), [Sample((f(3, 5),))], grad=False)
       for m in ("lower", "higher", "midpoint", "nearest")],
     Op("nanquantile", lambda L, a: (L.nanquantile(a, 0.4), L.nanquantile(a, 0.5, 1), L.quantile(a, 0.5, 1)),
        [Sample((NAN_ROWS,))], grad=False),

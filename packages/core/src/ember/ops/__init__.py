@@ -24,8 +24,8 @@ from . import (
     statistics,
 )
 
-_FAMILIES = (conversion, creation, elementwise, elementwise_math, indexing, layout, linalg, reduction, shape, statistics,
-             activation, conv, loss, norm, pool)
+_FAMILIES = (conversion, creation, elementwise, elementwise_math, indexing, layout, linalg, reduction, shape,
+             statistics, activation, conv, loss, norm, pool)
 
 
 def _public(module):

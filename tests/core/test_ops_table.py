@@ -635,6 +635,164 @@ OPS += [
        grad=False),
 ]
 
+
+def _seeded(fn):
+    """A random op's entry: both libraries seeded alike; compared through properties that
+    do not depend on the generator (shape, dtype, range)."""
+    def run(L, *args):
+        L.manual_seed(0)
+        return fn(L, *args)
+    return run
+
+
+IDX = np.array([2, 0, 2], np.int64)
+
+# indexing extras and products
+OPS += [
+    Op("take", lambda L, a: (L.take(a, L.tensor([[0, 5], [-1, 2]])), a.take(L.tensor([3]))), [Sample((f(2, 3),)),
+                                                                                          Sample((nc(f(3, 2)),))]),
+    Op("take_along_dim", lambda L, a, i: (L.take_along_dim(a, i, 1), a.take_along_dim(i)),
+       [Sample((f(3, 4), np.array([[0, 3], [1, 1], [2, 0]])))]),
+    Op("index_add", lambda L, a, s: (L.index_add(a, 0, L.tensor(IDX), s), a.index_add(0, L.tensor(IDX), s, alpha=2)),
+       [Sample((f(3, 4), f(3, 4)))]),
+    Op("index_copy", lambda L, a, s: L.index_copy(a, 1, L.tensor([2, 0]), s), [Sample((f(3, 4), f(3, 2)))]),
+    Op("index_fill", lambda L, a: (L.index_fill(a, 1, L.tensor([0, 2]), -1.5), a.index_fill(0, L.tensor([1]), 2.0)),
+       [Sample((f(3, 4),)), Sample((nc(f(4, 3)),))]),
+    Op("scatter_reduce_sum", lambda L, a, s: (L.scatter_reduce(a, 1, L.tensor([[0, 0, 2], [1, 1, 1]]), s, "sum"),
+                                              a.scatter_reduce(1, L.tensor([[0, 0, 2], [1, 1, 1]]), s, "mean",
+                                                               include_self=False)),
+       [Sample((f(2, 3), f(2, 3)))]),
+    Op("scatter_reduce_other", lambda L, a, s: tuple(L.scatter_reduce(a, 0, L.tensor([[0, 1], [0, 0]]), s, r,
+                                                                      include_self=inc)
+                                                     for r in ("prod", "amax", "amin") for inc in (True, False)),
+       [Sample((f(2, 2), f(2, 2)))], grad=False),
+    Op("masked_scatter", lambda L, a, m, s: L.masked_scatter(a, m, s), [Sample((f(2, 3), mask(2, 3), f(6)))]),
+    Op("nonzero", lambda L, a: (L.nonzero(a), a.nonzero(), L.nonzero(a, as_tuple=True), L.argwhere(a)),
+       [Sample((ties(3, 4),)), Sample((ties(),))], grad=False),
+    Op("masked_select", lambda L, a, m: (L.masked_select(a, m), a.masked_select(m)), [Sample((f(2, 3), mask(2, 3))),
+                                                                                     Sample((f(2, 3), mask(3)))]),
+    Op("outer", lambda L, a, b: (L.outer(a, b), a.ger(b)), [Sample((f(3), f(4)))]),
+    Op("inner", lambda L, a, b: L.inner(a, b), [Sample((f(3), f(3))), Sample((f(2, 3), f(4, 3))), Sample((f(), f(2)))]),
+    Op("vdot", lambda L, a, b: L.vdot(a, b), [Sample((f(3), f(3)))]),
+    Op("tensordot", lambda L, a, b: (L.tensordot(a, b, 1), L.tensordot(a, b.transpose(0, 1), ([1], [1]))),
+       [Sample((f(2, 3), f(3, 4)))]),
+    Op("tensordot_dims", lambda L, a, b: (L.tensordot(a, b), L.tensordot(a, b, dims=([0, 2], [2, 1]))),
+       [Sample((f(2, 3, 4), f(3, 4, 2)))]),
+    Op("kron", lambda L, a, b: L.kron(a, b), [Sample((f(2, 3), f(2, 2))), Sample((f(3), f(2, 2)))]),
+    Op("cross", lambda L, a, b: (L.cross(a, b, dim=1), a.cross(b)), [Sample((f(2, 3), f(2, 3)))]),
+    Op("cdist", lambda L, a, b: (L.cdist(a, b), L.cdist(a, b, p=1.0), L.cdist(a, b, p=3.0)),
+       [Sample((f(3, 4), f(2, 4))), Sample((f(2, 3, 4), f(2, 2, 4)))]),
+    Op("addmm", lambda L, c, a, b: (L.addmm(c, a, b), c.addmm(a, b, beta=0.5, alpha=2.0)),
+       [Sample((f(2, 4), f(2, 3), f(3, 4))), Sample((f(4), f(2, 3), f(3, 4)))]),
+    Op("addmv", lambda L, c, a, v: L.addmv(c, a, v, alpha=0.5), [Sample((f(2), f(2, 3), f(3)))]),
+    Op("addr", lambda L, c, a, b: L.addr(c, a, b, beta=2.0), [Sample((f(2, 3), f(2), f(3)))]),
+    Op("addbmm", lambda L, c, a, b: (L.addbmm(c, a, b), L.baddbmm(c, a, b, alpha=0.5)),
+       [Sample((f(2, 4), f(3, 2, 5), f(3, 5, 4)))]),
+    Op("mvlgamma", lambda L, a: (L.mvlgamma(a, 2), a.mvlgamma(3)), unary_samples(within(1.5, 3.0))),
+]
+
+# creation and tensor plumbing (values compared where they are defined)
+OPS += [
+    Op("zeros", lambda L: (L.zeros(2, 3), L.ones((2,)), L.full((2, 2), 1.5), L.full((2,), 3), L.zeros(0),
+                           L.empty(2, 3).fill_(2.0), L.eye(3), L.eye(2, 3), L.arange(5), L.arange(1.0, 2.0, 0.25),
+                           L.linspace(0, 1, 5), L.zeros(2, dtype=L.int64), L.ones(3, dtype=L.bool)),
+       [Sample(())], grad=False),
+    Op("like", lambda L, a: (L.zeros_like(a), L.ones_like(a), L.full_like(a, 7.0), L.empty_like(a).zero_(),
+                             a.new_zeros(2), a.new_ones((1, 2)), a.new_full((2,), 3.0), a.new_tensor([1.0, 2.0]),
+                             a.new_empty(3).fill_(1.0)),
+       [Sample((f(2, 3),))], grad=False),
+    Op("tensor_from", lambda L, a: (L.tensor([[1, 2], [3, 4]]), L.as_tensor([1.5, 2.5]), L.tensor(3.0),
+                                    L.from_numpy(np.arange(3.0))), [Sample((f(2),))], grad=False),
+    Op("random_shapes", _seeded(lambda L, a: (L.rand(2, 3).shape, bool((L.rand(100) < 1).all()), L.randn(3, 2).shape,
+                                              L.randint(0, 5, (4,)).dtype == L.int64, L.randperm(5).sort().values,
+                                              L.rand_like(a).shape, L.randn_like(a).shape,
+                                              bool((L.randint_like(a, 3) < 3).all()), L.normal(0.0, 1.0, (2,)).shape)),
+       [Sample((f(2, 3),))], grad=False),
+    Op("metadata", lambda L, a: (a.size(), a.size(1), a.dim(), a.numel(), L.numel(a), a.nelement(), a.element_size(),
+                                 a.is_contiguous(), a.stride(), a.storage_offset(), a.is_floating_point(),
+                                 L.is_floating_point(a), L.is_tensor(a), a.tolist()),
+       [Sample((f(2, 3),)), Sample((nc(f(3, 2)),))], grad=False),
+    Op("item", lambda L, a: (a.item(), float(a), a.tolist()), [Sample((f(),))], grad=False),
+    Op("conversions", lambda L, a: (a.float(), a.double(), a.half(), a.bfloat16(), a.int(), a.long(), a.short(),
+                                    a.char(), a.byte(), a.bool(), a.to(L.float64), a.type(L.float16),
+                                    a.type_as(a.int()), a.cpu(), a.to("cpu"), a.clone(), a.detach(), L.detach(a), a.contiguous()),
+       [Sample((f(2, 3),))], grad=False),
+    Op("clone_grad", lambda L, a: (a.clone(), L.clone(a) * 2, a.contiguous(), a.float(), a.double()),
+       [Sample((f(2, 3),)), Sample((nc(f(3, 2)),))], gradcheck=False),  # float() rounds a float64 check
+    Op("reshape_like", lambda L, a, b: (a.view_as(b), a.reshape_as(b), b.expand_as(a.view(2, 3, 1).expand(2, 3, 2))),
+       [Sample((f(2, 3), f(3, 2)))]),
+    Op("unflatten", lambda L, a: (a.unflatten(1, (2, 3)), L.unflatten(a, 0, (1, -1)), L.movedim(a.view(2, 2, 3), 0, 2),
+                                  L.moveaxis(a.view(2, 2, 3), (0, 1), (1, 2)), L.swapaxes(a, 0, 1),
+                                  L.swapdims(a, 1, 0), a.select(1, 2), L.narrow(a, 1, 2, 3)),
+       [Sample((f(2, 6),))]),
+    Op("argsort", lambda L, a: (L.argsort(a), a.argsort(0, descending=True), L.argmin(a), a.argmin(1)),
+       [Sample((f(3, 4),))], grad=False),
+    Op("all_any_bool", lambda L, a: (L.all(a), a.any(), L.all(a, 1), a.any(0)), [Sample((mask(3, 4),))], grad=False),
+    Op("checks", lambda L, a: (L.isnan(a), a.isinf(), L.isfinite(a), L.nan_to_num(a), a.nan_to_num(1.0, 2.0, -2.0),
+                               L.isneginf(a), L.isposinf(a), L.isreal(a)),
+       [Sample((np.array([1.0, np.nan, np.inf, -np.inf], np.float32),))], grad=False),
+    Op("lerp", lambda L, a, b, w: (L.lerp(a, b, 0.3), a.lerp(b, w)), [Sample((f(2, 3), f(2, 3), f(2, 3)))]),
+    Op("addcmul", lambda L, a, b, c: (L.addcmul(a, b, c, value=0.5), a.addcdiv(b, c.abs() + 0.5, value=2.0)),
+       [Sample((f(2, 3), f(2, 3), f(2, 3)))]),
+    Op("fmod", lambda L, a, b: (L.fmod(a, b), a.remainder(b), L.floor_divide(a, b), a.fmod(1.5), L.remainder(a, -1.5)),
+       [Sample((f(2, 3), nonzero(2, 3))), Sample((i64(2, 3), i64(2, 3) + 1))], grad=False),
+    Op("logic", lambda L, a, b: (L.logical_and(a, b), a.logical_or(b), L.logical_xor(a, b), L.logical_not(a),
+                                 L.bitwise_and(a, b), a.bitwise_or(b), L.bitwise_xor(a, b), L.bitwise_not(a),
+                                 a & b, a | b, a ^ b, ~a),
+       [Sample((mask(2, 3), mask(2, 3))), Sample((i64(2, 3), i64(2, 3)))], grad=False),
+    Op("shifts", lambda L, a, b: (L.bitwise_left_shift(a, b), a.bitwise_right_shift(b), a << 1, a >> b),
+       [Sample((i64(2, 3, hi=100), i64(2, 3)))], grad=False),
+    Op("compare", lambda L, a, b: (L.equal(a, b), L.equal(a, a), L.isclose(a, b), a.allclose(a), L.greater(a, b),
+                                   L.less_equal(a, b), L.not_equal(a, b), L.greater_equal(a, b), L.less(a, b)),
+       [Sample((f(2, 3), f(2, 3)))], grad=False),
+    Op("clamp_methods", lambda L, a: (L.clamp_min(a, 0.0), a.clamp_max(0.5), L.clip(a, -1, 1), a.clip(max=0.0)),
+       [Sample((f(2, 3),))]),
+    Op("more_unary", lambda L, a: (L.neg(a), L.negative(a), L.absolute(a), L.fix(a), a.sign(), L.reciprocal(a),
+                                   L.square(a), L.rsqrt(a.abs()), L.exp2(a), L.sigmoid(a), L.tanh(a), a.softmax(0),
+                                   L.softmax(a, 1), L.log_softmax(a, 0), a.log_softmax(1)),
+       [Sample((nonzero(2, 3),))]),
+    Op("arith_aliases", lambda L, a, b: (L.multiply(a, b), L.divide(a, b), L.subtract(a, b), L.true_divide(a, b),
+                                         L.div(a, b, rounding_mode="floor"), L.div(a, b, rounding_mode="trunc")),
+       [Sample((f(2, 3), nonzero(2, 3)))], grad=False),
+]
+
+
+def _F(name, *args, **kwargs):
+    """``L.nn.functional.<name>(x, *args, **kwargs)``."""
+    return lambda L, *xs: getattr(L.nn.functional, name)(*xs, *args, **kwargs)
+
+
+def classes(n, hi):
+    return Arg(_rng.integers(0, hi, size=n).astype(np.int64), grad=False)
+
+
+# torch.nn.functional: the layers ember has (their modules are tested in test_nn_modules)
+OPS += [
+    Op("F.relu", lambda L, a: (L.nn.functional.relu(a), L.nn.functional.gelu(a),
+                               L.nn.functional.gelu(a, approximate="tanh"), L.nn.functional.silu(a),
+                               L.nn.functional.elu(a, 0.5), L.nn.functional.leaky_relu(a, 0.1),
+                               L.nn.functional.softplus(a, 2.0), L.nn.functional.sigmoid(a), L.nn.functional.tanh(a),
+                               L.nn.functional.softmax(a, 1), L.nn.functional.log_softmax(a, -1),
+                               L.nn.functional.dropout(a, 0.5, training=False)),
+       [Sample((f(2, 3),)), Sample((nc(f(3, 2)),))]),
+    Op("F.linear", _F("linear"), [Sample((f(4, 3), f(5, 3), f(5))), Sample((f(2, 4, 3), f(5, 3)))]),
+    Op("F.conv1d", _F("conv1d", padding=1), [Sample((f(2, 3, 7), f(4, 3, 3), f(4)))]),
+    Op("F.conv2d", _F("conv2d", stride=2, padding=1), [Sample((f(2, 3, 6, 6), f(4, 3, 3, 3), f(4)))]),
+    Op("F.pool", lambda L, a: (L.nn.functional.max_pool2d(a, 2), L.nn.functional.avg_pool2d(a, 2),
+                               L.nn.functional.adaptive_avg_pool2d(a, (2, 3)),
+                               L.nn.functional.max_pool1d(a.flatten(2), 3),
+                               L.nn.functional.avg_pool1d(a.flatten(2), 2)),
+       [Sample((f(2, 3, 4, 6),))]),
+    Op("F.batch_norm", lambda L, a, w, b: (L.nn.functional.batch_norm(a, None, None, w, b, training=True),
+                                           L.nn.functional.layer_norm(a, (4,), None, None)),
+       [Sample((f(3, 2, 4), f(2), f(2)))]),
+    Op("F.losses", lambda L, x, y, p: (L.nn.functional.cross_entropy(x, y), L.nn.functional.nll_loss(x, y),
+                                       L.nn.functional.mse_loss(x, p), L.nn.functional.l1_loss(x, p),
+                                       L.nn.functional.binary_cross_entropy(x.sigmoid(), p.sigmoid()),
+                                       L.nn.functional.binary_cross_entropy_with_logits(x, p.sigmoid())),
+       [Sample((f(4, 5), classes(4, 5), Arg(f(4, 5), grad=False)))]),
+]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS)
 
@@ -696,9 +854,14 @@ def test_backward(name, i):
     check_backward(name, i)
 
 
-# torch decomposes these differently; the gradients are compared all the same
+# torch decomposes these differently, or has one fused node where ember composes the op
+# from others; the gradients are compared all the same
 _NODE_NAMES_DIFFER = {"op/reflected", "einsum", "matmul", "special.ndtr", "repeat_interleave", "diag", "quantile",
-                      "nanmean_grad", "var_mean"}
+                      "nanmean_grad", "var_mean", "take", "take_along_dim", "index_add", "index_copy", "index_fill",
+                      "scatter_reduce_sum", "masked_scatter", "masked_select", "vdot", "kron", "cdist", "addmm",
+                      "addmv", "addr", "addbmm", "lerp", "addcmul", "clamp_methods", "cross", "tensordot",
+                      "tensordot_dims", "inner", "outer", "mvlgamma", "clone_grad", "unflatten", "more_unary",
+                      "F.relu", "F.pool", "F.batch_norm", "F.losses", "F.linear", "F.conv1d"}
 
 
 @pytest.mark.parametrize("name", GRADCHECK_CASES)

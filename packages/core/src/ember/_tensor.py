@@ -354,6 +354,8 @@ class Tensor:
     def __ror__(self, other): return _ops.bitwise_or(self, other)
     def __xor__(self, other): return _ops.bitwise_xor(self, other)
     def __rxor__(self, other): return _ops.bitwise_xor(self, other)
+    def __lshift__(self, other): return _ops.bitwise_left_shift(self, other)
+    def __rshift__(self, other): return _ops.bitwise_right_shift(self, other)
     def __eq__(self, other): return _ops.eq(self, other)
     def __ne__(self, other): return _ops.ne(self, other)
     def __lt__(self, other): return _ops.lt(self, other)
@@ -450,6 +452,9 @@ float_power exp2 roll rot90 fliplr flipud tile repeat_interleave tril triu diago
 unfold as_strided tensor_split hsplit vsplit dsplit broadcast_to
 aminmax median nanmedian kthvalue mode quantile nanquantile nanmean cumprod cummax cummin logcumsumexp diff unique
 unique_consecutive bincount histc nansum count_nonzero amax amin masked_select argwhere
+take take_along_dim index_add index_copy index_fill scatter_reduce masked_scatter nonzero outer inner ger vdot
+kron cross addmm addmv addr addbmm baddbmm mvlgamma isposinf isneginf isreal bitwise_left_shift bitwise_right_shift
+multiply divide subtract
 """.split()
 
 

@@ -19,13 +19,14 @@ from . import (
     loss,
     norm,
     pool,
+    products,
     reduction,
     shape,
     statistics,
 )
 
 _FAMILIES = (conversion, creation, elementwise, elementwise_math, indexing, layout, linalg, reduction, shape,
-             statistics, activation, conv, loss, norm, pool)
+             statistics, products, activation, conv, loss, norm, pool)
 
 
 def _public(module):

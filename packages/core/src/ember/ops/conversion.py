@@ -99,3 +99,8 @@ def contiguous(self, memory_format=None):
     if needs_grad(self):
         record("CloneBackward0", lambda g: g, (self,), r)
     return r
+
+
+def detach(input):
+    """A tensor sharing ``input``'s memory, outside the graph (torch.detach)."""
+    return input.detach()

@@ -279,7 +279,9 @@ def _zero_rule2(g):
     return g * 0, g * 0
 
 
-true_divide = div
+true_divide = divide = div
+multiply = mul
+subtract = sub
 
 
 def floor_divide(input, other, *, out=None):
@@ -629,6 +631,34 @@ def bitwise_not(input):
 def isnan(input): return _make(be(input).xp.isnan(input._data), D.bool_)
 def isinf(input): return _make(be(input).xp.isinf(input._data), D.bool_)
 def isfinite(input): return _make(be(input).xp.isfinite(input._data), D.bool_)
+
+
+def isposinf(input):
+    """True where the element is +inf."""
+    return _make(be(input).xp.isinf(input._data) & (input._data > 0), D.bool_)
+
+
+def isneginf(input):
+    """True where the element is -inf."""
+    return _make(be(input).xp.isinf(input._data) & (input._data < 0), D.bool_)
+
+
+def isreal(input):
+    """True where the element has no imaginary part (everywhere for real dtypes)."""
+    xp = be(input).xp
+    if input.dtype.is_complex:
+        return _make(xp.imag(input._data) == 0, D.bool_)
+    return _make(xp.ones(input._data.shape, dtype=bool), D.bool_)
+
+
+def bitwise_left_shift(input, other):
+    """input * 2**other for integer tensors (torch.bitwise_left_shift)."""
+    return _bitwise(input, other, "bitwise_left_shift")
+
+
+def bitwise_right_shift(input, other):
+    """input // 2**other for integer tensors, arithmetic for signed ones."""
+    return _bitwise(input, other, "bitwise_right_shift")
 
 
 def _name(d):

@@ -21,7 +21,7 @@ __all__ = [
     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh",
     "arccosh", "arctanh", "erfc", "erfinv", "lgamma", "digamma", "polygamma", "i0", "sinc", "logit", "frac",
     "sgn", "deg2rad", "rad2deg", "positive", "atan2", "arctan2", "hypot", "copysign", "xlogy", "logaddexp",
-    "logaddexp2", "float_power",
+    "logaddexp2", "float_power", "mvlgamma",
 ]
 
 
@@ -264,6 +264,12 @@ def _scaled(input, factor, node, out):
 
 @on_arrays()
 def _scale_rule(g, factor): return g * factor
+
+
+def mvlgamma(input, p):
+    """The multivariate log-gamma function (alias of ember.special.multigammaln)."""
+    from ..special import multigammaln
+    return multigammaln(input, p)
 
 
 def positive(input):

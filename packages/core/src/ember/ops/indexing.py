@@ -355,3 +355,129 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     if needs_grad(input):
         record("TopkBackward0", _take_rule, (input,), values, (input._data.shape, d, indices))
     return return_types.topk(values, indices)
+
+
+# ---- take, index_add/copy/fill, scatter_reduce, masked_scatter ----------------------
+
+def take(input, index):
+    """Elements of the flattened input at ``index`` (any shape; negative indices count from
+    the end)."""
+    from .shape import reshape
+    flat = reshape(input, (-1,))
+    n = flat.shape[0]
+    idx = index._data
+    if idx.size and (idx.max() >= n or idx.min() < -n):
+        raise IndexError(f"out of range: tried to access index {int(idx.max())} on a tensor of {n} elements.")
+    picked = index_select(flat, 0, _make((idx.reshape(-1) % max(n, 1)).astype("int64"), D.int64))
+    return reshape(picked, tuple(index.shape))
+
+
+def take_along_dim(input, indices, dim=None):
+    """``gather`` with ``indices`` broadcast against ``input`` (the flattened input when
+    ``dim`` is None)."""
+    from .layout import broadcast_shapes
+    from .shape import expand, reshape
+    if dim is None:
+        return take(input, reshape(indices, (-1,)))
+    d = _wrap_dim(dim, input.ndim)
+    shape_in, shape_idx = list(input.shape), list(indices.shape)
+    shape_in[d] = shape_idx[d] = 1
+    common = list(broadcast_shapes(tuple(shape_in), tuple(shape_idx)))
+    target_in = common.copy()
+    target_in[d] = input.shape[d]
+    target_idx = common.copy()
+    target_idx[d] = indices.shape[d]
+    return gather(expand(input, tuple(target_in)), d, expand(indices, tuple(target_idx)))
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim``
+    (repeated indices add up)."""
+    from .shape import reshape
+    d = _wrap_dim(dim, max(input.ndim, 1))
+    src = source if alpha == 1 else source * alpha
+    # as a scatter_add with the index broadcast over the other dims
+    shape = [1] * max(input.ndim, 1)
+    shape[d] = index.numel()
+    idx = reshape(index, tuple(shape)).expand(*(tuple(src.shape) if src.ndim else (1,)))
+    base = input if input.ndim else reshape(input, (1,))
+    out = scatter_add(base, d, idx, src if src.ndim else reshape(src, (1,)))
+    return out if input.ndim else reshape(out, ())
+
+
+def index_copy(input, dim, index, source):
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` replaced by
+    ``source``'s (with repeated indices, one of them wins)."""
+    from .shape import reshape
+    d = _wrap_dim(dim, max(input.ndim, 1))
+    shape = [1] * max(input.ndim, 1)
+    shape[d] = index.numel()
+    idx = reshape(index, tuple(shape)).expand(*(tuple(source.shape) if source.ndim else (1,)))
+    return scatter(input, d, idx, source)
+
+
+def index_fill(input, dim, index, value):
+    """A copy of ``input`` with ``value`` (a number or 0-d tensor) in the slices at
+    ``index`` along ``dim``."""
+    d = _wrap_dim(dim, max(input.ndim, 1))
+    xp = be(input).xp
+    mask = xp.zeros(input.shape[d] if input.ndim else 1, dtype=bool)
+    mask[index._data.reshape(-1)] = True
+    shape = [1] * input.ndim
+    if input.ndim:
+        shape[d] = input.shape[d]
+    return masked_fill(input, _make(mask.reshape(shape), D.bool_), value)
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """``input`` with ``src`` combined in at ``index`` along ``dim`` by ``reduce``: 'sum',
+    'prod', 'mean', 'amax' or 'amin' (torch.scatter_reduce; gradients for 'sum' and
+    'mean', as the other reductions' are not implemented here)."""
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    d = _wrap_dim(dim, input.ndim)
+    if reduce == "sum":
+        base = input if include_self else scatter(input, d, index, 0.0)
+        return scatter_add(base, d, index, src)
+    if reduce == "mean":
+        from .creation import ones_like
+        base = input if include_self else scatter(input, d, index, 0.0)
+        total = scatter_add(base, d, index, src)
+        count = scatter_add(ones_like(input) if include_self else scatter(ones_like(input), d, index, 0.0), d,
+                            index, ones_like(src))
+        mean = total / count.clamp(min=1)
+        return mean if input.dtype.is_floating_point else mean.floor().to(input.dtype)
+    if needs_grad(input, src):
+        raise NotImplementedError(f"scatter_reduce: the gradient of reduce='{reduce}' is not implemented")
+    xp = be(input).xp
+    arr = input._data.copy()
+    pos = _scatter_positions(xp, _bounds(index._data, input.shape[d]), d)
+    vals = src._data[tuple(slice(0, n) for n in index.shape)].astype(arr.dtype, copy=False)
+    ufunc = {"prod": xp.multiply, "amax": xp.maximum, "amin": xp.minimum}[reduce]
+    if not include_self:
+        fill = {"prod": 1, "amax": _lowest(xp, arr.dtype), "amin": _highest(xp, arr.dtype)}[reduce]
+        touched = xp.zeros(arr.shape, dtype=bool)
+        touched[pos] = True
+        arr[touched] = fill
+    ufunc.at(arr, pos, vals)
+    return _make(arr, input.dtype)
+
+
+def _lowest(xp, dt):
+    return -xp.inf if dt.kind == "f" else xp.iinfo(dt).min
+
+
+def _highest(xp, dt):
+    return xp.inf if dt.kind == "f" else xp.iinfo(dt).max
+
+
+def masked_scatter(input, mask, source):
+    """A copy of ``input`` whose positions where ``mask`` (broadcast) is True take the
+    leading elements of ``source``, in row-major order."""
+    from .shape import expand, reshape
+    m = expand(mask, tuple(input.shape)) if tuple(mask.shape) != tuple(input.shape) else mask
+    n = int(m._data.sum())
+    if n > source.numel():
+        raise RuntimeError("masked_scatter: expected source to have at least as many elements as ones in mask")
+    flat_src = reshape(source, (-1,))[:n]
+    return index_put(input, (m,), flat_src)

@@ -715,7 +715,8 @@ OPS += [
     Op("item", lambda L, a: (a.item(), float(a), a.tolist()), [Sample((f(),))], grad=False),
     Op("conversions", lambda L, a: (a.float(), a.double(), a.half(), a.bfloat16(), a.int(), a.long(), a.short(),
                                     a.char(), a.byte(), a.bool(), a.to(L.float64), a.type(L.float16),
-                                    a.type_as(a.int()), a.cpu(), a.to("cpu"), a.clone(), a.detach(), L.detach(a), a.contiguous()),
+                                    a.type_as(a.int()), a.cpu(), a.to("cpu"), a.clone(), a.detach(), L.detach(a),
+                                    a.contiguous()),
        [Sample((f(2, 3),))], grad=False),
     Op("clone_grad", lambda L, a: (a.clone(), L.clone(a) * 2, a.contiguous(), a.float(), a.double()),
        [Sample((f(2, 3),)), Sample((nc(f(3, 2)),))], gradcheck=False),  # float() rounds a float64 check

@@ -794,6 +794,37 @@ OPS += [
        [Sample((f(4, 5), classes(4, 5), Arg(f(4, 5), grad=False)))]),
 ]
 
+
+WITH_ZERO = np.array([[0.0, 1.5, -2.0], [0.0, 0.0, 3.0]], np.float32)
+ALL_ZERO = np.zeros((2, 3), np.float32)
+TIED = np.array([[2.0, 5.0, 5.0], [1.0, 1.0, 1.0]], np.float32)
+
+# gradients at the edges, where torch documents a particular value (a subgradient, inf, nan)
+OPS += [
+    Op("edge_norm_at_zero", lambda L, a: (L.norm(a), a.norm(dim=1), L.norm(a, p=1)), [Sample((ALL_ZERO,)),
+                                                                                       Sample((WITH_ZERO,))],
+       gradcheck=False),
+    Op("edge_sqrt_at_zero", lambda L, a: (L.sqrt(a.abs()), a.abs() ** 0.5), [Sample((WITH_ZERO,))], gradcheck=False),
+    Op("edge_std_of_constant", lambda L, a: (L.std(a), a.std(1), L.var(a, 0)), [Sample((np.full((2, 3), 1.5,
+                                                                                              np.float32),))],
+       gradcheck=False),
+    Op("edge_max_ties", lambda L, a: (L.max(a), a.max(1), L.amax(a, 1), L.min(a, 0), a.amin()), [Sample((TIED,))],
+       gradcheck=False),
+    Op("edge_max_pool_ties", lambda L, a: L.nn.functional.max_pool2d(a, 2, 1), [Sample((np.ones((1, 1, 3, 3),
+                                                                                               np.float32),))],
+       gradcheck=False),
+    Op("edge_pow_at_zero", lambda L, a: (a ** 2, a ** 0, a ** 3.0, a ** -1.0, L.pow(a, 1)), [Sample((WITH_ZERO,))],
+       gradcheck=False),
+    Op("edge_pow_base_zero", lambda L, a, b: (L.pow(a, b), L.pow(0.0, b)), [Sample((ALL_ZERO, f(2, 3)))],
+       gradcheck=False),
+    Op("edge_repeated_indices", lambda L, a: (a[L.tensor([0, 0, 1, 0])], a[:, [2, 2]],
+                                              L.index_select(a, 1, L.tensor([1, 1, 1])),
+                                              L.index_put(a, (L.tensor([0, 0]), L.tensor([1, 1])), L.tensor(2.0),
+                                                          accumulate=True),
+                                              a.gather(1, L.tensor([[0, 0], [2, 2]]))),
+       [Sample((f(2, 3),))]),
+]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS)
 

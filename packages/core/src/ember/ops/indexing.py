@@ -37,6 +37,9 @@ def _to_array_index(index, xp):
 
 
 def getitem(input, index):
+    for i in index if type(index) is tuple else (index,):
+        if type(i) is slice and i.step is not None and i.step <= 0:
+            raise ValueError("step must be greater than zero")  # torch has no negative strides
     if type(index) is list:  # a list of ints indexes like an int64 tensor
         index = (be(input).xp.asarray(index, dtype="int64"),) if not builtins.any(
             isinstance(i, (Tensor, list, slice)) or i is None or i is Ellipsis for i in index) else tuple(index)

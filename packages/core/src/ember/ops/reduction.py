@@ -332,7 +332,9 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def _std_rule(g, x, r, dims, keepdim, denom):
-    return _var_rule(g / (2 * r), x, dims, keepdim, denom)
+    from .elementwise import where
+    # zero where the deviation is zero (a constant input), as torch masks it
+    return _var_rule(where(r == 0, 0.0, g / (2 * r)), x, dims, keepdim, denom)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):

@@ -825,6 +825,70 @@ OPS += [
        [Sample((f(2, 3),))]),
 ]
 
+
+def well_conditioned(*shape):
+    """Square matrices a fair way from singular: random plus n on the diagonal."""
+    n = shape[-1]
+    return f(*shape) + n * np.eye(n, dtype=np.float32)
+
+
+def spd(*shape):
+    """Symmetric positive definite matrices: M M^T + n I."""
+    m = f(*shape)
+    return (m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1], dtype=np.float32)).astype(np.float32)
+
+
+def _sym(L, a):
+    return (a + a.mT) / 2  # eigh reads one triangle: symmetrize so both libraries see one matrix
+
+
+# torch.linalg (sign-free outputs where a decomposition's signs are the library's choice)
+OPS += [
+    Op("linalg.inv", lambda L, a: (L.linalg.inv(a), L.inverse(a), a.inverse()),
+       [Sample((well_conditioned(3, 3),)), Sample((well_conditioned(2, 4, 4),))],
+       errors=[(Sample((np.zeros((2, 2), np.float32),)), RuntimeError), (Sample((f(2, 3),)), RuntimeError)]),
+    Op("linalg.det", lambda L, a: (L.linalg.det(a), L.det(a), a.det(), L.linalg.slogdet(a), L.logdet(a), a.slogdet()),
+       [Sample((well_conditioned(3, 3),)), Sample((well_conditioned(2, 3, 3),))]),
+    Op("linalg.solve", lambda L, a, b: (L.linalg.solve(a, b), L.linalg.solve(a, b[..., 0]),
+                                        L.linalg.solve(a, b.mT, left=False)),
+       [Sample((well_conditioned(3, 3), f(3, 2))), Sample((well_conditioned(2, 3, 3), f(2, 3, 3)))]),
+    Op("linalg.solve_triangular", lambda L, a, b: (L.linalg.solve_triangular(a, b, upper=True),
+                                                   L.linalg.solve_triangular(a, b, upper=False, unitriangular=True)),
+       [Sample((well_conditioned(3, 3), f(3, 2)))]),
+    Op("linalg.cholesky", lambda L, a: (L.linalg.cholesky(_sym(L, a)), L.linalg.cholesky(_sym(L, a), upper=True)),
+       [Sample((spd(3, 3),)), Sample((spd(2, 4, 4),))],
+       errors=[(Sample((-np.eye(2, dtype=np.float32),)), RuntimeError)]),
+    Op("linalg.qr", lambda L, a: tuple(x for Q, R in [L.linalg.qr(a)] for x in (Q @ R, Q.abs(), R.abs())),
+       [Sample((f(4, 3),)), Sample((well_conditioned(3, 3),))]),
+    Op("linalg.eigh", lambda L, a: tuple(x for w, V in [L.linalg.eigh(_sym(L, a))] for x in (w, V * V)) +
+       (L.linalg.eigvalsh(_sym(L, a)),), [Sample((f(3, 3),)), Sample((f(2, 4, 4),))]),
+    Op("linalg.svd", lambda L, a: tuple(x for U, S, Vh in [L.linalg.svd(a, full_matrices=False)]
+                                        for x in (S, U * U, Vh * Vh, (U * S.unsqueeze(-2)) @ Vh)) +
+       (L.linalg.svdvals(a),), [Sample((f(4, 3),)), Sample((f(3, 5),)), Sample((f(2, 3, 3),))]),
+    Op("linalg.pinv", lambda L, a: (L.linalg.pinv(a), L.pinverse(a)), [Sample((f(4, 3),)), Sample((f(2, 3),))]),
+    Op("linalg.lstsq", lambda L, a, b: L.linalg.lstsq(a, b).solution, [Sample((f(5, 3), f(5, 2)))]),
+    Op("linalg.matrix_rank", lambda L, a: (L.linalg.matrix_rank(a), L.linalg.matrix_rank(a @ a.mT)),
+       [Sample((f(3, 2),)), Sample((f(2, 4, 4),))], grad=False),
+    Op("linalg.matrix_power", lambda L, a: (L.linalg.matrix_power(a, 3), L.matrix_power(a, 0), a.matrix_power(-2),
+                                            L.linalg.matrix_power(a, 1)),
+       [Sample((well_conditioned(3, 3),))]),
+    Op("linalg.multi_dot", lambda L, a, b, c: L.linalg.multi_dot([a, b, c]), [Sample((f(2, 3), f(3, 4), f(4)))]),
+    Op("linalg.norms", lambda L, a: (L.linalg.vector_norm(a), L.linalg.vector_norm(a, 1, 1),
+                                     L.linalg.vector_norm(a, float("inf"), -1, keepdim=True),
+                                     L.linalg.vector_norm(a, 0.5), L.linalg.matrix_norm(a),
+                                     L.linalg.matrix_norm(a, "nuc"), L.linalg.matrix_norm(a, 2),
+                                     L.linalg.matrix_norm(a, -2), L.linalg.matrix_norm(a, 1),
+                                     L.linalg.matrix_norm(a, float("-inf"), keepdim=True),
+                                     L.linalg.norm(a), L.linalg.norm(a, dim=1), L.linalg.norm(a, "fro", (0, 1))),
+       [Sample((f(3, 4),)), Sample((f(2, 3, 3),))]),
+    Op("linalg.norm_ord_needs_dim", lambda L, a: L.linalg.norm(a, 1), [Sample((f(3, 4),))],
+       errors=[(Sample((f(2, 2, 2),)), RuntimeError)]),
+    Op("linalg.vecdot", lambda L, a, b: (L.linalg.vecdot(a, b), L.linalg.vecdot(a, b, dim=0),
+                                         L.linalg.cross(a[:, :3], b[:, :3]), L.linalg.matmul(a, b.mT),
+                                         L.linalg.diagonal(a @ b.mT)),
+       [Sample((f(2, 4), f(2, 4)))]),
+]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS)
 
@@ -893,7 +957,10 @@ _NODE_NAMES_DIFFER = {"op/reflected", "einsum", "matmul", "special.ndtr", "repea
                       "scatter_reduce_sum", "masked_scatter", "masked_select", "vdot", "kron", "cdist", "addmm",
                       "addmv", "addr", "addbmm", "lerp", "addcmul", "clamp_methods", "cross", "tensordot",
                       "tensordot_dims", "inner", "outer", "mvlgamma", "clone_grad", "unflatten", "more_unary",
-                      "F.relu", "F.pool", "F.batch_norm", "F.losses", "F.linear", "F.conv1d"}
+                      "F.relu", "F.pool", "F.batch_norm", "F.losses", "F.linear", "F.conv1d", "linalg.solve",
+                      "linalg.solve_triangular", "linalg.qr", "linalg.eigh", "linalg.svd", "linalg.pinv",
+                      "linalg.lstsq", "linalg.matrix_power", "linalg.multi_dot", "linalg.norms", "linalg.vecdot",
+                      "linalg.det", "linalg.cholesky"}
 
 
 @pytest.mark.parametrize("name", GRADCHECK_CASES)

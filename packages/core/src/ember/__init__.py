@@ -76,7 +76,7 @@ def _lazy(name):
 
 def __getattr__(name):
     # subpackages that pull in more code load on first use
-    if name in ("nn", "optim", "utils", "cuda", "backends", "testing", "serialization", "hub", "special"):
+    if name in ("nn", "optim", "utils", "cuda", "backends", "testing", "serialization", "hub", "special", "linalg"):
         return _lazy(name)
     if name in ("save", "load"):
         return getattr(_lazy("serialization"), name)

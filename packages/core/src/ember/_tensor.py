@@ -454,7 +454,7 @@ aminmax median nanmedian kthvalue mode quantile nanquantile nanmean cumprod cumm
 unique_consecutive bincount histc nansum count_nonzero amax amin masked_select argwhere
 take take_along_dim index_add index_copy index_fill scatter_reduce masked_scatter nonzero outer inner ger vdot
 kron cross addmm addmv addr addbmm baddbmm mvlgamma isposinf isneginf isreal bitwise_left_shift bitwise_right_shift
-multiply divide subtract
+multiply divide subtract det inverse logdet matrix_power pinverse slogdet
 """.split()
 
 

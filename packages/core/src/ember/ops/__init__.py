@@ -11,6 +11,7 @@ from . import (
     conv,
     conversion,
     creation,
+    decompositions,
     elementwise,
     elementwise_math,
     indexing,
@@ -48,3 +49,9 @@ for _m in _FAMILIES:
         if not _name.startswith("_") and isinstance(_obj, _Function) and _name not in globals():
             globals()[_name] = _obj
             __all__.append(_name)
+
+# torch's top level has these of torch.linalg's functions (inverse and pinverse renamed)
+det, logdet, slogdet, matrix_power = decompositions.det, decompositions.logdet, decompositions.slogdet, \
+    decompositions.matrix_power
+inverse, pinverse = decompositions.inv, decompositions.pinv
+__all__ += ["det", "inverse", "logdet", "matrix_power", "pinverse", "slogdet"]

@@ -1,0 +1,45 @@
+"""ember.linalg: torch.linalg's functions (matrix products, decompositions, norms).
+
+The computations live in ``ember.ops.decompositions`` (and ``ops.linalg`` for products);
+this module is the public namespace.
+"""
+
+from .ops.decompositions import (  # noqa: F401
+    cholesky,
+    det,
+    eigh,
+    eigvalsh,
+    inv,
+    lstsq,
+    matrix_norm,
+    matrix_power,
+    matrix_rank,
+    multi_dot,
+    norm,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    solve_triangular,
+    svd,
+    svdvals,
+    vecdot,
+    vector_norm,
+)
+from .ops.layout import diagonal as _diagonal
+from .ops.linalg import matmul  # noqa: F401
+from .ops.products import cross as _cross
+
+__all__ = ["cholesky", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm", "matrix_power", "matrix_rank",
+           "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals", "vecdot",
+           "vector_norm", "matmul", "cross", "diagonal"]
+
+
+def cross(input, other, *, dim=-1):
+    """The 3-d cross product along ``dim`` (default the last, unlike ember.cross)."""
+    return _cross(input, other, dim)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """A view of the diagonals of the matrices in the last two dims (torch.linalg.diagonal)."""
+    return _diagonal(A, offset, dim1, dim2)

@@ -77,3 +77,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(out)
 
 
+
+
+from . import functional  # noqa: E402  (it uses grad, defined above)

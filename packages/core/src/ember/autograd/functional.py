@@ -1,0 +1,205 @@
+"""Higher-level differentiation of functions (torch.autograd.functional): vjp, jvp,
+jacobian, hessian, vhp and hvp.
+
+Each takes ``func`` (tensors in, a tensor or a tuple of tensors out) and its ``inputs``
+(a tensor or a tuple of them), runs it on detached copies that require grad, and returns
+results shaped as torch does: a single tensor stays a single tensor, tuples stay tuples.
+Forward-mode products (``jvp``, ``hvp``) use the double-vjp identity (J v is the
+gradient, with respect to u, of u^T J v), so they need no forward-mode AD.  With
+``create_graph`` the results are differentiable again; ``strict`` raises when an output
+does not depend on an input.
+"""
+
+from __future__ import annotations
+
+from .._tensor import Tensor
+from . import grad as _grad
+from .grad_mode import enable_grad
+
+__all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
+
+
+def _as_tuple(x, name):
+    if isinstance(x, Tensor):
+        return (x,), True
+    if isinstance(x, (tuple, list)) and all(isinstance(t, Tensor) for t in x):
+        return tuple(x), False
+    raise TypeError(f"The {name} given to the function must be either a Tensor or a tuple of Tensors but the "
+                    f"value given is of type {type(x).__name__}.")
+
+
+def _prepare(inputs, create_graph):
+    inputs, single = _as_tuple(inputs, "inputs")
+    # with create_graph, an input already in a graph stays connected to it (as a view)
+    return tuple(t.view_as(t) if create_graph and t.requires_grad else t.detach().requires_grad_(True)
+                 for t in inputs), single
+
+
+def _zeros_like_where_none(grads, like, strict, what):
+    from ..ops.creation import zeros_like
+    out = []
+    for i, (g, x) in enumerate(zip(grads, like)):
+        if g is None:
+            if strict:
+                raise RuntimeError(f"The output of the user-provided function is independent of input {i}. This "
+                                   f"is not allowed in strict mode{what}.")
+            g = zeros_like(x)
+        out.append(g)
+    return tuple(out)
+
+
+def _vjp_of(outputs, inputs, v, create_graph, strict):
+    needed = [(o, g) for o, g in zip(outputs, v) if o.requires_grad]
+    if not needed:
+        grads = (None,) * len(inputs)
+    else:
+        grads = _grad([o for o, _ in needed], inputs, [g for _, g in needed], create_graph=create_graph,
+                      retain_graph=True, allow_unused=True)
+    return _zeros_like_where_none(grads, inputs, strict, "")
+
+
+def _check_v(v, outputs, name):
+    if v is None:
+        if len(outputs) != 1 or outputs[0].numel() != 1:
+            raise RuntimeError(f"The vector v can only be None if the user-provided function returns a single "
+                               f"Tensor with a single element.")
+        from ..ops.creation import ones_like
+        return (ones_like(outputs[0]),)
+    v, _ = _as_tuple(v, "v")
+    if len(v) != len(outputs):
+        raise RuntimeError(f"The given v should contain a single Tensor for each output of {name}")
+    for a, b in zip(v, outputs):
+        if tuple(a.shape) != tuple(b.shape):
+            raise RuntimeError(f"Mismatch in shape: {name} v has a shape of {list(a.shape)} and the output has a "
+                               f"shape of {list(b.shape)}.")
+    return v
+
+
+def _finish(t, create_graph):
+    return t if create_graph else t.detach()
+
+
+def vjp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(inputs), v^T J): the outputs and the vector-Jacobian product."""
+    with enable_grad():
+        xs, single_in = _prepare(inputs, create_graph)
+        raw = func(*xs)
+        outputs, single_out = _as_tuple(raw, "outputs of the user-provided function")
+        v = _check_v(v, outputs, "func")
+        grads = _vjp_of(outputs, xs, v, create_graph, strict)
+    outs = tuple(_finish(o, create_graph) for o in outputs)
+    grads = tuple(_finish(g, create_graph) for g in grads)
+    return (outs[0] if single_out else outs), (grads[0] if single_in else grads)
+
+
+def jvp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(inputs), J v): the outputs and the Jacobian-vector product."""
+    from ..ops.creation import zeros_like
+    with enable_grad():
+        xs, single_in = _prepare(inputs, create_graph)
+        raw = func(*xs)
+        outputs, single_out = _as_tuple(raw, "outputs of the user-provided function")
+        if v is None:
+            if len(xs) != 1 or xs[0].numel() != 1:
+                raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
+                                   "single Tensor with a single element.")
+            from ..ops.creation import ones_like
+            v = (ones_like(xs[0]),)
+        else:
+            v, _ = _as_tuple(v, "v")
+        # J v = d/du (u^T J v): u is a dummy cotangent that the vjp is linear in
+        us = tuple(zeros_like(o).requires_grad_(True) for o in outputs)
+        vjps = _vjp_of(outputs, xs, us, True, strict)
+        pairs = [(g, t) for g, t in zip(vjps, v) if g.requires_grad]
+        if pairs:
+            jv = _grad([g for g, _ in pairs], us, [t for _, t in pairs], create_graph=create_graph,
+                       allow_unused=True)
+        else:
+            jv = (None,) * len(us)
+        jv = _zeros_like_where_none(jv, outputs, strict, " (jvp)")
+    outs = tuple(_finish(o, create_graph) for o in outputs)
+    jv = tuple(_finish(g, create_graph) for g in jv)
+    return (outs[0] if single_out else outs), (jv[0] if single_out else jv)
+
+
+def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
+    """d func / d inputs: for one input and one output a tensor of shape
+    output.shape + input.shape; tuples of them (outputs outer) otherwise."""
+    from ..ops.shape import stack
+    with enable_grad():
+        xs, single_in = _prepare(inputs, create_graph)
+        raw = func(*xs)
+        outputs, single_out = _as_tuple(raw, "outputs of the user-provided function")
+        rows = []
+        for out in outputs:
+            flat = out.reshape(-1)
+            per_input = [[] for _ in xs]
+            for k in range(flat.numel()):
+                if flat.requires_grad:
+                    gs = _grad(flat[k], xs, retain_graph=True, create_graph=create_graph, allow_unused=True)
+                else:
+                    gs = (None,) * len(xs)
+                gs = _zeros_like_where_none(gs, xs, strict, " (jacobian)")
+                for i, g in enumerate(gs):
+                    per_input[i].append(g)
+            blocks = []
+            for i, x in enumerate(xs):
+                if per_input[i]:
+                    block = stack(per_input[i], 0).reshape(tuple(out.shape) + tuple(x.shape))
+                else:  # an output without elements
+                    block = x.new_zeros(tuple(out.shape) + tuple(x.shape))
+                blocks.append(_finish(block, create_graph))
+            rows.append(blocks[0] if single_in else tuple(blocks))
+    return rows[0] if single_out else tuple(rows)
+
+
+def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, outer_jacobian_strategy="reverse-mode"):
+    """The matrix of second derivatives of a scalar ``func``: shape input.shape * 2 for
+    one input, a tuple of tuples for several."""
+    xs, single_in = _as_tuple(inputs, "inputs")
+
+    def gradient(*ys):
+        out = func(*ys)
+        if not isinstance(out, Tensor) or out.numel() != 1:
+            raise RuntimeError("The function given to hessian should return a single Tensor with a single element")
+        gs = _grad(out.reshape(()), ys, create_graph=True, allow_unused=True)
+        gs = _zeros_like_where_none(gs, ys, strict, " (hessian)")
+        return gs[0] if single_in else gs
+    return jacobian(gradient, xs[0] if single_in else xs, create_graph=create_graph, strict=strict)
+
+
+def vhp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(inputs), v^T H) for a scalar ``func``."""
+    return _hessian_product(func, inputs, v, create_graph, strict)
+
+
+def hvp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(inputs), H v) for a scalar ``func`` (H is symmetric, so this equals vhp)."""
+    return _hessian_product(func, inputs, v, create_graph, strict)
+
+
+def _hessian_product(func, inputs, v, create_graph, strict):
+    with enable_grad():
+        xs, single_in = _prepare(inputs, create_graph)
+        out = func(*xs)
+        if not isinstance(out, Tensor) or out.numel() != 1:
+            raise RuntimeError("The function given to hvp should return a single Tensor with a single element")
+        if v is None:
+            if len(xs) != 1 or xs[0].numel() != 1:
+                raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
+                                   "single Tensor with a single element.")
+            from ..ops.creation import ones_like
+            v = (ones_like(xs[0]),)
+        else:
+            v, _ = _as_tuple(v, "v")
+        gs = _grad(out.reshape(()), xs, create_graph=True, allow_unused=True)
+        gs = _zeros_like_where_none(gs, xs, strict, " (hvp)")
+        pairs = [(g, t) for g, t in zip(gs, v) if g.requires_grad]
+        if pairs:
+            hv = _grad([g for g, _ in pairs], xs, [t for _, t in pairs], create_graph=create_graph,
+                       allow_unused=True)
+        else:
+            hv = (None,) * len(xs)
+        hv = _zeros_like_where_none(hv, xs, strict, " (hvp)")
+    hv = tuple(_finish(h, create_graph) for h in hv)
+    return _finish(out, create_graph), (hv[0] if single_in else hv)

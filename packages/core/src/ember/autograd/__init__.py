@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .engine import run_backward
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import gradcheck, gradgradcheck
 from .graph import Node
 
-__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck",
+__all__ = ["backward", "grad", "detect_anomaly", "set_detect_anomaly", "Function", "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck",
            "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "Node"]
 
 

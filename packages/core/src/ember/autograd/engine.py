@@ -20,6 +20,8 @@ from numpy import ndarray
 
 from .. import _tensor
 from . import grad_mode
+from .anomaly_mode import STATE as _ANOMALY
+from .anomaly_mode import check_gradients
 from .graph import AccumulateGrad, edge
 
 __all__ = ["run_backward"]
@@ -130,6 +132,8 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                 results = _run_node(node, grads, retain_graph, on_arrays, targets, captured, accumulate)
                 if results is None:
                     continue
+            if _ANOMALY.enabled:
+                check_gradients(node, results)
             for (child, nr, shape, dtype, array_dtype), g in zip(node._edges, results):
                 if child is None or child not in deps:
                     continue

@@ -13,6 +13,8 @@ import itertools
 import weakref
 
 from . import grad_mode
+from .anomaly_mode import STATE as _ANOMALY
+from .anomaly_mode import remember_forward
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "record", "on_arrays"]
 
@@ -278,6 +280,8 @@ def record(name: str, rule, inputs, outputs, saved=()):
             node._saved = tuple(packed)
         else:
             node._saved = ()
+    if _ANOMALY.enabled:
+        remember_forward(node)
     return node
 
 

@@ -27,6 +27,8 @@ from ._dtype import (
 from ._dtype import bool_ as bool  # noqa: A001  (torch.bool)
 from ._tensor import Size, Tensor
 from ._tensor_str import set_printoptions
+from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
+from .autograd.anomaly_mode import set_detect_anomaly as set_anomaly_enabled  # noqa: F401
 from .autograd.grad_mode import (
     enable_grad,
     inference_mode,
@@ -35,8 +37,6 @@ from .autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
-from .autograd.anomaly_mode import set_detect_anomaly as set_anomaly_enabled  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 

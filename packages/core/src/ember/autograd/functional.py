@@ -61,8 +61,8 @@ def _vjp_of(outputs, inputs, v, create_graph, strict):
 def _check_v(v, outputs, name):
     if v is None:
         if len(outputs) != 1 or outputs[0].numel() != 1:
-            raise RuntimeError(f"The vector v can only be None if the user-provided function returns a single "
-                               f"Tensor with a single element.")
+            raise RuntimeError("The vector v can only be None if the user-provided function returns a single "
+                               "Tensor with a single element.")
         from ..ops.creation import ones_like
         return (ones_like(outputs[0]),)
     v, _ = _as_tuple(v, "v")

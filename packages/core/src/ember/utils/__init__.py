@@ -1,3 +1,3 @@
-"""ember.utils: data loading (torch.utils)."""
+"""ember.utils: data loading and activation checkpointing (torch.utils)."""
 
-from . import data  # noqa: F401
+from . import checkpoint, data  # noqa: F401

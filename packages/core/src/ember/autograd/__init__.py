@@ -9,8 +9,9 @@ from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, se
 from .gradcheck import gradcheck, gradgradcheck
 from .graph import Node
 
-__all__ = ["backward", "grad", "detect_anomaly", "set_detect_anomaly", "Function", "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck",
-           "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled", "Node"]
+__all__ = ["backward", "grad", "detect_anomaly", "set_detect_anomaly", "Function", "FunctionCtx",
+           "once_differentiable", "gradcheck", "gradgradcheck", "no_grad", "enable_grad", "set_grad_enabled",
+           "inference_mode", "is_grad_enabled", "Node"]
 
 
 def _as_list(x):

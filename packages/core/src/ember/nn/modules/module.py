@@ -85,6 +85,8 @@ class Module:
         sa(self, "_forward_hooks_always_called", {})
         sa(self, "_forward_pre_hooks", OrderedDict())
         sa(self, "_forward_pre_hooks_with_kwargs", {})
+        sa(self, "_backward_hooks", OrderedDict())
+        sa(self, "_backward_pre_hooks", OrderedDict())
 
     def forward(self, *input):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
@@ -513,8 +515,29 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_hook(self, hook, prepend: bool = False):
+        """``hook(module, grad_input, grad_output)`` runs once the gradients of the
+        module's tensor inputs are computed and may return a replacement grad_input
+        (a tuple with one entry per tensor input, None where there is no gradient)."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False):
+        """``hook(module, grad_output)`` runs when the gradients of the module's outputs
+        arrive, before those of its inputs are computed; it may return a replacement
+        grad_output."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
     def __call__(self, *args, **kwargs):
-        if not self._forward_hooks and not self._forward_pre_hooks:
+        backward_hooks = self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")
+        if not self._forward_hooks and not self._forward_pre_hooks and not backward_hooks:
             return self.forward(*args, **kwargs)
         for hid, hook in list(self._forward_pre_hooks.items()):
             if hid in self._forward_pre_hooks_with_kwargs:
@@ -528,6 +551,11 @@ class Module:
                 res = hook(self, args)
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
+        hooks = None
+        if backward_hooks:
+            from ._backward_hooks import BackwardHook
+            hooks = BackwardHook(self, self._backward_hooks, self._backward_pre_hooks)
+            args = hooks.wrap_inputs(args)
         result = self.forward(*args, **kwargs)
         for hid, hook in list(self._forward_hooks.items()):
             if hid in self._forward_hooks_with_kwargs:
@@ -536,7 +564,7 @@ class Module:
                 res = hook(self, args, result)
             if res is not None:
                 result = res
-        return result
+        return result if hooks is None else hooks.wrap_outputs(result)
 
     _call_impl = __call__
 

@@ -22,6 +22,7 @@ from . import (
     pool,
     products,
     reduction,
+    sampling,
     shape,
     statistics,
 )
@@ -55,3 +56,9 @@ det, logdet, slogdet, matrix_power = decompositions.det, decompositions.logdet, 
     decompositions.matrix_power
 inverse, pinverse = decompositions.inv, decompositions.pinv
 __all__ += ["det", "inverse", "logdet", "matrix_power", "pinverse", "slogdet"]
+
+# sampling: torch.poisson at the top level; the in-place samplers are Tensor methods only
+poisson = sampling.poisson
+exponential_, geometric_, log_normal_, cauchy_, random_ = (
+    sampling.exponential_, sampling.geometric_, sampling.log_normal_, sampling.cauchy_, sampling.random_)
+__all__ += ["poisson"]

@@ -713,6 +713,7 @@ OPS += [
                                  L.is_floating_point(a), L.is_tensor(a), a.tolist()),
        [Sample((f(2, 3),)), Sample((nc(f(3, 2)),))], grad=False),
     Op("item", lambda L, a: (a.item(), float(a), a.tolist()), [Sample((f(),))], grad=False),
+    Op("from_dlpack", lambda L, a: L.from_dlpack(a), [Sample((f(2, 3),)), Sample((i64(4),))], grad=False),
     Op("conversions", lambda L, a: (a.float(), a.double(), a.half(), a.bfloat16(), a.int(), a.long(), a.short(),
                                     a.char(), a.byte(), a.bool(), a.to(L.float64), a.type(L.float16),
                                     a.type_as(a.int()), a.cpu(), a.to("cpu"), a.clone(), a.detach(), L.detach(a),

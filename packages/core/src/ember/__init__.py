@@ -3,7 +3,7 @@
 ``import ember as torch`` runs PyTorch programs that use the parts ember implements.
 """
 
-from . import _allocator, autograd, ops, return_types  # noqa: F401
+from . import _allocator, _numpy_warnings, autograd, ops, return_types  # noqa: F401
 from ._device import device
 from ._dtype import (
     bfloat16,

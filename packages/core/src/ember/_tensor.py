@@ -261,6 +261,13 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
+    def __contains__(self, element) -> bool:
+        """``element in tensor``: some entry equals it (a number or a tensor)."""
+        if not isinstance(element, (Tensor, int, float, bool)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                               f"{type(element)}.")
+        return bool((self == element).any().item())
+
     def __iter__(self):
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")

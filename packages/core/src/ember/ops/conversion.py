@@ -104,3 +104,22 @@ def contiguous(self, memory_format=None):
 def detach(input):
     """A tensor sharing ``input``'s memory, outside the graph (torch.detach)."""
     return input.detach()
+
+
+def from_dlpack(ext_tensor):
+    """A tensor sharing memory with any object that exports DLPack (``__dlpack__``): a
+    torch, numpy, cupy or ember tensor.  CPU memory becomes a numpy-backed tensor, CUDA
+    memory a cupy-backed one (torch.from_dlpack)."""
+    import numpy
+
+    from .. import _dtype as D
+    from .._tensor import _make
+    device_type = ext_tensor.__dlpack_device__()[0] if hasattr(ext_tensor, "__dlpack_device__") else 1
+    if device_type == 1:  # kDLCPU
+        arr = numpy.from_dlpack(ext_tensor)
+    else:
+        from .._device import device
+        from ..backends import backend_for_device
+        index = ext_tensor.__dlpack_device__()[1]
+        arr = backend_for_device(device("cuda", index)).xp.from_dlpack(ext_tensor)
+    return _make(arr, D.from_numpy_dtype(arr.dtype))

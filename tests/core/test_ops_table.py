@@ -890,6 +890,40 @@ OPS += [
        [Sample((f(2, 4), f(2, 4)))]),
 ]
 
+
+def _inplace_unary(L, a):
+    # (torch has no gradient for asinh_ and atanh_; logit_ needs (0, 1): they are in the next entry)
+    names = ["asin_", "acos_", "atan_", "sinh_", "cosh_", "erf_", "erfc_", "erfinv_", "sinc_", "frac_",
+             "deg2rad_", "rad2deg_", "reciprocal_", "square_", "exp2_", "log1p_", "expm1_", "sin_", "cos_", "tan_",
+             "absolute_", "negative_", "clamp_min_", "clamp_max_"]
+    args = {"clamp_min_": (0.1,), "clamp_max_": (0.2,)}
+    return tuple(getattr(a * 0.5, n)(*args.get(n, ())) for n in names)
+
+
+def _inplace_binary(L, a, b):
+    return ((a * 1).atan2_(b), (a * 1).hypot_(b), (a * 1).copysign_(b), (a * 1).xlogy_(b.abs() + 0.5),
+            (a * 1).lerp_(b, 0.3), (a * 1).addcmul_(a, b, value=0.5), (a * 1).addcdiv_(a, b.abs() + 0.5),
+            (a * 1).fmod_(1.5),
+            (a * 1).remainder_(b.abs() + 0.5), (a * 1).tril_(), (a * 1).triu_(1),
+            (a * 1).index_add_(0, L.tensor([1, 1]), b), (a * 1).index_fill_(1, L.tensor([0]), 2.0),
+            (a * 1).cumsum_(1), (a * 1).cumprod_(0), (a * 1).multiply_(b), (a * 1).divide_(b.abs() + 0.5),
+            (a * 1).subtract_(b), (a * 1).lgamma_())
+
+
+# the in-place forms: values, and gradients flowing through the in-place writes
+OPS += [
+    Op("inplace_unary", _inplace_unary, [Sample((unit(2, 3),))]),
+    Op("inplace_binary", _inplace_binary, [Sample((nonzero(2, 3), f(2, 3)))]),
+    Op("inplace_no_grad", lambda L, a: ((a * 1).atanh_(), (a * 1).asinh_(), (a * 1).logit_(), (a * 1).round_(),
+                                        (a * 1).sgn_()),
+       [Sample((prob(2, 3),))], grad=False),
+    Op("inplace_int", lambda L, a, b: ((a * 1).bitwise_and_(b), (a * 1).bitwise_left_shift_(b),
+                                       (a * 1).floor_divide_(b + 1), (a * 1).logical_not_()),
+       [Sample((i64(2, 3), i64(2, 3)))], grad=False),
+    Op("inplace_polygamma", lambda L, a: ((a * 1).polygamma_(1), (a * 1).mvlgamma_(2)),
+       [Sample((within(1.5, 3.0)(2, 3),))]),
+]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS)
 
@@ -961,7 +995,7 @@ _NODE_NAMES_DIFFER = {"op/reflected", "einsum", "matmul", "special.ndtr", "repea
                       "F.relu", "F.pool", "F.batch_norm", "F.losses", "F.linear", "F.conv1d", "linalg.solve",
                       "linalg.solve_triangular", "linalg.qr", "linalg.eigh", "linalg.svd", "linalg.pinv",
                       "linalg.lstsq", "linalg.matrix_power", "linalg.multi_dot", "linalg.norms", "linalg.vecdot",
-                      "linalg.det", "linalg.cholesky"}
+                      "linalg.det", "linalg.cholesky", "inplace_unary", "inplace_binary", "inplace_polygamma"}
 
 
 @pytest.mark.parametrize("name", GRADCHECK_CASES)

@@ -471,6 +471,10 @@ def _install_methods() -> None:
     for name in METHODS:
         if name not in Tensor.__dict__:
             setattr(Tensor, name, getattr(_ops, name))
+    from .ops.inplace_forms import forms
+    for name, method in forms().items():
+        if name not in Tensor.__dict__:
+            setattr(Tensor, name, method)
 
 
 # Imported last: these modules import Tensor from here.

@@ -1,0 +1,63 @@
+"""The in-place forms (``x.asin_()``, ``x.index_add_(...)``, ...) of the out-of-place ops
+that torch gives one: each runs its op and writes the result into ``self``
+(``_helpers.inplace``: version bump, autograd history handed over, torch's errors for
+leaves that require grad and for results that do not fit)."""
+
+from __future__ import annotations
+
+from . import (
+    decompositions,
+    elementwise,
+    elementwise_math,
+    indexing,
+    layout,
+    products,
+    reduction,
+    statistics,
+)
+from ._helpers import inplace
+
+_SOURCES = (elementwise, elementwise_math, indexing, layout, products, reduction, statistics, decompositions)
+
+# torch's in-place Tensor methods that ember has the op of (the others are defined beside their op)
+NAMES = """
+asin acos atan sinh cosh asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh erf erfc erfinv lgamma
+digamma i0 sinc logit frac sgn deg2rad rad2deg atan2 arctan2 hypot copysign xlogy float_power fmod remainder
+floor_divide lerp addcmul addcdiv tril triu index_add index_copy index_fill scatter_reduce masked_scatter clamp_min
+clamp_max reciprocal square sign floor ceil trunc fix round exp2 log2 log10 log1p expm1 rsqrt sin cos tan
+nan_to_num cumsum cumprod logical_and logical_or logical_xor logical_not bitwise_and bitwise_or bitwise_xor
+bitwise_not bitwise_left_shift bitwise_right_shift addmm addmv addr baddbmm addbmm negative absolute multiply
+divide subtract true_divide polygamma_ mvlgamma
+""".split()
+
+
+def _make_inplace(fn, name):
+    def method(self, *args, **kwargs):
+        return inplace(self, fn, *args, **kwargs)
+    method.__name__ = name
+    method.__qualname__ = f"Tensor.{name}"
+    method.__doc__ = f"In-place {fn.__name__}: the result is written into ``self``."
+    return method
+
+
+def _find(name):
+    for module in _SOURCES:
+        fn = getattr(module, name, None)
+        if fn is not None:
+            return fn
+    raise AttributeError(name)
+
+
+def forms() -> dict:
+    """{name_: method} for every name above that ember has the op of."""
+    out = {}
+    for name in NAMES:
+        if name.endswith("_"):
+            continue
+        out[name + "_"] = _make_inplace(_find(name), name + "_")
+
+    def polygamma_(self, n):
+        return inplace(self, lambda t: elementwise_math.polygamma(n, t))
+    polygamma_.__doc__ = "In-place polygamma of order ``n``."
+    out["polygamma_"] = polygamma_
+    return out

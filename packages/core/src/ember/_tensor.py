@@ -373,6 +373,16 @@ class Tensor:
     def __setitem__(self, index, value): _ops.setitem(self, index, value)
 
     @property
+    def real(self):
+        """The real part (a view for complex tensors)."""
+        return _ops.real(self)
+
+    @property
+    def imag(self):
+        """The imaginary part of a complex tensor (a view)."""
+        return _ops.imag(self)
+
+    @property
     def T(self):
         return _ops.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
@@ -462,7 +472,7 @@ unique_consecutive bincount histc nansum count_nonzero amax amin masked_select a
 take take_along_dim index_add index_copy index_fill scatter_reduce masked_scatter nonzero outer inner ger vdot
 kron cross addmm addmv addr addbmm baddbmm mvlgamma isposinf isneginf isreal bitwise_left_shift bitwise_right_shift
 multiply divide subtract det inverse logdet matrix_power pinverse slogdet
-exponential_ geometric_ log_normal_ cauchy_ random_
+exponential_ geometric_ log_normal_ cauchy_ random_ conj conj_physical resolve_conj angle is_complex
 """.split()
 
 

@@ -8,6 +8,7 @@ from types import FunctionType as _Function
 
 from . import (
     activation,
+    complex_ops,
     conv,
     conversion,
     creation,
@@ -27,8 +28,8 @@ from . import (
     statistics,
 )
 
-_FAMILIES = (conversion, creation, elementwise, elementwise_math, indexing, layout, linalg, reduction, shape,
-             statistics, products, activation, conv, loss, norm, pool)
+_FAMILIES = (conversion, creation, complex_ops, elementwise, elementwise_math, indexing, layout, linalg, reduction,
+             shape, statistics, products, activation, conv, loss, norm, pool)
 
 
 def _public(module):

@@ -202,7 +202,20 @@ def mul(input, other, *, out=None):
 
 @on_arrays()
 def _mul_rule(g, a, b):
-    return (None if b is None else g * b), (None if a is None else g * a)
+    # a complex factor passes its conjugate back (torch's convention for complex gradients)
+    return (None if b is None else g * _conj(b)), (None if a is None else g * _conj(a))
+
+
+def _conj(x):
+    """``x`` conjugated when it is complex (a tensor, an array, a number)."""
+    t = type(x)
+    if t is float or t is int or t is bool:
+        return x
+    if t is _ndarray:
+        return x.conj() if x.dtype.kind == "c" else x
+    if t is complex or isinstance(x, numpy.generic):
+        return x.conjugate()
+    return x.conj() if x.dtype.is_complex else x
 
 
 def _req(x) -> bool:
@@ -271,7 +284,7 @@ def _check_int_zero_division(other):
 
 @on_arrays()
 def _div_rule(g, a, b, a_needs):
-    return (g / b if a_needs else None), (None if a is None else -g * a / (b * b))
+    return (g / _conj(b) if a_needs else None), (None if a is None else -g * _conj(a / (b * b)))
 
 
 @on_arrays()
@@ -723,6 +736,10 @@ def _cos_rule(g, x): return -g * sin(x)
 
 
 def abs(input, *, out=None):
+    """|x|; a complex tensor gives its modulus in the real dtype."""
+    if input.dtype.is_complex:
+        from .complex_ops import complex_abs
+        return _out(complex_abs(input), out)
     return _unary(input, "abs", "AbsBackward0", _abs_rule, "in", out, keep_int=True)
 
 

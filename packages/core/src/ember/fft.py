@@ -1,0 +1,24 @@
+"""ember.fft: torch.fft's discrete Fourier transforms, with gradients (the computations
+live in ``ember.ops.fft``)."""
+
+from .ops.fft import (  # noqa: F401
+    fft,
+    fft2,
+    fftfreq,
+    fftn,
+    fftshift,
+    ifft,
+    ifft2,
+    ifftn,
+    ifftshift,
+    irfft,
+    irfft2,
+    irfftn,
+    rfft,
+    rfft2,
+    rfftfreq,
+    rfftn,
+)
+
+__all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn",
+           "fftshift", "ifftshift", "fftfreq", "rfftfreq"]

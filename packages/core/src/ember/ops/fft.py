@@ -1,0 +1,238 @@
+"""Discrete Fourier transforms (torch.fft) with gradients.
+
+Values come from the array module's fft (numpy.fft, cupy.fft).  Every transform is
+linear, so its gradient is the adjoint: the adjoint of ``fft`` with a ``norm`` is ``ifft``
+with the dual norm ('backward' <-> 'forward', 'ortho' <-> 'ortho'), and so on; a real input
+takes the real part, and a padded or cropped input (``n``/``s`` given) takes the cropped
+or zero-padded gradient.  For ``irfft`` the half spectrum stands for the full one: its
+interior bins count twice (torch's derivatives.yaml, fft_c2r_backward).
+"""
+
+from __future__ import annotations
+
+from .. import _dtype as D
+from .._tensor import Tensor, _make, _wrap_dim
+from ..autograd.graph import record
+from ._helpers import be, needs_grad
+
+__all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn",
+           "fftshift", "ifftshift", "fftfreq", "rfftfreq"]
+
+_DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+def _norm(norm):
+    if norm is None:
+        return "backward"
+    if norm not in _DUAL:
+        raise ValueError(f"Invalid normalization mode: {norm}")
+    return norm
+
+
+def _complex_dtype(x: Tensor) -> D.dtype:
+    if x.dtype.is_complex:
+        return x.dtype
+    return D.complex128 if x.dtype is D.float64 else D.complex64
+
+
+def _axes(x, s, dim, default_all):
+    """The transform dims and sizes for the n-d forms (torch's rules for s and dim)."""
+    if dim is None:
+        if s is not None:
+            dims = tuple(range(x.ndim - len(s), x.ndim))
+        else:
+            dims = tuple(range(x.ndim)) if default_all else (x.ndim - 2, x.ndim - 1)
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        dims = tuple(_wrap_dim(d, x.ndim) for d in dims)
+    sizes = tuple(s) if s is not None else tuple(x.shape[d] for d in dims)
+    sizes = tuple(x.shape[d] if n == -1 else n for d, n in zip(dims, sizes))
+    return dims, sizes
+
+
+def _fit(g, shape_in, dims):
+    """Crop or zero-pad gradient ``g`` along ``dims`` to the input's sizes."""
+    xp = be(g).xp
+    arr = g._data
+    for d in dims:
+        n_in, n_g = shape_in[d], arr.shape[d]
+        if n_g > n_in:
+            arr = arr[(slice(None),) * d + (slice(0, n_in),)]
+        elif n_g < n_in:
+            pad = [(0, 0)] * arr.ndim
+            pad[d] = (0, n_in - n_g)
+            arr = xp.pad(arr, pad)
+    return _make(xp.ascontiguousarray(arr), g.dtype)
+
+
+# ---- complex to complex -------------------------------------------------------------
+
+def _c2c(x, sizes, dims, norm, forward, name):
+    norm = _norm(norm)
+    f = be(x).fft
+    arr = x._data if x.dtype.is_complex else x._data.astype(_complex_dtype(x).np)
+    out = (f.fftn if forward else f.ifftn)(arr, s=sizes, axes=dims, norm=norm)
+    dt = _complex_dtype(x)
+    r = _make(out.astype(dt.np, copy=False), dt)
+    if needs_grad(x):
+        record(name, _c2c_rule, (x,), r, (tuple(x.shape), x.dtype, dims, norm, forward))
+    return r
+
+
+def _c2c_rule(g, shape_in, dtype_in, dims, norm, forward):
+    from .complex_ops import real
+    sizes = tuple(g.shape[d] for d in dims)
+    back = _c2c(g, sizes, dims, _DUAL[norm], not forward, "FftC2CBackward0")
+    back = _fit(back, shape_in, dims) if tuple(back.shape) != shape_in else back
+    return back if dtype_in.is_complex else real(back).to(dtype_in)
+
+
+def fft(input, n=None, dim=-1, norm=None):
+    """The 1-d DFT along ``dim`` (``n`` pads or crops the input first); complex output."""
+    d = _wrap_dim(dim, input.ndim)
+    return _c2c(input, (input.shape[d] if n is None else n,), (d,), norm, True, "FftC2CBackward0" if
+                input.dtype.is_complex else "FftR2CBackward0")
+
+
+def ifft(input, n=None, dim=-1, norm=None):
+    """The inverse 1-d DFT along ``dim``."""
+    d = _wrap_dim(dim, input.ndim)
+    return _c2c(input, (input.shape[d] if n is None else n,), (d,), norm, False, "FftC2CBackward0")
+
+
+def fftn(input, s=None, dim=None, norm=None):
+    """The n-d DFT over ``dim`` (all dims by default) with sizes ``s``."""
+    dims, sizes = _axes(input, s, dim, True)
+    return _c2c(input, sizes, dims, norm, True, "FftC2CBackward0")
+
+
+def ifftn(input, s=None, dim=None, norm=None):
+    dims, sizes = _axes(input, s, dim, True)
+    return _c2c(input, sizes, dims, norm, False, "FftC2CBackward0")
+
+
+def fft2(input, s=None, dim=(-2, -1), norm=None):
+    """The 2-d DFT over the last two dims."""
+    return fftn(input, s, dim, norm)
+
+
+def ifft2(input, s=None, dim=(-2, -1), norm=None):
+    return ifftn(input, s, dim, norm)
+
+
+# ---- real to half-complex and back --------------------------------------------------
+
+def rfftn(input, s=None, dim=None, norm=None):
+    """The DFT of a real tensor over ``dim``, keeping the n//2 + 1 non-negative
+    frequencies of the last transformed dim."""
+    if input.dtype.is_complex:
+        raise RuntimeError("rfftn expects a real-valued input tensor, but got " + str(input.dtype))
+    norm = _norm(norm)
+    dims, sizes = _axes(input, s, dim, True)
+    f = be(input).fft
+    dt = _complex_dtype(input)
+    x = input._data if input.dtype.is_floating_point else input._data.astype(D.float32.np)
+    out = f.rfftn(x, s=sizes, axes=dims, norm=norm)
+    r = _make(out.astype(dt.np, copy=False), dt)
+    if needs_grad(input):
+        record("FftR2CBackward0", _r2c_rule, (input,), r, (tuple(input.shape), input.dtype, dims, sizes, norm))
+    return r
+
+
+def _r2c_rule(g, shape_in, dtype_in, dims, sizes, norm):
+    # zero-fill the dropped negative frequencies, then the adjoint of the full transform
+    from .complex_ops import real
+    xp = be(g).xp
+    last = dims[-1]
+    pad = [(0, 0)] * g.ndim
+    pad[last] = (0, sizes[-1] - g.shape[last])
+    full = _make(xp.pad(g._data, pad), g.dtype)
+    back = _c2c(full, sizes, dims, _DUAL[norm], False, "FftC2CBackward0")
+    back = real(back).to(dtype_in if dtype_in.is_floating_point else D.float32)
+    return _fit(back, shape_in, dims) if tuple(back.shape) != shape_in else back
+
+
+def irfftn(input, s=None, dim=None, norm=None):
+    """The inverse of rfftn: a real tensor from the half spectrum (the last transformed
+    dim gets size s[-1], default 2 * (m - 1))."""
+    norm = _norm(norm)
+    dims, sizes = _axes(input, s, dim, True)
+    if s is None:
+        sizes = sizes[:-1] + (2 * (input.shape[dims[-1]] - 1),)
+    f = be(input).fft
+    cdt = _complex_dtype(input)
+    out = f.irfftn(input._data.astype(cdt.np, copy=False), s=sizes, axes=dims, norm=norm)
+    dt = cdt.to_real()
+    r = _make(out.astype(dt.np, copy=False), dt)
+    if needs_grad(input):
+        record("FftC2RBackward0", _c2r_rule, (input,), r, (tuple(input.shape), input.dtype, dims, sizes, norm))
+    return r
+
+
+def _c2r_rule(g, shape_in, dtype_in, dims, sizes, norm):
+    xp = be(g).xp
+    half = rfftn(g, sizes, dims, _DUAL[norm])
+    last = dims[-1]
+    n = sizes[-1]
+    # interior bins stand for two (conjugate) bins of the full spectrum
+    weight = xp.full(half.shape[last], 2.0, dtype=half._data.real.dtype)
+    weight[0] = 1.0
+    if n % 2 == 0:
+        weight[-1] = 1.0
+    shape = [1] * half.ndim
+    shape[last] = half.shape[last]
+    back = half * _make(weight.reshape(shape), D.from_numpy_dtype(weight.dtype))
+    back = _fit(back, shape_in, dims) if tuple(back.shape) != shape_in else back
+    return back if dtype_in.is_complex else back.to(_complex_dtype(back))
+
+
+def rfft(input, n=None, dim=-1, norm=None):
+    """The DFT of a real tensor along ``dim``: the n//2 + 1 non-negative frequencies."""
+    d = _wrap_dim(dim, input.ndim)
+    return rfftn(input, None if n is None else (n,), (d,), norm)
+
+
+def irfft(input, n=None, dim=-1, norm=None):
+    """The real inverse of rfft along ``dim`` (output length n, default 2 * (m - 1))."""
+    d = _wrap_dim(dim, input.ndim)
+    return irfftn(input, None if n is None else (n,), (d,), norm)
+
+
+def rfft2(input, s=None, dim=(-2, -1), norm=None):
+    return rfftn(input, s, dim, norm)
+
+
+def irfft2(input, s=None, dim=(-2, -1), norm=None):
+    return irfftn(input, s, dim, norm)
+
+
+# ---- helpers --------------------------------------------------------------------------
+
+def fftshift(input, dim=None):
+    """Move the zero frequency to the centre (a roll by n // 2 along each dim)."""
+    from .layout import roll
+    dims = tuple(range(input.ndim)) if dim is None else ((dim,) if isinstance(dim, int) else tuple(dim))
+    return roll(input, tuple(input.shape[d] // 2 for d in dims), dims)
+
+
+def ifftshift(input, dim=None):
+    """The inverse of fftshift (a roll by -(n // 2))."""
+    from .layout import roll
+    dims = tuple(range(input.ndim)) if dim is None else ((dim,) if isinstance(dim, int) else tuple(dim))
+    return roll(input, tuple(-(input.shape[d] // 2) for d in dims), dims)
+
+
+def fftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False):
+    """The sample frequencies of an n-point DFT with sample spacing ``d``."""
+    import numpy
+
+    from .creation import tensor
+    return tensor(numpy.fft.fftfreq(n, d), dtype=dtype or D.get_default_dtype(), requires_grad=requires_grad)
+
+
+def rfftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False):
+    """The non-negative sample frequencies of an n-point rfft."""
+    import numpy
+
+    from .creation import tensor
+    return tensor(numpy.fft.rfftfreq(n, d), dtype=dtype or D.get_default_dtype(), requires_grad=requires_grad)

@@ -472,7 +472,7 @@ unique_consecutive bincount histc nansum count_nonzero amax amin masked_select a
 take take_along_dim index_add index_copy index_fill scatter_reduce masked_scatter nonzero outer inner ger vdot
 kron cross addmm addmv addr addbmm baddbmm mvlgamma isposinf isneginf isreal bitwise_left_shift bitwise_right_shift
 multiply divide subtract det inverse logdet matrix_power pinverse slogdet
-exponential_ geometric_ log_normal_ cauchy_ random_ conj conj_physical resolve_conj angle is_complex
+exponential_ geometric_ log_normal_ cauchy_ random_ conj conj_physical resolve_conj angle is_complex stft istft
 """.split()
 
 

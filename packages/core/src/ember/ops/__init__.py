@@ -25,11 +25,13 @@ from . import (
     reduction,
     sampling,
     shape,
+    spectral,
     statistics,
+    windows,
 )
 
 _FAMILIES = (conversion, creation, complex_ops, elementwise, elementwise_math, indexing, layout, linalg, reduction,
-             shape, statistics, products, activation, conv, loss, norm, pool)
+             shape, statistics, products, spectral, windows, activation, conv, loss, norm, pool)
 
 
 def _public(module):

@@ -117,7 +117,9 @@ def view_as_real(input):
     if not input.dtype.is_complex:
         raise RuntimeError("view_as_real is only supported for complex tensors")
     dt = input.dtype.to_real()
-    arr = input._data.view(dt.np).reshape(input._data.shape + (2,))
+    data = input._data
+    part = data.real  # a float view with the complex array's strides; one item on is the imaginary part
+    arr = be(input).xp.lib.stride_tricks.as_strided(part, data.shape + (2,), data.strides + (part.itemsize,))
     out = make_view(input, arr, view_as_real, "ViewAsRealBackward0", _view_as_real_rule)
     out.dtype = dt
     return out

@@ -72,10 +72,11 @@ def assert_same(e, t, rtol=None, atol=None, check_dtype=True):
     ea, ta = as_numpy(e), as_numpy(t)
     if ta.dtype.kind in "fc":
         if rtol is None:
-            rtol, atol = {"float16": (1e-3, 1e-3), "bfloat16": (1e-2, 1e-2), "float64": (1e-9, 1e-9)}.get(
+            rtol, atol = {"float16": (1e-3, 1e-3), "bfloat16": (1e-2, 1e-2), "float64": (1e-9, 1e-9),
+                          "complex128": (1e-9, 1e-9)}.get(
                 dname(t.dtype), (1e-5, 1e-5))
-        np.testing.assert_allclose(ea.astype(np.float64), ta.astype(np.float64), rtol=rtol, atol=atol,
-                                   equal_nan=True)
+        wide = np.complex128 if ta.dtype.kind == "c" else np.float64  # complex values compare whole
+        np.testing.assert_allclose(ea.astype(wide), ta.astype(wide), rtol=rtol, atol=atol, equal_nan=True)
     else:
         np.testing.assert_array_equal(ea, ta)
 

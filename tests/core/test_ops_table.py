@@ -777,6 +777,12 @@ OPS += [
                                L.nn.functional.softmax(a, 1), L.nn.functional.log_softmax(a, -1),
                                L.nn.functional.dropout(a, 0.5, training=False)),
        [Sample((f(2, 3),)), Sample((nc(f(3, 2)),))]),
+    Op("F.pad", lambda L, a: (L.nn.functional.pad(a, (1, 2)), L.nn.functional.pad(a, (2, 1, 1, 0), "reflect"),
+                              L.nn.functional.pad(a, (1, 1, 2, 2), "replicate"),
+                              L.nn.functional.pad(a, (3, 1), "circular"), L.nn.functional.pad(a, (-1, 1), value=2.5)),
+       [Sample((f(2, 3, 4),)), Sample((nc(f(2, 4, 3)),))]),
+    Op("F.pad_reflect_too_big", lambda L, a: L.nn.functional.pad(a, (4, 0), "reflect"), [Sample((f(2, 5),))],
+       errors=[(Sample((f(2, 3),)), RuntimeError)]),
     Op("F.linear", _F("linear"), [Sample((f(4, 3), f(5, 3), f(5))), Sample((f(2, 4, 3), f(5, 3)))]),
     Op("F.conv1d", _F("conv1d", padding=1), [Sample((f(2, 3, 7), f(4, 3, 3), f(4)))]),
     Op("F.conv2d", _F("conv2d", stride=2, padding=1), [Sample((f(2, 3, 6, 6), f(4, 3, 3, 3), f(4)))]),
@@ -828,9 +834,10 @@ OPS += [
 
 
 def well_conditioned(*shape):
-    """Square matrices a fair way from singular: random plus n on the diagonal."""
+    """Square matrices far from singular: random entries in [-2, 2] plus 3n on the
+    diagonal (strictly diagonally dominant)."""
     n = shape[-1]
-    return f(*shape) + n * np.eye(n, dtype=np.float32)
+    return f(*shape) + 3 * n * np.eye(n, dtype=np.float32)
 
 
 def spd(*shape):
@@ -992,7 +999,8 @@ _NODE_NAMES_DIFFER = {"op/reflected", "einsum", "matmul", "special.ndtr", "repea
                       "scatter_reduce_sum", "masked_scatter", "masked_select", "vdot", "kron", "cdist", "addmm",
                       "addmv", "addr", "addbmm", "lerp", "addcmul", "clamp_methods", "cross", "tensordot",
                       "tensordot_dims", "inner", "outer", "mvlgamma", "clone_grad", "unflatten", "more_unary",
-                      "F.relu", "F.pool", "F.batch_norm", "F.losses", "F.linear", "F.conv1d", "linalg.solve",
+                      "F.relu", "F.pool", "F.batch_norm", "F.pad", "F.pad_reflect_too_big", "F.losses", "F.linear",
+                      "F.conv1d", "linalg.solve",
                       "linalg.solve_triangular", "linalg.qr", "linalg.eigh", "linalg.svd", "linalg.pinv",
                       "linalg.lstsq", "linalg.matrix_power", "linalg.multi_dot", "linalg.norms", "linalg.vecdot",
                       "linalg.det", "linalg.cholesky", "inplace_unary", "inplace_binary", "inplace_polygamma"}

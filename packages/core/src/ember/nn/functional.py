@@ -84,9 +84,14 @@ def one_hot(tensor, num_classes: int = -1):
 
 def pad(input, pad, mode: str = "constant", value=None):
     """Pad the last ``len(pad)//2`` dims: ``pad = (left, right, top, bottom, ...)`` from the last
-    dim backwards; constant mode only (negative values crop)."""
+    dim backwards.  'constant' fills with ``value`` (0; negative pads crop); 'reflect'
+    mirrors without repeating the edge (pads smaller than the dim), 'replicate' repeats
+    the edge, 'circular' wraps around (pads at most the dim) — each by gathering indices,
+    so the gradient of every mode sums back into the input."""
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if mode != "constant":
-        raise NotImplementedError(f"pad mode {mode!r} is not supported by ember yet")
+        return _pad_by_index(input, pad, mode)
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > input.ndim:
@@ -115,6 +120,34 @@ def pad(input, pad, mode: str = "constant", value=None):
             parts.append(full(shape, 0 if value is None else value, dtype=out.dtype, device=out.device))
         if len(parts) > 1:
             out = _ops.cat(parts, d)
+    return out
+
+
+def _pad_by_index(input, pad, mode):
+    import numpy
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim - 1:  # torch: at least one leading (batch or channel) dim
+        raise NotImplementedError("Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now")
+    out = input
+    for i in range(len(pad) // 2):
+        d = input.ndim - 1 - i
+        lo, hi = int(pad[2 * i]), int(pad[2 * i + 1])
+        n = out.shape[d]
+        idx = numpy.arange(-lo, n + hi)
+        if mode == "reflect":
+            if lo >= n or hi >= n:
+                raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input "
+                                   f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
+                                   f"{list(input.shape)}")
+            idx = (n - 1) - numpy.abs((n - 1) - numpy.abs(idx))
+        elif mode == "replicate":
+            idx = idx.clip(0, n - 1)
+        else:
+            if lo > n or hi > n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            idx = idx % n
+        out = _ops.index_select(out, d, _ops.tensor(idx.astype("int64")))
     return out
 
 

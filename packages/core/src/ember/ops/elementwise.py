@@ -376,7 +376,7 @@ def _int_power(xp, x, y):
 def _pow_scalar_rule(g, a, e):
     if e == 0:
         return g * 0
-    return g * e * a ** (e - 1)
+    return g * e * _conj(a ** (e - 1))
 
 
 def _pow_rule(g, a, e, r):
@@ -700,39 +700,40 @@ def _unary(x, fname, node, rule, save, out=None, keep_int=False):
 
 
 # Gradient rules of the unary ops; those written with operators only run unchanged on
-# arrays when no graph of the gradient is wanted.
+# arrays when no graph of the gradient is wanted.  A complex input gets grad * conj(f'(z))
+# (torch's convention); _conj leaves real values as they are.
 @on_arrays()
-def _exp_rule(g, r): return g * r
+def _exp_rule(g, r): return g * _conj(r)
 @on_arrays()
-def _exp2_rule(g, r): return g * r * math.log(2.0)
+def _exp2_rule(g, r): return g * _conj(r) * math.log(2.0)
 @on_arrays()
-def _log_rule(g, x): return g / x
+def _log_rule(g, x): return g / _conj(x)
 @on_arrays()
-def _log2_rule(g, x): return g / (x * math.log(2.0))
+def _log2_rule(g, x): return g / (_conj(x) * math.log(2.0))
 @on_arrays()
-def _log10_rule(g, x): return g / (x * math.log(10.0))
+def _log10_rule(g, x): return g / (_conj(x) * math.log(10.0))
 @on_arrays()
-def _log1p_rule(g, x): return g / (x + 1)
+def _log1p_rule(g, x): return g / (_conj(x) + 1)
 @on_arrays()
-def _expm1_rule(g, r): return g * (r + 1)
+def _expm1_rule(g, r): return g * (_conj(r) + 1)
 @on_arrays()
-def _sqrt_rule(g, r): return g / (2 * r)
+def _sqrt_rule(g, r): return g / (2 * _conj(r))
 @on_arrays()
-def _rsqrt_rule(g, r): return -0.5 * g * r * r * r
+def _rsqrt_rule(g, r): return -0.5 * g * _conj(r * r * r)
 @on_arrays()
-def _tan_rule(g, r): return g * (1 + r * r)
+def _tan_rule(g, r): return g * _conj(1 + r * r)
 @on_arrays()
-def _tanh_rule(g, r): return g * (1 - r * r)
+def _tanh_rule(g, r): return g * _conj(1 - r * r)
 @on_arrays()
-def _sigmoid_rule(g, r): return g * r * (1 - r)
+def _sigmoid_rule(g, r): return g * _conj(r * (1 - r))
 @on_arrays()
-def _reciprocal_rule(g, r): return -g * r * r
+def _reciprocal_rule(g, r): return -g * _conj(r * r)
 @on_arrays(lambda g, x: g * _NP.sign(x))
 def _abs_rule(g, x): return g * sign(x)
-@on_arrays(lambda g, x: g * _NP.cos(x))
-def _sin_rule(g, x): return g * cos(x)
-@on_arrays(lambda g, x: -g * _NP.sin(x))
-def _cos_rule(g, x): return -g * sin(x)
+@on_arrays(lambda g, x: g * _NP.cos(_conj(x)))
+def _sin_rule(g, x): return g * cos(_conj(x))
+@on_arrays(lambda g, x: -g * _NP.sin(_conj(x)))
+def _cos_rule(g, x): return -g * sin(_conj(x))
 
 
 def abs(input, *, out=None):
@@ -812,9 +813,11 @@ def sigmoid(input, *, out=None):
         bk = be(input)
         xp = bk.xp
         x = operand(input, dt, bk)
-        # exp of -|x| never overflows; the two branches are the same function
-        e = xp.exp(-xp.abs(x))
-        r = wrap(xp.where(x >= 0, 1 / (1 + e), e / (1 + e)), dt)
+        if dt.is_complex:
+            r = wrap(1 / (1 + xp.exp(-x)), dt)
+        else:  # exp of -|x| never overflows; the two branches are the same function
+            e = xp.exp(-xp.abs(x))
+            r = wrap(xp.where(x >= 0, 1 / (1 + e), e / (1 + e)), dt)
     if needs_grad(input):
         record("SigmoidBackward0", _sigmoid_rule, (input,), r, (r,))
     return _out(r, out)

@@ -63,7 +63,8 @@ def _mat(a, second=False):
 def _matmul_rule(g, a, b):
     from .shape import squeeze, unsqueeze
     if a.ndim == 1 and b.ndim == 1:
-        return (g * b if a._requires_grad else None), (g * a if b._requires_grad else None)
+        from .elementwise import _conj
+        return (g * _conj(b) if a._requires_grad else None), (g * _conj(a) if b._requires_grad else None)
     a2 = unsqueeze(a, 0) if a.ndim == 1 else a
     b2 = unsqueeze(b, -1) if b.ndim == 1 else b
     g2 = g
@@ -71,8 +72,9 @@ def _matmul_rule(g, a, b):
         g2 = unsqueeze(g2, -2)
     if b.ndim == 1:
         g2 = unsqueeze(g2, -1)
-    ga = matmul(g2, b2.mT) if a._requires_grad else None
-    gb = matmul(a2.mT, g2) if b._requires_grad else None
+    from .elementwise import _conj  # a complex factor passes its conjugate back
+    ga = matmul(g2, _conj(b2.mT)) if a._requires_grad else None
+    gb = matmul(_conj(a2.mT), g2) if b._requires_grad else None
     if ga is not None and a.ndim == 1:
         ga = squeeze(ga, -2)
     if gb is not None and b.ndim == 1:

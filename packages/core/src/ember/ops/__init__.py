@@ -4,9 +4,12 @@ The namespace is built from the functions each family module defines itself (not
 it imports), so adding an op to a family is enough to publish it.
 """
 
+import functools
+import inspect
 from types import FunctionType as _Function
 
 from . import (
+    _helpers,
     activation,
     complex_ops,
     conv,
@@ -41,6 +44,27 @@ def _public(module):
         if isinstance(obj, _Function) and (obj.__module__ == module.__name__ or name.endswith("_")):
             yield name, obj
 
+
+def _with_out(fn):
+    """``fn`` accepting torch's ``out=`` keyword (the result is written into it)."""
+    @functools.wraps(fn)
+    def with_out(*args, out=None, **kwargs):
+        result = fn(*args, **kwargs)
+        return result if out is None else _helpers.write_out(result, out, fn.__name__)
+    return with_out
+
+
+# families whose ops are written without out=: it is added here, once; views, tuples of
+# views and non-tensor results take none (as in torch)
+_ADD_OUT = (elementwise_math, statistics, layout, products, complex_ops, spectral)
+_NO_OUT = {"broadcast_shapes", "broadcast_tensors", "meshgrid", "tensor_split", "hsplit", "vsplit", "dsplit",
+           "atleast_1d", "atleast_2d", "atleast_3d", "is_complex", "positive", "real", "imag", "resolve_conj",
+           "view_as_real", "view_as_complex", "diagonal", "unfold", "as_strided", "ravel", "stft", "istft"}
+for _m in _ADD_OUT:
+    for _name, _obj in list(vars(_m).items()):
+        if (isinstance(_obj, _Function) and not _name.startswith("_") and _obj.__module__ == _m.__name__
+                and _name not in _NO_OUT and "out" not in inspect.signature(_obj).parameters):
+            setattr(_m, _name, _with_out(_obj))
 
 __all__ = []
 for _m in _FAMILIES:

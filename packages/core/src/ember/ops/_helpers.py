@@ -275,3 +275,28 @@ def _copy_slices_rule(g, view_fn):
     grad_base = clone(g)
     view_fn(grad_base).zero_()
     return grad_base, view_fn(g)
+
+
+def write_out(result, out, name: str = "op"):
+    """The ``out=`` argument: ``result`` (a tensor, or a tuple for a tuple ``out``) written
+    into ``out``, resized when its shape differs, and ``out`` returned.  RuntimeError, as
+    torch, when a gradient would be needed (out= does not record history) or when the
+    result's dtype cannot be cast to ``out``'s."""
+    if isinstance(out, (tuple, list)):
+        results = tuple(result)
+        if len(results) != len(out):
+            raise RuntimeError(f"{name}(): expected {len(results)} tensors in out=, got {len(out)}")
+        written = tuple(write_out(r, o, name) for r, o in zip(results, out))
+        return type(result)(*written) if hasattr(result, "_fields") else written
+    if _STATE.enabled and (result._requires_grad or out._requires_grad):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    if result.dtype is not out.dtype and not D.can_cast(result.dtype, out.dtype):
+        raise RuntimeError(f"result type {_type_name(result.dtype)} can't be cast to the desired output type "
+                           f"{_type_name(out.dtype)}")
+    if out._data.shape != result._data.shape:
+        out._data = be(result).astype(result._data, out.dtype)
+    else:
+        out._data[...] = result._data
+    out._vc[0] += 1
+    return out

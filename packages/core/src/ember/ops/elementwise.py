@@ -913,15 +913,11 @@ def clone(input, *, memory_format=None):
 
 
 def _out(r: Tensor, out):
-    """Write ``r`` into ``out=`` (resized when its shape differs, as torch does)."""
+    """Write ``r`` into ``out=`` (see _helpers.write_out)."""
     if out is None:
         return r
-    if out.shape != r.shape:
-        out._data = be(r).astype(r._data, out.dtype)
-    else:
-        out._data[...] = r._data
-    out._vc[0] += 1
-    return out
+    from ._helpers import write_out
+    return write_out(r, out)
 
 
 def _inplace_method(fn, name):

@@ -931,6 +931,28 @@ OPS += [
        [Sample((within(1.5, 3.0)(2, 3),))]),
 ]
 
+
+def _poly(name):
+    return Op(f"special.{name}", lambda L, a: (getattr(L.special, name)(a, 3), getattr(L.special, name)(a, 0),
+                                                getattr(L.special, name)(a, L.tensor([[0, 1, 2], [5, -1, 4]]))),
+              [Sample((f(2, 3),))], grad=False)
+
+
+# torch.special's functions without gradients in torch: Bessel functions and polynomials
+OPS += [
+    *[_unary_op(f"special.{n}", domain, grad=False)
+      for n, domain in [("bessel_j0", f), ("bessel_j1", f), ("bessel_y0", pos), ("bessel_y1", pos),
+                        ("modified_bessel_i0", f), ("modified_bessel_i1", f), ("modified_bessel_k0", pos),
+                        ("modified_bessel_k1", pos), ("scaled_modified_bessel_k0", pos),
+                        ("scaled_modified_bessel_k1", pos), ("spherical_bessel_j0", f), ("airy_ai", f)]],
+    *[_poly(n) for n in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                         "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+                         "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+                         "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")],
+    Op("special.gammainc", lambda L, a, x: (L.special.gammainc(a, x), L.special.gammaincc(a, x)),
+       [Sample((Arg(pos(2, 3), grad=False), pos(2, 3))), Sample((Arg(pos(3), grad=False), pos()))]),
+]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS)
 
@@ -1003,7 +1025,8 @@ _NODE_NAMES_DIFFER = {"op/reflected", "einsum", "matmul", "special.ndtr", "repea
                       "F.conv1d", "linalg.solve",
                       "linalg.solve_triangular", "linalg.qr", "linalg.eigh", "linalg.svd", "linalg.pinv",
                       "linalg.lstsq", "linalg.matrix_power", "linalg.multi_dot", "linalg.norms", "linalg.vecdot",
-                      "linalg.det", "linalg.cholesky", "inplace_unary", "inplace_binary", "inplace_polygamma"}
+                      "linalg.det", "linalg.cholesky", "special.gammainc", "inplace_unary", "inplace_binary",
+                      "inplace_polygamma"}
 
 
 @pytest.mark.parametrize("name", GRADCHECK_CASES)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from ._tensor import Tensor
 from .autograd.graph import record
 from .ops._helpers import be, needs_grad, operand, wrap
 from .ops.elementwise import _out, erf, exp, exp2, expm1, log, log1p, round, sigmoid, where  # noqa: F401
@@ -32,7 +33,13 @@ from .ops.reduction import log_softmax, logsumexp, softmax  # noqa: F401  (torch
 __all__ = [
     "expit", "logit", "erf", "erfc", "erfcx", "erfinv", "exp2", "expm1", "log1p", "xlogy", "xlog1py", "gammaln",
     "digamma", "psi", "polygamma", "multigammaln", "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "sinc",
-    "round", "entr", "logsumexp", "softmax", "log_softmax", "zeta",
+    "round", "entr", "logsumexp", "softmax", "log_softmax", "zeta", "bessel_j0", "bessel_j1", "bessel_y0",
+    "bessel_y1", "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0", "airy_ai",
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+    "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
+    "legendre_polynomial_p", "gammainc", "gammaincc",
 ]
 
 expit = sigmoid
@@ -188,3 +195,121 @@ def _special_functions(*operands):
 def _quiet():
     import numpy
     return numpy.errstate(divide="ignore", invalid="ignore", over="ignore")
+
+
+# ---- Bessel functions, orthogonal polynomials, incomplete gamma ----------------------
+# torch gives these no gradient (except gammainc/gammaincc in their second argument).
+
+def _forward_only(fname, doc):
+    def op(input, *, out=None):
+        r = wrap(getattr(be(input).special, fname)(operand(input, _float_dtype(input), be(input))),
+                 _float_dtype(input))
+        return _out(r, out)
+    op.__doc__ = doc
+    return op
+
+
+bessel_j0 = _forward_only("j0", "The Bessel function of the first kind, order 0.")
+bessel_j1 = _forward_only("j1", "The Bessel function of the first kind, order 1.")
+bessel_y0 = _forward_only("y0", "The Bessel function of the second kind, order 0.")
+bessel_y1 = _forward_only("y1", "The Bessel function of the second kind, order 1.")
+modified_bessel_i0 = _forward_only("i0", "The modified Bessel function of the first kind, order 0.")
+modified_bessel_i1 = _forward_only("i1", "The modified Bessel function of the first kind, order 1.")
+modified_bessel_k0 = _forward_only("k0", "The modified Bessel function of the second kind, order 0.")
+modified_bessel_k1 = _forward_only("k1", "The modified Bessel function of the second kind, order 1.")
+scaled_modified_bessel_k0 = _forward_only("k0e", "exp(x) * K0(x).")
+scaled_modified_bessel_k1 = _forward_only("k1e", "exp(x) * K1(x).")
+
+
+def spherical_bessel_j0(input, *, out=None):
+    """sin(x) / x, 1 at 0."""
+    dt = _float_dtype(input)
+    bk = be(input)
+    return _out(wrap(bk.special.spherical_jn(0, operand(input, dt, bk)), dt), out)
+
+
+def airy_ai(input, *, out=None):
+    """The Airy function Ai(x)."""
+    dt = _float_dtype(input)
+    bk = be(input)
+    return _out(wrap(bk.special.airy(operand(input, dt, bk))[0], dt), out)
+
+
+def _recurrence(name, first, step):
+    """An orthogonal polynomial P_n(x) from P_0 = 1, P_1 = first(x) and
+    P_{k+1} = step(k, x, P_k, P_{k-1}); ``n`` a number or a tensor broadcast with x
+    (0 for negative n, as torch)."""
+    def op(input, n, *, out=None):
+        import numpy
+        dt = _float_dtype(input)
+        x = numpy.asarray(operand(input, dt, be(input)), dtype=numpy.float64)
+        ns = numpy.asarray(n._data if isinstance(n, Tensor) else n)
+        x, ns = numpy.broadcast_arrays(x, ns)
+        top = int(ns.max()) if ns.size else 0
+        result = numpy.where(ns == 0, 1.0, 0.0)
+        prev, cur = numpy.ones_like(x), first(x)
+        if top >= 1:
+            result = numpy.where(ns == 1, cur, result)
+        for k in range(1, top):
+            prev, cur = cur, step(k, x, cur, prev)
+            result = numpy.where(ns == k + 1, cur, result)
+        return _out(wrap(result.astype(dt.np), dt), out)
+    op.__name__ = name
+    return op
+
+
+def _chebyshev_step(k, x, cur, prev):
+    return 2 * x * cur - prev
+
+
+chebyshev_polynomial_t = _recurrence("chebyshev_polynomial_t", lambda x: x, _chebyshev_step)
+chebyshev_polynomial_u = _recurrence("chebyshev_polynomial_u", lambda x: 2 * x, _chebyshev_step)
+chebyshev_polynomial_v = _recurrence("chebyshev_polynomial_v", lambda x: 2 * x - 1, _chebyshev_step)
+chebyshev_polynomial_w = _recurrence("chebyshev_polynomial_w", lambda x: 2 * x + 1, _chebyshev_step)
+
+
+def _shifted(poly, name):
+    def op(input, n, *, out=None):
+        return poly(2 * input - 1, n, out=out)
+    op.__name__ = name
+    op.__doc__ = f"{poly.__name__} at 2x - 1 (on [0, 1])."
+    return op
+
+
+shifted_chebyshev_polynomial_t = _shifted(chebyshev_polynomial_t, "shifted_chebyshev_polynomial_t")
+shifted_chebyshev_polynomial_u = _shifted(chebyshev_polynomial_u, "shifted_chebyshev_polynomial_u")
+shifted_chebyshev_polynomial_v = _shifted(chebyshev_polynomial_v, "shifted_chebyshev_polynomial_v")
+shifted_chebyshev_polynomial_w = _shifted(chebyshev_polynomial_w, "shifted_chebyshev_polynomial_w")
+hermite_polynomial_h = _recurrence("hermite_polynomial_h", lambda x: 2 * x,
+                                   lambda k, x, cur, prev: 2 * x * cur - 2 * k * prev)
+hermite_polynomial_he = _recurrence("hermite_polynomial_he", lambda x: x, lambda k, x, cur, prev: x * cur - k * prev)
+laguerre_polynomial_l = _recurrence("laguerre_polynomial_l", lambda x: 1 - x,
+                                    lambda k, x, cur, prev: ((2 * k + 1 - x) * cur - k * prev) / (k + 1))
+legendre_polynomial_p = _recurrence("legendre_polynomial_p", lambda x: x,
+                                    lambda k, x, cur, prev: ((2 * k + 1) * x * cur - k * prev) / (k + 1))
+
+
+def gammainc(input, other, *, out=None):
+    """The regularized lower incomplete gamma function P(input, other); differentiable in
+    ``other`` (torch gives no gradient in ``input``)."""
+    return _incomplete_gamma(input, other, "gammainc", "IgammaBackward0", 1.0, out)
+
+
+def gammaincc(input, other, *, out=None):
+    """The regularized upper incomplete gamma function Q(input, other) = 1 - P."""
+    return _incomplete_gamma(input, other, "gammaincc", "IgammacBackward0", -1.0, out)
+
+
+def _incomplete_gamma(a, x, fname, node, sign, out):
+    r, _ = _float_binary(a, x, lambda xp, p, q: getattr(_special_functions(a, x), fname)(p, q))
+    if needs_grad(a, x):
+        if isinstance(a, Tensor) and a.requires_grad:
+            raise NotImplementedError(f"the derivative of {fname} with respect to its first argument is not "
+                                      "implemented")
+        record(node, _incomplete_gamma_rule, (a, x), r, (a, x, sign))
+    return _out(r, out)
+
+
+def _incomplete_gamma_rule(g, a, x, sign):
+    # dP/dx = x^(a-1) e^(-x) / Gamma(a)
+    return None, sign * g * exp((a - 1) * log(x) - x - lgamma(a))

@@ -177,7 +177,7 @@ def mul(input, other, *, out=None):
     if out is None and _fast_pair(input, other) and input.dtype is not D.bool_:
         r = _fast_result(_np_binary(_NP.multiply, input, other), input.dtype)
         if _STATE.enabled and (input._requires_grad or other._requires_grad):
-            record("MulBackward0", _mul_rule, (input, other), r,
+            record("MulBackward0", _mul_rule_complex if input.dtype.is_complex else _mul_rule, (input, other), r,
                    (input if other._requires_grad else None, other if input._requires_grad else None))
         return r
     if out is None and _fast_scalar(input, other):
@@ -195,13 +195,18 @@ def mul(input, other, *, out=None):
     if needs_grad(input, other):
         # keep only what the wanted gradients need: a scalar-times-view stays valid after
         # the view is written to, as in torch
-        record("MulBackward0", _mul_rule, (input, other), r,
+        record("MulBackward0", _mul_rule_complex if dt.is_complex else _mul_rule, (input, other), r,
                (input if _req(other) else None, other if _req(input) else None))
     return _out(r, out)
 
 
 @on_arrays()
 def _mul_rule(g, a, b):
+    return (None if b is None else g * b), (None if a is None else g * a)
+
+
+@on_arrays()
+def _mul_rule_complex(g, a, b):
     # a complex factor passes its conjugate back (torch's convention for complex gradients)
     return (None if b is None else g * _conj(b)), (None if a is None else g * _conj(a))
 
@@ -216,6 +221,20 @@ def _conj(x):
     if t is complex or isinstance(x, numpy.generic):
         return x.conjugate()
     return x.conj() if x.dtype.is_complex else x
+
+
+def _holomorphic(*rules):
+    """Give each rule ``g, v -> g * f'(v)`` (v the saved input or output) a ``for_complex``
+    form: torch passes ``g * conj(f'(z))`` back, which is f' at conj(v) for the real
+    coefficient functions here."""
+    for rule in rules:
+        arrays = rule.on_arrays
+        rule.for_complex = on_arrays(lambda g, v, *rest, _f=arrays: _f(g, _conj(v), *rest))(
+            lambda g, v, *rest, _f=rule: _f(g, _conj(v), *rest))
+
+
+def _complex_form(rule, dtype):
+    return rule.for_complex if dtype.is_complex and hasattr(rule, "for_complex") else rule
 
 
 def _req(x) -> bool:
@@ -243,7 +262,7 @@ def div(input, other, *, rounding_mode=None, out=None):
             dt = _float_default()
         r = wrap(_binary(input, other, lambda xp, x, y: xp.divide(x, y), dt), dt)
         if needs_grad(input, other):
-            record("DivBackward0", _div_rule, (input, other), r,
+            record("DivBackward0", _div_rule_complex if dt.is_complex else _div_rule, (input, other), r,
                    (input if _req(other) else None, other, _req(input)))
         return _out(r, out)
     if rounding_mode == "floor":
@@ -284,6 +303,11 @@ def _check_int_zero_division(other):
 
 @on_arrays()
 def _div_rule(g, a, b, a_needs):
+    return (g / b if a_needs else None), (None if a is None else -g * a / (b * b))
+
+
+@on_arrays()
+def _div_rule_complex(g, a, b, a_needs):
     return (g / _conj(b) if a_needs else None), (None if a is None else -g * _conj(a / (b * b)))
 
 
@@ -695,45 +719,49 @@ def _unary(x, fname, node, rule, save, out=None, keep_int=False):
     arr = getattr(bk.xp, fname)(operand(x, dt, bk))
     r = wrap(arr, dt)
     if rule is not None and needs_grad(x):
-        record(node, rule, (x,), r, (r,) if save == "out" else (x,))
+        record(node, _complex_form(rule, dt), (x,), r, (r,) if save == "out" else (x,))
     return _out(r, out)
 
 
 # Gradient rules of the unary ops; those written with operators only run unchanged on
-# arrays when no graph of the gradient is wanted.  A complex input gets grad * conj(f'(z))
-# (torch's convention); _conj leaves real values as they are.
+# arrays when no graph of the gradient is wanted.  They are written for real inputs; a
+# complex input records the rule's ``for_complex`` form (see _holomorphic).
 @on_arrays()
-def _exp_rule(g, r): return g * _conj(r)
+def _exp_rule(g, r): return g * r
 @on_arrays()
-def _exp2_rule(g, r): return g * _conj(r) * math.log(2.0)
+def _exp2_rule(g, r): return g * r * math.log(2.0)
 @on_arrays()
-def _log_rule(g, x): return g / _conj(x)
+def _log_rule(g, x): return g / x
 @on_arrays()
-def _log2_rule(g, x): return g / (_conj(x) * math.log(2.0))
+def _log2_rule(g, x): return g / (x * math.log(2.0))
 @on_arrays()
-def _log10_rule(g, x): return g / (_conj(x) * math.log(10.0))
+def _log10_rule(g, x): return g / (x * math.log(10.0))
 @on_arrays()
-def _log1p_rule(g, x): return g / (_conj(x) + 1)
+def _log1p_rule(g, x): return g / (x + 1)
 @on_arrays()
-def _expm1_rule(g, r): return g * (_conj(r) + 1)
+def _expm1_rule(g, r): return g * (r + 1)
 @on_arrays()
-def _sqrt_rule(g, r): return g / (2 * _conj(r))
+def _sqrt_rule(g, r): return g / (2 * r)
 @on_arrays()
-def _rsqrt_rule(g, r): return -0.5 * g * _conj(r * r * r)
+def _rsqrt_rule(g, r): return -0.5 * g * r * r * r
 @on_arrays()
-def _tan_rule(g, r): return g * _conj(1 + r * r)
+def _tan_rule(g, r): return g * (1 + r * r)
 @on_arrays()
-def _tanh_rule(g, r): return g * _conj(1 - r * r)
+def _tanh_rule(g, r): return g * (1 - r * r)
 @on_arrays()
-def _sigmoid_rule(g, r): return g * _conj(r * (1 - r))
+def _sigmoid_rule(g, r): return g * r * (1 - r)
 @on_arrays()
-def _reciprocal_rule(g, r): return -g * _conj(r * r)
+def _reciprocal_rule(g, r): return -g * r * r
 @on_arrays(lambda g, x: g * _NP.sign(x))
 def _abs_rule(g, x): return g * sign(x)
-@on_arrays(lambda g, x: g * _NP.cos(_conj(x)))
-def _sin_rule(g, x): return g * cos(_conj(x))
-@on_arrays(lambda g, x: -g * _NP.sin(_conj(x)))
-def _cos_rule(g, x): return -g * sin(_conj(x))
+@on_arrays(lambda g, x: g * _NP.cos(x))
+def _sin_rule(g, x): return g * cos(x)
+@on_arrays(lambda g, x: -g * _NP.sin(x))
+def _cos_rule(g, x): return -g * sin(x)
+
+
+_holomorphic(_exp_rule, _exp2_rule, _log_rule, _log2_rule, _log10_rule, _log1p_rule, _expm1_rule, _sqrt_rule,
+             _rsqrt_rule, _tan_rule, _tanh_rule, _sigmoid_rule, _reciprocal_rule, _sin_rule, _cos_rule)
 
 
 def abs(input, *, out=None):
@@ -785,7 +813,7 @@ def rsqrt(input, *, out=None):
     xp = bk.xp
     r = wrap(xp.reciprocal(xp.sqrt(operand(input, dt, bk))), dt)
     if needs_grad(input):
-        record("RsqrtBackward0", _rsqrt_rule, (input,), r, (r,))
+        record("RsqrtBackward0", _complex_form(_rsqrt_rule, dt), (input,), r, (r,))
     return _out(r, out)
 
 
@@ -819,7 +847,7 @@ def sigmoid(input, *, out=None):
             e = xp.exp(-xp.abs(x))
             r = wrap(xp.where(x >= 0, 1 / (1 + e), e / (1 + e)), dt)
     if needs_grad(input):
-        record("SigmoidBackward0", _sigmoid_rule, (input,), r, (r,))
+        record("SigmoidBackward0", _complex_form(_sigmoid_rule, dt), (input,), r, (r,))
     return _out(r, out)
 
 

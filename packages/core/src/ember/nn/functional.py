@@ -86,68 +86,11 @@ def pad(input, pad, mode: str = "constant", value=None):
     """Pad the last ``len(pad)//2`` dims: ``pad = (left, right, top, bottom, ...)`` from the last
     dim backwards.  'constant' fills with ``value`` (0; negative pads crop); 'reflect'
     mirrors without repeating the edge (pads smaller than the dim), 'replicate' repeats
-    the edge, 'circular' wraps around (pads at most the dim) — each by gathering indices,
-    so the gradient of every mode sums back into the input."""
-    if mode not in ("constant", "reflect", "replicate", "circular"):
-        raise NotImplementedError(f"Unrecognised padding mode {mode}")
-    if mode != "constant":
-        return _pad_by_index(input, pad, mode)
-    if len(pad) % 2:
-        raise RuntimeError("Padding length must be divisible by 2")
-    if len(pad) // 2 > input.ndim:
-        raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
-                           f"padding length {len(pad)} and input of dimension {input.ndim}")
-    from ..ops.creation import full
-    out = input
-    for i in range(len(pad) // 2):
-        d = input.ndim - 1 - i
-        lo, hi = int(pad[2 * i]), int(pad[2 * i + 1])
-        if lo < 0:
-            out = out.narrow(d, -lo, out.shape[d] + lo)
-            lo = 0
-        if hi < 0:
-            out = out.narrow(d, 0, out.shape[d] + hi)
-            hi = 0
-        parts = []
-        if lo:
-            shape = list(out.shape)
-            shape[d] = lo
-            parts.append(full(shape, 0 if value is None else value, dtype=out.dtype, device=out.device))
-        parts.append(out)
-        if hi:
-            shape = list(out.shape)
-            shape[d] = hi
-            parts.append(full(shape, 0 if value is None else value, dtype=out.dtype, device=out.device))
-        if len(parts) > 1:
-            out = _ops.cat(parts, d)
-    return out
-
-
-def _pad_by_index(input, pad, mode):
-    import numpy
-    if len(pad) % 2:
-        raise RuntimeError("Padding length must be divisible by 2")
-    if len(pad) // 2 > input.ndim - 1:  # torch: at least one leading (batch or channel) dim
+    the edge, 'circular' wraps around (pads at most the dim).  The other modes need a
+    leading (batch or channel) dim, as torch's."""
+    if mode != "constant" and len(pad) // 2 > input.ndim - 1:
         raise NotImplementedError("Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now")
-    out = input
-    for i in range(len(pad) // 2):
-        d = input.ndim - 1 - i
-        lo, hi = int(pad[2 * i]), int(pad[2 * i + 1])
-        n = out.shape[d]
-        idx = numpy.arange(-lo, n + hi)
-        if mode == "reflect":
-            if lo >= n or hi >= n:
-                raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input "
-                                   f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
-                                   f"{list(input.shape)}")
-            idx = (n - 1) - numpy.abs((n - 1) - numpy.abs(idx))
-        elif mode == "replicate":
-            idx = idx.clip(0, n - 1)
-        else:
-            if lo > n or hi > n:
-                raise RuntimeError("Padding value causes wrapping around more than once.")
-            idx = idx % n
-        out = _ops.index_select(out, d, _ops.tensor(idx.astype("int64")))
-    return out
+    from ..ops.layout import _pad_last_dims
+    return _pad_last_dims(input, pad, mode, value)
 
 

@@ -479,3 +479,57 @@ def _as_strided_rule(g, in_shape, size, stride, start):
     out = zeros((numel,), dtype=g.dtype, device=g.device)
     index = _make(be(g).xp.asarray(idx.reshape(-1)), _int64())
     return reshape(out.scatter_add(0, index, reshape(g, (-1,))), in_shape)
+
+
+# ---- padding ------------------------------------------------------------------------
+
+def _pad_last_dims(input, pad, mode="constant", value=None):
+    """``input`` padded on its last ``len(pad) // 2`` dims, ``pad`` = (left, right, top,
+    bottom, ...) from the last dim backwards (the work of F.pad, also used by stft).
+    'constant' concatenates ``value`` (negative pads crop); 'reflect', 'replicate' and
+    'circular' gather indices, so every mode's gradient sums back into the input."""
+    import numpy
+
+    from .creation import full, tensor
+    from .indexing import index_select
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {input.ndim}")
+    out = input
+    for i in range(len(pad) // 2):
+        d = input.ndim - 1 - i
+        lo, hi = builtins.int(pad[2 * i]), builtins.int(pad[2 * i + 1])
+        n = out.shape[d]
+        if mode == "constant":
+            if lo < 0 or hi < 0:
+                out = narrow(out, d, max(0, -lo), n + min(0, lo) + min(0, hi))
+                lo, hi = max(0, lo), max(0, hi)
+            parts = []
+            for width in (lo, None, hi):
+                if width is None:
+                    parts.append(out)
+                elif width:
+                    shape = list(out.shape)
+                    shape[d] = width
+                    parts.append(full(shape, 0 if value is None else value, dtype=out.dtype, device=out.device))
+            out = cat(parts, d) if len(parts) > 1 else out
+            continue
+        idx = numpy.arange(-lo, n + hi)
+        if mode == "reflect":
+            if lo >= n or hi >= n:
+                raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input "
+                                   f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
+                                   f"{list(input.shape)}")
+            idx = (n - 1) - numpy.abs((n - 1) - numpy.abs(idx))  # mirror at both ends, the edge not repeated
+        elif mode == "replicate":
+            idx = idx.clip(0, n - 1)
+        else:
+            if lo > n or hi > n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            idx = idx % n
+        out = index_select(out, d, tensor(idx.astype("int64")))
+    return out

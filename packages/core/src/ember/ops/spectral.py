@@ -1,6 +1,6 @@
 """The short-time Fourier transform and its inverse (torch.stft, torch.istft).
 
-Built from differentiable ember ops (reflect padding by index, ``unfold`` into frames,
+Built from differentiable ember ops (padding by gathered indices, ``unfold`` into frames,
 the window, ``fft.rfft``; and for the inverse ``fft.irfft``, the window and an
 overlap-add by ``index_add``), so gradients flow through both.  Layouts as torch's: the
 spectrum is ``[*, n_fft // 2 + 1, n_frames]`` (``[*, n_fft, n_frames]`` two-sided).
@@ -9,6 +9,7 @@ spectrum is ``[*, n_fft // 2 + 1, n_frames]`` (``[*, n_fft, n_frames]`` two-side
 from __future__ import annotations
 
 from . import fft as _fft
+from .layout import _pad_last_dims
 
 __all__ = ["stft", "istft"]
 
@@ -26,32 +27,6 @@ def _window(window, win_length, n_fft, like):
         from .creation import zeros
         w = cat([zeros(left, dtype=w.dtype), w, zeros(n_fft - win_length - left, dtype=w.dtype)])
     return w
-
-
-def _pad_ends(x, pad, mode):
-    """Pad the last dim by ``pad`` on both sides: 'reflect', 'replicate', 'circular' or
-    'constant' (zeros), by gathering indices (differentiable)."""
-    from .creation import arange, tensor
-    from .indexing import index_select
-    n = x.shape[-1]
-    i = arange(-pad, n + pad).numpy()
-    if mode == "reflect":
-        if pad >= n:
-            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
-                               f"but got: padding ({pad}, {pad}) at dimension {x.ndim - 1} of input {list(x.shape)}")
-        i = (n - 1) - abs((n - 1) - abs(i))  # mirror at both ends, the edge not repeated
-    elif mode == "replicate":
-        i = i.clip(0, n - 1)
-    elif mode == "circular":
-        i = i % n
-    elif mode == "constant":
-        from .creation import zeros
-        from .shape import cat
-        z = zeros(x.shape[:-1] + (pad,), dtype=x.dtype)
-        return cat([z, x, z], -1)
-    else:
-        raise RuntimeError(f"Unsupported padding mode: {mode}")
-    return index_select(x, x.ndim - 1, tensor(i.astype("int64")))
 
 
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
@@ -72,7 +47,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     win = win_length if win_length is not None else n_fft
     if not 0 < n_fft <= (input.shape[-1] + (2 * (n_fft // 2) if center else 0)):
         raise RuntimeError(f"stft: expected 0 < n_fft < {input.shape[-1]}, but got n_fft={n_fft}")
-    x = _pad_ends(input, n_fft // 2, pad_mode) if center else input
+    x = _pad_last_dims(input, (n_fft // 2, n_fft // 2), pad_mode) if center else input
     frames = x.unfold(-1, n_fft, hop) * _window(window, win, n_fft, input)  # [*, n_frames, n_fft]
     one = (not input.dtype.is_complex) if onesided is None else onesided
     spec = _fft.rfft(frames, dim=-1) if one else _fft.fft(frames, dim=-1)

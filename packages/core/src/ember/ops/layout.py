@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 
+from .. import _dtype as D
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.graph import on_arrays, record
 from ._helpers import be, make_view, needs_grad
@@ -122,13 +123,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
             raise RuntimeError("repeats must have the same size as input along dim")
     else:
         counts = xp.full(n, builtins.int(repeats))
-    index = _make(xp.repeat(xp.arange(n), counts), _int64())
+    index = _make(xp.repeat(xp.arange(n), counts), D.int64)
     return index_select(input, d, index)
-
-
-def _int64():
-    from .. import _dtype as D
-    return D.int64
 
 
 # ---- triangles and diagonals --------------------------------------------------------
@@ -477,7 +473,7 @@ def _as_strided_rule(g, in_shape, size, stride, start):
         idx = idx[..., None] + numpy.arange(n, dtype=numpy.int64) * s
     numel = builtins.int(numpy.prod(in_shape, dtype=numpy.int64))
     out = zeros((numel,), dtype=g.dtype, device=g.device)
-    index = _make(be(g).xp.asarray(idx.reshape(-1)), _int64())
+    index = _make(be(g).xp.asarray(idx.reshape(-1)), D.int64)
     return reshape(out.scatter_add(0, index, reshape(g, (-1,))), in_shape)
 
 

@@ -339,8 +339,7 @@ def _logcumsumexp_arrays(g, x, r, d):
         return g
 
     def part(gp):
-        with numpy.errstate(divide="ignore"):
-            logs = numpy.flip(numpy.log(gp) - r, d)
+        logs = numpy.flip(numpy.log(gp) - r, d)  # log(0) = -inf: a zero part adds nothing
         return numpy.exp(x + numpy.flip(numpy.logaddexp.accumulate(logs, axis=d), d))
     return part(numpy.maximum(g, 0)) - part(numpy.maximum(-g, 0))
 

@@ -22,6 +22,11 @@ CASES = {
     "outer": lambda L, a, out: L.outer(a[0], a[1], out=out),
     "mm": lambda L, a, out: L.mm(a, a.T, out=out),
     "exp": lambda L, a, out: L.exp(a, out=out),
+    "cumsum": lambda L, a, out: L.cumsum(a, 0, out=out),
+    "logsumexp": lambda L, a, out: L.logsumexp(a, 1, out=out),
+    "gather": lambda L, a, out: L.gather(a, 1, L.tensor([[0, 0], [1, 0], [3, 2]]), out=out),
+    "lerp": lambda L, a, out: L.lerp(a, a * 2, 0.3, out=out),
+    "std": lambda L, a, out: L.std(a, 0, out=out),
 }
 
 
@@ -43,7 +48,11 @@ def test_tuple_out():
         res = L.cummax(L.tensor(A), 1, out=(values, indices))
         med = (L.empty(3), L.empty(3, dtype=L.int64))
         L.median(L.tensor(A), 1, out=med)
-        return res[0] is values, values, indices, med
+        top = (L.empty(0), L.empty(0, dtype=L.int64))
+        L.topk(L.tensor(A), 2, out=top)
+        same = L.empty(3, 4, dtype=L.bool)
+        L.eq(L.tensor(A), L.tensor(A), out=same)
+        return res[0] is values, values, indices, med, top, same
     assert_same(run(ember), run(torch))
 
 

@@ -480,7 +480,8 @@ def _install_methods() -> None:
     # A plain function stored on the class is a method: no wrapper on the hot path.
     for name in METHODS:
         if name not in Tensor.__dict__:
-            setattr(Tensor, name, getattr(_ops, name))
+            fn = getattr(_ops, name)
+            setattr(Tensor, name, getattr(fn, "__wrapped__", fn))  # the op itself, not its out= wrapper
     from .ops.inplace_forms import forms
     for name, method in forms().items():
         if name not in Tensor.__dict__:

@@ -89,3 +89,12 @@ poisson = sampling.poisson
 exponential_, geometric_, log_normal_, cauchy_, random_ = (
     sampling.exponential_, sampling.geometric_, sampling.log_normal_, sampling.cauchy_, sampling.random_)
 __all__ += ["poisson"]
+
+# torch's functions that take out= and whose ember ops are written without it (the Tensor
+# methods, which take no out= in torch, keep the plain ops: see _tensor._install_methods)
+_OUT_TOO = """addcdiv addcmul all amax amin bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift
+bitwise_right_shift cumsum dot eq ne lt le gt ge greater greater_equal less less_equal not_equal gather index_select
+isneginf isposinf lerp logical_and logical_or logical_xor logical_not logsumexp masked_select matrix_power mv
+nan_to_num nonzero sort std var take_along_dim topk""".split()
+for _name in _OUT_TOO:
+    globals()[_name] = _with_out(globals()[_name])

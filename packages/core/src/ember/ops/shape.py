@@ -401,14 +401,6 @@ def stack(tensors, dim=0, *, out=None):
     return r
 
 
-def hstack(tensors):
-    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
-
-
-def vstack(tensors):
-    return cat([x if x.ndim >= 2 else reshape(x, (1, -1)) for x in tensors], 0)
-
-
 def repeat(input, *sizes):
     """Tile the tensor ``sizes[i]`` times along each dimension (a copy)."""
     sizes = _dims(sizes)

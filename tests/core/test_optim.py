@@ -108,6 +108,29 @@ def test_adam_trajectory(kwargs, size):
     _compare("Adam", kwargs, size=size)
 
 
+OTHER_CASES = [
+    ("Adamax", dict(lr=0.05)), ("Adamax", dict(lr=0.05, betas=(0.8, 0.99), weight_decay=0.1, maximize=True)),
+    ("NAdam", dict(lr=0.05)), ("NAdam", dict(lr=0.05, weight_decay=0.1, momentum_decay=0.01)),
+    ("NAdam", dict(lr=0.05, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("RAdam", dict(lr=0.05)), ("RAdam", dict(lr=0.05, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("RMSprop", dict(lr=0.01)), ("RMSprop", dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.1)),
+    ("Adagrad", dict(lr=0.1)), ("Adagrad", dict(lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1,
+                                                weight_decay=0.1)),
+    ("Adadelta", dict()), ("Adadelta", dict(lr=0.5, rho=0.8, weight_decay=0.1, maximize=True)),
+    ("ASGD", dict(lr=0.05)), ("ASGD", dict(lr=0.05, lambd=0.01, t0=5, weight_decay=0.1)),
+    ("Rprop", dict(lr=0.01)), ("Rprop", dict(lr=0.02, etas=(0.4, 1.3), step_sizes=(1e-4, 0.1))),
+]
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("name,kwargs", OTHER_CASES)
+def test_other_optimizers_trajectory(name, kwargs, size):
+    eopt, topt = _compare(name, kwargs, size=size)
+    es, ts = eopt.state_dict(), topt.state_dict()
+    assert es["param_groups"][0].keys() == ts["param_groups"][0].keys()
+    assert {k: sorted(v) for k, v in es["state"].items()} == {k: sorted(v) for k, v in ts["state"].items()}
+
+
 @pytest.mark.parametrize("kwargs", ADAM_CASES + [dict(lr=0.05), dict(lr=0.02, weight_decay=0.5, amsgrad=True)])
 def test_adamw_trajectory(kwargs):
     _compare("AdamW", kwargs)

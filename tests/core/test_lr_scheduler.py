@@ -36,6 +36,13 @@ CASES = {
     "lambda": lambda lib, o: lib.optim.lr_scheduler.LambdaLR(o, lr_lambda=_lambda_factor),
     "lambda_list": lambda lib, o: lib.optim.lr_scheduler.LambdaLR(
         o, lr_lambda=[_lambda_factor, lambda e: 1.0 / (e + 1)]),
+    "multiplicative": lambda lib, o: lib.optim.lr_scheduler.MultiplicativeLR(o, lr_lambda=lambda e: 0.97),
+    "multistep": lambda lib, o: lib.optim.lr_scheduler.MultiStepLR(o, milestones=[3, 7, 7, 20], gamma=0.5),
+    "constant": lambda lib, o: lib.optim.lr_scheduler.ConstantLR(o, factor=0.25, total_iters=6),
+    "linear": lambda lib, o: lib.optim.lr_scheduler.LinearLR(o, start_factor=0.2, end_factor=0.9, total_iters=8),
+    "linear_default": lambda lib, o: lib.optim.lr_scheduler.LinearLR(o),
+    "exponential": lambda lib, o: lib.optim.lr_scheduler.ExponentialLR(o, gamma=0.9),
+    "polynomial": lambda lib, o: lib.optim.lr_scheduler.PolynomialLR(o, total_iters=12, power=2.0),
 }
 
 
@@ -106,3 +113,14 @@ def test_callable_object_lambda_state_saved():
         sched = lib.optim.lr_scheduler.LambdaLR(_opt(lib), Warm())
         results.append(sched.state_dict()["lr_lambdas"])
     assert results[0] == results[1] == [{"k": 3}]
+
+
+def test_factor_errors_match_torch():
+    for lib in (torch, ember):
+        opt = _opt(lib)
+        with pytest.raises(ValueError):
+            lib.optim.lr_scheduler.ConstantLR(opt, factor=1.5)
+        with pytest.raises(ValueError):
+            lib.optim.lr_scheduler.LinearLR(opt, start_factor=0.0)
+        with pytest.raises(ValueError):
+            lib.optim.lr_scheduler.LinearLR(opt, end_factor=2.0)

@@ -1,4 +1,5 @@
-"""Learning-rate schedulers (torch.optim.lr_scheduler): LRScheduler, StepLR, CosineAnnealingLR, LambdaLR.
+"""Learning-rate schedulers (torch.optim.lr_scheduler): StepLR, MultiStepLR, ConstantLR, LinearLR,
+ExponentialLR, PolynomialLR, CosineAnnealingLR, LambdaLR, MultiplicativeLR.
 
 A scheduler sets ``group['lr']`` of its optimizer's groups each ``step()``; it counts
 epochs in ``last_epoch`` (-1 before the first step, which the constructor takes).
@@ -10,10 +11,13 @@ from __future__ import annotations
 import math
 import types
 import warnings
+from bisect import bisect_right
+from collections import Counter
 
 from .optimizer import Optimizer
 
-__all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR", "LambdaLR"]
+__all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR", "LambdaLR", "MultiplicativeLR", "MultiStepLR", "ConstantLR",
+           "LinearLR", "ExponentialLR", "PolynomialLR"]
 
 
 class LRScheduler:
@@ -182,3 +186,149 @@ class LambdaLR(LRScheduler):
 
     def get_lr(self) -> list:
         return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class MultiplicativeLR(LambdaLR):
+    """Multiply each lr by ``lr_lambda(epoch)`` every epoch (one function, or one per group).
+
+    Args: optimizer, lr_lambda, last_epoch (-1).
+    """
+
+    def get_lr(self) -> list:
+        if self._is_initial:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        return [group["lr"] * lmbda(self.last_epoch) for lmbda, group in zip(self.lr_lambdas,
+                                                                             self.optimizer.param_groups)]
+
+
+class MultiStepLR(LRScheduler):
+    """Multiply each lr by ``gamma`` at every milestone epoch (a milestone listed twice
+    counts twice).
+
+    Args: optimizer, milestones (epochs), gamma (0.1), last_epoch (-1).
+    """
+
+    def __init__(self, optimizer: Optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
+        self.milestones = Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups = self.optimizer.param_groups
+        if self.last_epoch not in self.milestones:
+            return [group["lr"] for group in groups]
+        return [group["lr"] * self.gamma ** self.milestones[self.last_epoch] for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        passed = bisect_right(sorted(self.milestones.elements()), self.last_epoch)
+        return [base_lr * self.gamma ** passed for base_lr in self.base_lrs]
+
+
+class ConstantLR(LRScheduler):
+    """Scale each lr by ``factor`` for the first ``total_iters`` epochs, then restore it.
+
+    Args: optimizer, factor (1/3), total_iters (5), last_epoch (-1).
+
+    Raises:
+        ValueError: ``factor`` outside [0, 1].
+    """
+
+    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch: int = -1):
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0:
+            return [group["lr"] * self.factor for group in groups]
+        if self.last_epoch != self.total_iters:
+            return [group["lr"] for group in groups]
+        return [group["lr"] * (1.0 / self.factor) for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        scale = self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor)
+        return [base_lr * scale for base_lr in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """Scale each lr by a factor going linearly from ``start_factor`` to ``end_factor``
+    over ``total_iters`` epochs (computed recursively, as torch).
+
+    Args: optimizer, start_factor (1/3), end_factor (1.0), total_iters (5), last_epoch (-1).
+
+    Raises:
+        ValueError: ``start_factor`` outside (0, 1] or ``end_factor`` outside [0, 1].
+    """
+
+    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 total_iters: int = 5, last_epoch: int = -1):
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0:
+            return [group["lr"] * self.start_factor for group in groups]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return [group["lr"] for group in groups]
+        span = self.end_factor - self.start_factor
+        ratio = 1.0 + span / (self.total_iters * self.start_factor + (self.last_epoch - 1) * span)
+        return [group["lr"] * ratio for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        done = min(self.total_iters, self.last_epoch) / self.total_iters
+        return [base_lr * (self.start_factor + (self.end_factor - self.start_factor) * done)
+                for base_lr in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    """Multiply each lr by ``gamma`` every epoch.
+
+    Args: optimizer, gamma, last_epoch (-1).
+    """
+
+    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1):
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        if self._is_initial:
+            return [group["lr"] for group in self.optimizer.param_groups]
+        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """Decay each lr as (1 - epoch / total_iters) ** power until ``total_iters``
+    (computed recursively, as torch).
+
+    Args: optimizer, total_iters (5), power (1.0), last_epoch (-1).
+    """
+
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1):
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        groups = self.optimizer.param_groups
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return [group["lr"] for group in groups]
+        factor = ((1.0 - self.last_epoch / self.total_iters) / (1.0 - (self.last_epoch - 1) / self.total_iters)
+                  ) ** self.power
+        return [group["lr"] * factor for group in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        left = 1.0 - min(self.total_iters, self.last_epoch) / self.total_iters
+        return [base_lr * left ** self.power for base_lr in self.base_lrs]

@@ -393,3 +393,23 @@ def test_unbatched_and_linear_nd_modules():
     lin = nn.Linear(4, 2, bias=False)
     assert lin.bias is None and lin(ember.randn(2, 3, 4)).shape == ember.Size([2, 3, 2])
     assert list(lin.state_dict()) == ["weight"]
+
+
+ACTIVATIONS = [("ReLU6", ()), ("SELU", ()), ("CELU", (0.7,)), ("Softsign", ()), ("Hardtanh", (-0.5, 2.0)),
+               ("Hardsigmoid", ()), ("Hardswish", ()), ("Mish", ()), ("LogSigmoid", ()), ("Tanhshrink", ()),
+               ("Softshrink", (0.3,)), ("Hardshrink", ()), ("Threshold", (0.1, 20.0)), ("GLU", (-1,)),
+               ("Softmin", (1,)), ("Softmax2d", ()), ("PReLU", (3, 0.1)), ("RReLU", ())]
+
+
+@pytest.mark.parametrize("name,args", ACTIVATIONS, ids=[a[0] for a in ACTIVATIONS])
+def test_activation_modules_match_torch(name, args):
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 4)).astype(np.float32) * 3
+    out = []
+    for lib in (ember, torch):
+        layer = getattr(lib.nn, name)(*args).eval()
+        t = lib.tensor(x, requires_grad=True)
+        y = layer(t)
+        (y * y).sum().backward()
+        out.append((y.detach(), t.grad, [p.grad for p in layer.parameters()], repr(layer)))
+    assert_same(out[0][:3], out[1][:3], 1e-5, 1e-5)
+    assert out[0][3] == out[1][3]

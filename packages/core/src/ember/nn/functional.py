@@ -94,3 +94,115 @@ def pad(input, pad, mode: str = "constant", value=None):
     return _pad_last_dims(input, pad, mode, value)
 
 
+
+
+# ---- more activations, composed of ember ops (their gradients follow) ---------------------
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    """``input`` clamped into [min_val, max_val]."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _ops.clamp(input, min_val, max_val)
+
+
+def relu6(input, inplace: bool = False):
+    """min(max(x, 0), 6)."""
+    return hardtanh(input, 0.0, 6.0)
+
+
+def selu(input, inplace: bool = False):
+    """scale * (max(0, x) + min(0, alpha * (exp(x) - 1))) with the self-normalizing alpha and
+    scale of Klambauer et al., 2017."""
+    return _SELU_SCALE * elu(input, _SELU_ALPHA)
+
+
+def celu(input, alpha: float = 1.0, inplace: bool = False):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (Barron, 2017)."""
+    return _ops.where(input > 0, input, alpha * _ops.expm1(input / alpha))
+
+
+def softsign(input):
+    """x / (1 + |x|)."""
+    return input / (1 + input.abs())
+
+
+def hardsigmoid(input, inplace: bool = False):
+    """relu6(x + 3) / 6."""
+    return relu6(input + 3) / 6
+
+
+def hardswish(input, inplace: bool = False):
+    """x * relu6(x + 3) / 6 (Howard et al., "Searching for MobileNetV3", 2019)."""
+    return input * hardsigmoid(input)
+
+
+def mish(input, inplace: bool = False):
+    """x * tanh(softplus(x)) (Misra, 2019)."""
+    return input * _ops.tanh(softplus(input))
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)) = -softplus(-x), without overflow."""
+    return -softplus(-input)
+
+
+def tanhshrink(input):
+    """x - tanh(x)."""
+    return input - _ops.tanh(input)
+
+
+def softshrink(input, lambd: float = 0.5):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return _ops.where(input > lambd, input - lambd, _ops.where(input < -lambd, input + lambd, 0.0))
+
+
+def hardshrink(input, lambd: float = 0.5):
+    """x where |x| > lambd, else 0."""
+    return _ops.where(input.abs() > lambd, input, 0.0)
+
+
+def threshold(input, threshold: float, value: float, inplace: bool = False):
+    """x where x > threshold, else ``value``."""
+    return _ops.where(input > threshold, input, value)
+
+
+def glu(input, dim: int = -1):
+    """The gated linear unit a * sigmoid(b), a and b the halves of ``dim`` (Dauphin et al., 2017)."""
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.ndim} is size "
+                           f"{input.shape[dim]}")
+    a, b = _ops.chunk(input, 2, dim)
+    return a * _ops.sigmoid(b)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-x) along ``dim``."""
+    return softmax(-input, dim, _stacklevel, dtype)
+
+
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), ``weight`` one value or one per channel (dim 1)."""
+    if weight.numel() != 1:
+        channels = input.shape[1] if input.ndim > 1 else input.shape[0]
+        if weight.numel() != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{weight.numel()} and channel size = {channels}.")
+        shape = [1] * input.ndim
+        shape[1 if input.ndim > 1 else 0] = channels
+        weight = weight.reshape(shape)
+    return _ops.where(input > 0, input, weight * input)
+
+
+def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False):
+    """Leaky ReLU with the slope drawn uniformly from [lower, upper] per element in
+    training, and (lower + upper) / 2 otherwise (Xu et al., 2015)."""
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2)
+    slope = _ops.empty_like(input).uniform_(lower, upper)
+    return _ops.where(input >= 0, input, input * slope)

@@ -1,6 +1,7 @@
 """Every layer of ember.nn, one file per family."""
 
-from .activation import ELU, GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
+from . import activation as _activation
+from .activation import *  # noqa: F401,F403  (the activation layers, listed in its __all__)
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d
@@ -13,6 +14,5 @@ from .pooling import AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identity", "Flatten", "Unflatten",
            "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
-           "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Dropout", "Dropout2d", "ReLU", "GELU", "Tanh", "Sigmoid",
-           "Softmax", "LogSoftmax", "LeakyReLU", "SiLU", "ELU", "Softplus", "CrossEntropyLoss", "NLLLoss",
-           "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss"]
+           "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Dropout", "Dropout2d", "CrossEntropyLoss", "NLLLoss",
+           "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss"] + list(_activation.__all__)

@@ -8,7 +8,9 @@ from ... import ops as _ops
 from ...ops import activation as A
 from .module import Module
 
-__all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "LeakyReLU", "SiLU", "ELU", "Softplus"]
+__all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "LeakyReLU", "SiLU", "ELU", "Softplus", "ReLU6",
+           "SELU", "CELU", "Softsign", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Tanhshrink",
+           "Softshrink", "Hardshrink", "Threshold", "GLU", "Softmin", "Softmax2d", "PReLU", "RReLU"]
 
 
 class ReLU(Module):
@@ -151,3 +153,88 @@ class LogSoftmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+def _simple(name, fn_name, doc, **defaults):
+    """A module whose forward is ``F.<fn_name>(input, **its settings)``."""
+    def __init__(self, *args, **kwargs):
+        Module.__init__(self)
+        names = list(defaults)
+        values = dict(defaults)
+        values.update(zip(names, args))
+        values.update(kwargs)
+        for key, value in values.items():
+            setattr(self, key, value)
+
+    def forward(self, input):
+        from .. import functional as F
+        return getattr(F, fn_name)(input, **{k: getattr(self, k) for k in defaults if k != "inplace"})
+
+    def extra_repr(self):
+        return ", ".join(f"{k}={getattr(self, k)}" for k in defaults if k != "inplace" or getattr(self, k))
+    return type(name, (Module,), {"__init__": __init__, "forward": forward, "extra_repr": extra_repr,
+                                  "__doc__": doc, "__module__": __name__})
+
+
+ReLU6 = _simple("ReLU6", "relu6", "min(max(x, 0), 6) (torch.nn.ReLU6).", inplace=False)
+SELU = _simple("SELU", "selu", "Scaled ELU with the self-normalizing constants (torch.nn.SELU).", inplace=False)
+CELU = _simple("CELU", "celu", "Continuously differentiable ELU (torch.nn.CELU).", alpha=1.0, inplace=False)
+Softsign = _simple("Softsign", "softsign", "x / (1 + |x|) (torch.nn.Softsign).")
+Hardtanh = _simple("Hardtanh", "hardtanh", "x clamped into [min_val, max_val] (torch.nn.Hardtanh).", min_val=-1.0,
+                   max_val=1.0, inplace=False)
+Hardsigmoid = _simple("Hardsigmoid", "hardsigmoid", "relu6(x + 3) / 6 (torch.nn.Hardsigmoid).", inplace=False)
+Hardswish = _simple("Hardswish", "hardswish", "x * relu6(x + 3) / 6 (torch.nn.Hardswish).", inplace=False)
+Mish = _simple("Mish", "mish", "x * tanh(softplus(x)) (torch.nn.Mish).", inplace=False)
+LogSigmoid = _simple("LogSigmoid", "logsigmoid", "log(sigmoid(x)) (torch.nn.LogSigmoid).")
+Tanhshrink = _simple("Tanhshrink", "tanhshrink", "x - tanh(x) (torch.nn.Tanhshrink).")
+Softshrink = _simple("Softshrink", "softshrink", "Soft thresholding by lambd (torch.nn.Softshrink).", lambd=0.5)
+Hardshrink = _simple("Hardshrink", "hardshrink", "Hard thresholding by lambd (torch.nn.Hardshrink).", lambd=0.5)
+Softshrink.extra_repr = Hardshrink.extra_repr = lambda self: str(self.lambd)  # as torch prints them
+Threshold = _simple("Threshold", "threshold", "x above threshold, else value (torch.nn.Threshold).",
+                    threshold=None, value=None, inplace=False)
+GLU = _simple("GLU", "glu", "The gated linear unit over ``dim`` (torch.nn.GLU).", dim=-1)
+Softmin = _simple("Softmin", "softmin", "softmax(-x) along ``dim`` (torch.nn.Softmin).", dim=None)
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of [N, C, H, W] or [C, H, W] (torch.nn.Softmax2d)."""
+
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
+        return _ops.softmax(input, -3)
+
+
+class PReLU(Module):
+    """max(0, x) + a * min(0, x) with a learned slope ``a`` (one, or one per channel),
+    initialized to ``init`` (torch.nn.PReLU)."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        super().__init__()
+        from ..parameter import Parameter
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(_ops.full((num_parameters,), init, dtype=dtype))
+
+    def forward(self, input):
+        from .. import functional as F
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: random slopes in [lower, upper] while training, their mean in
+    eval (torch.nn.RReLU)."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        from .. import functional as F
+        return F.rrelu(input, self.lower, self.upper, self.training)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}"

@@ -75,6 +75,17 @@ def _check_v(v, outputs, name):
     return v
 
 
+def _input_vector(v, xs):
+    """The vector v paired with the inputs (ones for a single one-element input)."""
+    if v is not None:
+        return _as_tuple(v, "v")[0]
+    if len(xs) != 1 or xs[0].numel() != 1:
+        raise RuntimeError("The vector v can only be None if the input to the user-provided function is a single "
+                           "Tensor with a single element.")
+    from ..ops.creation import ones_like
+    return (ones_like(xs[0]),)
+
+
 def _finish(t, create_graph):
     return t if create_graph else t.detach()
 
@@ -99,14 +110,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         xs, single_in = _prepare(inputs, create_graph)
         raw = func(*xs)
         outputs, single_out = _as_tuple(raw, "outputs of the user-provided function")
-        if v is None:
-            if len(xs) != 1 or xs[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
-                                   "single Tensor with a single element.")
-            from ..ops.creation import ones_like
-            v = (ones_like(xs[0]),)
-        else:
-            v, _ = _as_tuple(v, "v")
+        v = _input_vector(v, xs)
         # J v = d/du (u^T J v): u is a dummy cotangent that the vjp is linear in
         us = tuple(zeros_like(o).requires_grad_(True) for o in outputs)
         vjps = _vjp_of(outputs, xs, us, True, strict)
@@ -184,14 +188,7 @@ def _hessian_product(func, inputs, v, create_graph, strict):
         out = func(*xs)
         if not isinstance(out, Tensor) or out.numel() != 1:
             raise RuntimeError("The function given to hvp should return a single Tensor with a single element")
-        if v is None:
-            if len(xs) != 1 or xs[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
-                                   "single Tensor with a single element.")
-            from ..ops.creation import ones_like
-            v = (ones_like(xs[0]),)
-        else:
-            v, _ = _as_tuple(v, "v")
+        v = _input_vector(v, xs)
         gs = _grad(out.reshape(()), xs, create_graph=True, allow_unused=True)
         gs = _zeros_like_where_none(gs, xs, strict, " (hvp)")
         pairs = [(g, t) for g, t in zip(gs, v) if g.requires_grad]

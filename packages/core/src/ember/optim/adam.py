@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import math
 
+import numpy
+
 from .._blas import axpby, axpy
-from .optimizer import Optimizer, _check_lr, _state_zeros_like, _step_tensor, _step_wrapper
+from ._per_parameter import PerParameterOptimizer
+from .optimizer import _check_lr, _state_zeros_like
 
 __all__ = ["Adam", "adam_update"]
 
@@ -47,7 +50,7 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float
     axpy(-lr / bias_correction1, scratch, param)  # param.addcdiv_(exp_avg, denom, value=-step_size)
 
 
-class Adam(Optimizer):
+class Adam(PerParameterOptimizer):
     """Adam: adaptive moment estimation.
 
     Args:
@@ -81,42 +84,21 @@ class Adam(Optimizer):
                                ("decoupled_weight_decay", False)):
                 group.setdefault(key, value)
 
-    @_step_wrapper
-    def step(self, closure=None):
-        """Update every parameter that has a gradient; returns ``closure()``'s loss if given.
+    def _init_state(self, p, state, group):
+        state["exp_avg"] = _state_zeros_like(p)
+        state["exp_avg_sq"] = _state_zeros_like(p)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = _state_zeros_like(p)
 
-        Raises RuntimeError for a sparse gradient (ember has none) or a gradient on
-        another device.
-        """
-        loss = self._run_closure(closure)
-        from .optimizer import _xp
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            lr = float(group["lr"])
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if type(p.grad._data) is not type(p._data):
-                    raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
-                                       f"devices, {p.device} and {p.grad.device}!")
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_tensor()
-                    state["exp_avg"] = _state_zeros_like(p)
-                    state["exp_avg_sq"] = _state_zeros_like(p)
-                    if group["amsgrad"]:
-                        state["max_exp_avg_sq"] = _state_zeros_like(p)
-                step_t = state["step"]
-                step_t._data += 1
-                step_t._vc[0] += 1
-                amsgrad = group["amsgrad"]
-                adam_update(p._data, p.grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data,
-                            state["max_exp_avg_sq"]._data if amsgrad else None, step=float(step_t._data),
-                            lr=lr, beta1=beta1, beta2=beta2, eps=group["eps"],
-                            weight_decay=group["weight_decay"], amsgrad=amsgrad, maximize=group["maximize"],
-                            decoupled_weight_decay=group["decoupled_weight_decay"], xp=_xp(p))
-                p._vc[0] += 1
-                for key in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
-                    if key in state:
-                        state[key]._vc[0] += 1
-        return loss
+    def _update(self, param, grad, state, group, step):
+        beta1, beta2 = group["betas"]
+        xp = numpy if type(param) is numpy.ndarray else _array_module(param)
+        adam_update(param, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"), step=step,
+                    lr=float(group["lr"]), beta1=beta1, beta2=beta2, eps=group["eps"],
+                    weight_decay=group["weight_decay"], amsgrad=group["amsgrad"], maximize=False,
+                    decoupled_weight_decay=group["decoupled_weight_decay"], xp=xp)
+
+
+def _array_module(arr):
+    from ..backends import backend_of_array
+    return backend_of_array(arr).xp

@@ -124,3 +124,36 @@ def test_factor_errors_match_torch():
             lib.optim.lr_scheduler.LinearLR(opt, start_factor=0.0)
         with pytest.raises(ValueError):
             lib.optim.lr_scheduler.LinearLR(opt, end_factor=2.0)
+
+
+METRICS = [1.0, 0.9, 0.95, 0.95, 0.96, 0.97, 0.89, 0.9, 0.91, 0.92, 0.93, 0.94, 0.95, 0.8, 0.81, 0.82, 0.83, 0.84]
+PLATEAU_CASES = [dict(), dict(patience=2), dict(patience=1, factor=0.5, cooldown=2),
+                 dict(mode="max", patience=1, threshold_mode="abs", threshold=0.01),
+                 dict(patience=0, min_lr=[0.02, 0.001]), dict(patience=1, factor=0.99999, eps=1e-3)]
+
+
+@pytest.mark.parametrize("kwargs", PLATEAU_CASES)
+def test_reduce_on_plateau_equals_torch(kwargs):
+    out = []
+    for lib in (ember, torch):
+        opt = _opt(lib, (0.1, 0.03))
+        sched = lib.optim.lr_scheduler.ReduceLROnPlateau(opt, **kwargs)
+        lrs = []
+        for m in METRICS:
+            opt.step()
+            sched.step(m)
+            lrs.append(list(sched.get_last_lr()))
+        out.append((lrs, sched.state_dict()))
+    assert out[0][0] == out[1][0]
+    assert out[0][1] == out[1][1]
+
+
+def test_reduce_on_plateau_errors_match_torch():
+    for lib in (torch, ember):
+        opt = _opt(lib)
+        with pytest.raises(ValueError):
+            lib.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=1.0)
+        with pytest.raises(ValueError):
+            lib.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="middle")
+        with pytest.raises(ValueError):
+            lib.optim.lr_scheduler.ReduceLROnPlateau(opt, min_lr=[0.1, 0.2])

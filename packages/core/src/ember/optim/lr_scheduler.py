@@ -17,7 +17,7 @@ from collections import Counter
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR", "LambdaLR", "MultiplicativeLR", "MultiStepLR", "ConstantLR",
-           "LinearLR", "ExponentialLR", "PolynomialLR"]
+           "LinearLR", "ExponentialLR", "PolynomialLR", "ReduceLROnPlateau"]
 
 
 class LRScheduler:
@@ -332,3 +332,95 @@ class PolynomialLR(LRScheduler):
     def _get_closed_form_lr(self) -> list:
         left = 1.0 - min(self.total_iters, self.last_epoch) / self.total_iters
         return [base_lr * left ** self.power for base_lr in self.base_lrs]
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Multiply each lr by ``factor`` once the ``metrics`` given to ``step(metrics)`` have not
+    improved for ``patience`` epochs, then wait ``cooldown`` epochs; lrs never go below
+    ``min_lr`` (a number or one per group), and a change under ``eps`` is skipped.
+    Improvement is relative (``threshold_mode='rel'``: better than best * (1 -+ threshold))
+    or absolute, for ``mode`` 'min' or 'max'.
+
+    Raises:
+        ValueError: ``factor >= 1``, a ``min_lr`` list of the wrong length, an unknown mode.
+    """
+
+    def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
+                 threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0, min_lr=0, eps: float = 1e-8):
+        if factor >= 1.0:
+            raise ValueError("Factor should be < 1.0.")
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        if mode not in ("min", "max"):
+            raise ValueError("mode " + mode + " is unknown!")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError("threshold mode " + threshold_mode + " is unknown!")
+        self.factor = factor
+        self.optimizer = optimizer
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != len(optimizer.param_groups):
+                raise ValueError(f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}")
+            self.default_min_lr = None
+            self.min_lrs = list(min_lr)
+        else:
+            self.default_min_lr = min_lr
+            self.min_lrs = [min_lr] * len(optimizer.param_groups)
+        self.patience = patience
+        self.cooldown = cooldown
+        self.eps = eps
+        self.last_epoch = 0
+        self._last_lr = [group["lr"] for group in optimizer.param_groups]
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+        self.mode = mode
+        self.threshold = threshold
+        self.threshold_mode = threshold_mode
+        self.best = self.mode_worse
+        self.cooldown_counter = 0
+        self.num_bad_epochs = 0
+
+    def step(self, metrics, epoch=None) -> None:
+        """Record one epoch's ``metrics`` and reduce the lrs when it is time."""
+        current = float(metrics)
+        if epoch is None:
+            epoch = self.last_epoch + 1
+        else:
+            warnings.warn("The epoch parameter in `scheduler.step()` was not necessary and is being deprecated "
+                          "where possible.", UserWarning, stacklevel=2)
+        self.last_epoch = epoch
+        if self._is_better(current):
+            self.best = current
+            self.num_bad_epochs = 0
+        else:
+            self.num_bad_epochs += 1
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0  # bad epochs in cooldown do not count
+        if self.num_bad_epochs > self.patience:
+            self._reduce_lr()
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    @property
+    def in_cooldown(self) -> bool:
+        return self.cooldown_counter > 0
+
+    def _reduce_lr(self) -> None:
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.min_lrs):
+            if self.default_min_lr is None:
+                raise RuntimeError(f"The number of param groups in the `optimizer` ({len(groups)}) differs from when "
+                                   f"`ReduceLROnPlateau` was initialized ({len(self.min_lrs)})")
+            self.min_lrs = [self.default_min_lr] * len(groups)
+        for group, min_lr in zip(groups, self.min_lrs):
+            old = float(group["lr"])
+            new = max(old * self.factor, min_lr)
+            if old - new > self.eps:
+                group["lr"] = new
+
+    def _is_better(self, value) -> bool:
+        if self.mode == "min":
+            return value < (self.best * (1.0 - self.threshold) if self.threshold_mode == "rel"
+                            else self.best - self.threshold)
+        return value > (self.best * (self.threshold + 1.0) if self.threshold_mode == "rel"
+                        else self.best + self.threshold)

@@ -49,6 +49,7 @@ def _zeros_like_where_none(grads, like, strict, what):
 
 
 def _vjp_of(outputs, inputs, v, create_graph, strict):
+    """v^T d outputs / d inputs, zeros for inputs the outputs do not reach (unless strict)."""
     needed = [(o, g) for o, g in zip(outputs, v) if o.requires_grad]
     if not needed:
         grads = (None,) * len(inputs)
@@ -114,13 +115,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         # J v = d/du (u^T J v): u is a dummy cotangent that the vjp is linear in
         us = tuple(zeros_like(o).requires_grad_(True) for o in outputs)
         vjps = _vjp_of(outputs, xs, us, True, strict)
-        pairs = [(g, t) for g, t in zip(vjps, v) if g.requires_grad]
-        if pairs:
-            jv = _grad([g for g, _ in pairs], us, [t for _, t in pairs], create_graph=create_graph,
-                       allow_unused=True)
-        else:
-            jv = (None,) * len(us)
-        jv = _zeros_like_where_none(jv, outputs, strict, " (jvp)")
+        jv = _vjp_of(vjps, us, v, create_graph, strict)
     outs = tuple(_finish(o, create_graph) for o in outputs)
     jv = tuple(_finish(g, create_graph) for g in jv)
     return (outs[0] if single_out else outs), (jv[0] if single_out else jv)
@@ -191,12 +186,6 @@ def _hessian_product(func, inputs, v, create_graph, strict):
         v = _input_vector(v, xs)
         gs = _grad(out.reshape(()), xs, create_graph=True, allow_unused=True)
         gs = _zeros_like_where_none(gs, xs, strict, " (hvp)")
-        pairs = [(g, t) for g, t in zip(gs, v) if g.requires_grad]
-        if pairs:
-            hv = _grad([g for g, _ in pairs], xs, [t for _, t in pairs], create_graph=create_graph,
-                       allow_unused=True)
-        else:
-            hv = (None,) * len(xs)
-        hv = _zeros_like_where_none(hv, xs, strict, " (hvp)")
+        hv = _vjp_of(gs, xs, v, create_graph, strict)  # H v: the vjp of the gradient
     hv = tuple(_finish(h, create_graph) for h in hv)
     return _finish(out, create_graph), (hv[0] if single_in else hv)

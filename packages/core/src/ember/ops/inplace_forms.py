@@ -16,6 +16,7 @@ from . import (
     statistics,
 )
 from ._helpers import inplace
+from .elementwise import _inplace_method
 
 _SOURCES = (elementwise, elementwise_math, indexing, layout, products, reduction, statistics, decompositions)
 
@@ -29,15 +30,6 @@ nan_to_num cumsum cumprod logical_and logical_or logical_xor logical_not bitwise
 bitwise_not bitwise_left_shift bitwise_right_shift addmm addmv addr baddbmm addbmm negative absolute multiply
 divide subtract true_divide polygamma_ mvlgamma
 """.split()
-
-
-def _make_inplace(fn, name):
-    def method(self, *args, **kwargs):
-        return inplace(self, fn, *args, **kwargs)
-    method.__name__ = name
-    method.__qualname__ = f"Tensor.{name}"
-    method.__doc__ = f"In-place {fn.__name__}: the result is written into ``self``."
-    return method
 
 
 def _find(name):
@@ -54,7 +46,7 @@ def forms() -> dict:
     for name in NAMES:
         if name.endswith("_"):
             continue
-        out[name + "_"] = _make_inplace(_find(name), name + "_")
+        out[name + "_"] = _inplace_method(_find(name), name + "_")
 
     def polygamma_(self, n):
         return inplace(self, lambda t: elementwise_math.polygamma(n, t))

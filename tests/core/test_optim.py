@@ -296,3 +296,88 @@ def test_zero_dim_parameter_matches_torch(make):
             opt.step()
         values.append(p.item())
     assert values[1] == pytest.approx(values[0], rel=1e-6)
+
+
+LBFGS_CASES = [dict(lr=0.5, max_iter=3), dict(lr=0.3, max_iter=4, history_size=3),
+               dict(max_iter=5, line_search_fn="strong_wolfe"),
+               dict(lr=0.8, max_iter=3, history_size=2, line_search_fn="strong_wolfe")]
+
+
+def _lbfgs_run(lib, kwargs, problem, dtype, steps):
+    if problem == "lsq":
+        tensors = _problem()
+    else:
+        tensors = (torch.tensor([-1.2, 1.0]),)
+    tensors = [t.to(getattr(torch, dtype)) for t in tensors]
+    tensors = [t.clone() if lib is torch else to_ember(t) for t in tensors]
+    params = [t.requires_grad_() for t in tensors[:2 if problem == "lsq" else 1]]
+    opt = lib.optim.LBFGS(params, **kwargs)
+
+    def closure():
+        opt.zero_grad()
+        loss = _least_squares(lib, *tensors) if problem == "lsq" else _rosenbrock(lib, tensors[0])
+        loss.backward()
+        return loss
+    traj = []
+    for _ in range(steps):
+        opt.step(closure)
+        traj.append(np.concatenate([as_numpy(p).ravel() for p in params]))
+    return opt, np.array(traj)
+
+
+@pytest.mark.parametrize("problem", ["lsq", "rosenbrock"])
+@pytest.mark.parametrize("kwargs", LBFGS_CASES)
+def test_lbfgs_trajectory(kwargs, problem):
+    """Several inner iterations per step; the line search's bracketing and zoom phases
+    both run on Rosenbrock's valley. The inverse-Hessian estimate is built from
+    differences of gradients, which amplifies rounding: over 20 steps (up to 100
+    iterations) float64 trajectories agree to 1e-6 (an error in the algorithm shows as
+    O(1)); float32 ones are compared over the first 5 steps, before the optimum, where
+    the stopping tests (a loss change under 1e-9) read rounding noise in either library."""
+    eopt, e_traj = _lbfgs_run(ember, kwargs, problem, "float64", STEPS)
+    topt, t_traj = _lbfgs_run(torch, kwargs, problem, "float64", STEPS)
+    np.testing.assert_allclose(e_traj, t_traj, rtol=1e-6, atol=1e-6)
+    assert not np.allclose(e_traj[-1], e_traj[0])
+    es, ts = eopt.state_dict(), topt.state_dict()
+    assert _tree_structure(es["param_groups"]) == _tree_structure(ts["param_groups"])
+    e_state, t_state = es["state"][0], ts["state"][0]
+    assert sorted(e_state) == sorted(t_state)
+    assert e_state["func_evals"] == t_state["func_evals"] and e_state["n_iter"] == t_state["n_iter"]
+    assert len(e_state["old_dirs"]) == len(t_state["old_dirs"])
+    if problem == "lsq":
+        _, e32 = _lbfgs_run(ember, kwargs, problem, "float32", 5)
+        _, t32 = _lbfgs_run(torch, kwargs, problem, "float32", 5)
+        assert e32.dtype == np.float32
+        np.testing.assert_allclose(e32, t32, rtol=1e-4, atol=1e-4)
+
+
+def test_lbfgs_errors_match_torch():
+    for lib in (ember, torch):
+        w = lib.zeros(2, requires_grad=True)
+        with pytest.raises(ValueError, match="Invalid learning rate: -1"):
+            lib.optim.LBFGS([w], lr=-1)
+        with pytest.raises(ValueError, match="doesn't support per-parameter options"):
+            lib.optim.LBFGS([{"params": [w]}, {"params": [lib.zeros(1, requires_grad=True)]}])
+        opt = lib.optim.LBFGS([w], line_search_fn="backtracking")
+
+        def closure(opt=opt, w=w):
+            opt.zero_grad()
+            loss = ((w - 1) ** 2).sum()
+            loss.backward()
+            return loss
+        with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
+            opt.step(closure)
+
+
+def test_lbfgs_stops_at_an_optimum():
+    """A zero gradient returns at once, after one evaluation."""
+    w = ember.ones(3, requires_grad=True)
+    opt = ember.optim.LBFGS([w])
+
+    def closure():
+        opt.zero_grad()
+        loss = ((w - 1) ** 2).sum()
+        loss.backward()
+        return loss
+    assert opt.step(closure).item() == 0
+    assert opt.state[w]["func_evals"] == 1 and opt.state[w]["n_iter"] == 0

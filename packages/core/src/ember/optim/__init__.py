@@ -1,12 +1,13 @@
 """ember.optim: optimizers and learning-rate schedulers (torch.optim)."""
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
 from .asgd import ASGD
+from .lbfgs import LBFGS
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
@@ -15,4 +16,4 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta",
-           "ASGD", "Rprop", "lr_scheduler"]
+           "ASGD", "Rprop", "LBFGS", "lr_scheduler", "swa_utils"]

@@ -1,5 +1,7 @@
 """Learning-rate schedulers (torch.optim.lr_scheduler): StepLR, MultiStepLR, ConstantLR, LinearLR,
-ExponentialLR, PolynomialLR, CosineAnnealingLR, LambdaLR, MultiplicativeLR.
+ExponentialLR, PolynomialLR, CosineAnnealingLR, LambdaLR, MultiplicativeLR, ReduceLROnPlateau here;
+the cyclic schedules (CyclicLR, OneCycleLR, CosineAnnealingWarmRestarts) and the compositions
+(SequentialLR, ChainedScheduler) in files of their own, exported from here.
 
 A scheduler sets ``group['lr']`` of its optimizer's groups each ``step()``; it counts
 epochs in ``last_epoch`` (-1 before the first step, which the constructor takes).
@@ -17,7 +19,8 @@ from collections import Counter
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR", "LambdaLR", "MultiplicativeLR", "MultiStepLR", "ConstantLR",
-           "LinearLR", "ExponentialLR", "PolynomialLR", "ReduceLROnPlateau"]
+           "LinearLR", "ExponentialLR", "PolynomialLR", "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "CyclicLR",
+           "OneCycleLR", "SequentialLR", "ChainedScheduler"]
 
 
 class LRScheduler:
@@ -75,14 +78,19 @@ class LRScheduler:
     def step(self, epoch=None) -> None:
         """Advance one epoch (or jump to ``epoch``, deprecated in torch) and set the lrs."""
         self._step_count += 1
+        if epoch is not None:
+            warnings.warn("The epoch parameter in `scheduler.step()` was not necessary and is being deprecated "
+                          "where possible.", UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch=None) -> None:
+        """Set the lrs of the next epoch, or of ``epoch`` (closed form where there is one)."""
         self._get_lr_called_within_step = True
         try:
             if epoch is None:
                 self.last_epoch += 1
                 values = self.get_lr()
             else:
-                warnings.warn("The epoch parameter in `scheduler.step()` was not necessary and is being deprecated "
-                              "where possible.", UserWarning, stacklevel=2)
                 self.last_epoch = epoch
                 values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") else self.get_lr()
         finally:
@@ -424,3 +432,8 @@ class ReduceLROnPlateau(LRScheduler):
                             else self.best - self.threshold)
         return value > (self.best * (self.threshold + 1.0) if self.threshold_mode == "rel"
                         else self.best + self.threshold)
+
+
+# the cyclic schedules and the compositions build on the classes above
+from ._lr_composition import ChainedScheduler, SequentialLR  # noqa: E402
+from ._lr_cycles import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR  # noqa: E402

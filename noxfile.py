@@ -26,7 +26,7 @@ PACKAGES = {
 # PyTorch 2.13.0 CPU is the test oracle only (about 1.2 GB installed); it is never a
 # dependency of an ember package.
 ORACLE = "torch==2.13.0"
-TEST_DEPS = ["pytest>=8", "hypothesis>=6", "array-api-strict>=2.4", ORACLE]
+TEST_DEPS = ["pytest>=8", "hypothesis>=6", "array-api-strict>=2.4", "safetensors>=0.4", ORACLE]
 FASHION_DEB = "dataset-fashion-mnist"
 FASHION_DEB_DIR = "/usr/share/datasets/fashion-mnist"
 

@@ -244,3 +244,175 @@ def test_custom_sampler_and_len():
     el = eud.DataLoader(data, sampler=order, batch_size=4)
     tl = tud.DataLoader(data, sampler=order, batch_size=4)
     _check_loaders(el, tl)
+
+
+# ---- collate and convert on more element kinds -----------------------------------------
+
+class FrozenMap(collections.abc.Mapping):
+    """A read-only mapping type: collate rebuilds it from a dict."""
+
+    def __init__(self, d=(), **kw):
+        self.d = dict(d, **kw)
+
+    def __getitem__(self, k):
+        return self.d[k]
+
+    def __iter__(self):
+        return iter(self.d)
+
+    def __len__(self):
+        return len(self.d)
+
+
+def _check_any(e, t):
+    """Like _check_batch, for any mapping or sequence container."""
+    if isinstance(t, torch.Tensor):
+        assert_same(e, t, rtol=0, atol=0)
+    elif isinstance(t, np.ndarray):
+        assert type(e) is np.ndarray and e.dtype == t.dtype and (e == t).all()
+    elif isinstance(t, collections.abc.Mapping):
+        assert type(e).__name__ == type(t).__name__ and list(e) == list(t)
+        if isinstance(t, collections.defaultdict):
+            assert e.default_factory is t.default_factory
+        for k in t:
+            _check_any(e[k], t[k])
+    elif isinstance(t, collections.abc.Sequence) and not isinstance(t, (str, bytes)) or \
+            isinstance(t, collections.deque):
+        assert type(e).__name__ == type(t).__name__ and len(e) == len(t)
+        for a, b in zip(e, t):
+            _check_any(a, b)
+    else:
+        assert e == t and type(e) is type(t)
+
+
+COLLATE_BATCHES = {
+    "bytes": lambda lib: [b"a", b"b"],
+    "np_str": lambda lib: [np.str_("a"), np.str_("b")],
+    "np_bool": lambda lib: [np.bool_(True), np.bool_(False)],
+    "np_float16": lambda lib: [np.float16(1.5), np.float16(2)],
+    "np_uint8": lambda lib: [np.uint8(3), np.uint8(4)],
+    "np_0d": lambda lib: [np.array(1.5), np.array(2.5)],
+    "np_complex": lambda lib: [np.complex64(1 + 2j), np.complex64(3j)],
+    "np_int_arrays": lambda lib: [np.arange(3, dtype=np.int16), np.arange(3, 6, dtype=np.int16)],
+    "defaultdict": lambda lib: [collections.defaultdict(int, a=1), collections.defaultdict(int, a=2)],
+    "mapping": lambda lib: [FrozenMap(a=1.0, b="x"), FrozenMap(a=2.0, b="y")],
+    "tuple_of_str": lambda lib: [("a", 1), ("b", 2)],
+    "range": lambda lib: [range(2), range(2)],
+    "deque": lambda lib: [collections.deque([1, 2]), collections.deque([3, 4])],
+    "nested_np_list": lambda lib: [[np.zeros(2), 1.0], [np.ones(2), 2.0]],
+    "namedtuple_nested": lambda lib: [Point({"k": lib.tensor([1, 2])}, [i, "s"]) for i in range(3)],
+    "ints_floats": lambda lib: [{"i": 1, "f": 1.5, "b": True}, {"i": 2, "f": 2.5, "b": False}],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(COLLATE_BATCHES))
+def test_collate_and_convert_equal_torch(kind):
+    make = COLLATE_BATCHES[kind]
+    _check_any(eud.default_collate(make(ember)), tud.default_collate(make(torch)))
+    _check_any(eud.default_convert(make(ember)), tud.default_convert(make(torch)))
+
+
+@pytest.mark.parametrize("batch", [[object(), object()], [None, None], [1 + 2j, 3j],
+                                   [np.array([1, None], dtype=object)] * 2, [np.array(["a"])] * 2,
+                                   [np.array([b"a"])] * 2])
+def test_collate_type_errors_equal_torch(batch):
+    with pytest.raises(TypeError) as t:
+        tud.default_collate(batch)
+    with pytest.raises(TypeError) as e:
+        eud.default_collate(batch)
+    assert str(e.value) == str(t.value)
+    # default_convert keeps them as they are, as torch
+    _check_any(eud.default_convert(batch), tud.default_convert(batch))
+
+
+def test_collate_unequal_shapes_and_lengths():
+    for lib, data in ((torch, tud), (ember, eud)):
+        with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+            data.default_collate([lib.zeros(2), lib.zeros(3)])
+        with pytest.raises(RuntimeError, match="each element in list of batch should be of equal size"):
+            data.default_collate([(1, 2), (3,)])
+        with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+            data.default_collate([np.zeros(2), np.zeros(3)])
+
+
+# ---- datasets ---------------------------------------------------------------------------
+
+def _stream(data, values):
+    class S(data.IterableDataset):
+        def __iter__(self):
+            return iter(values)
+
+        def __len__(self):
+            return len(values)
+    return S()
+
+
+def test_chain_dataset_equals_torch():
+    for data in (tud, eud):
+        chained = data.ChainDataset([_stream(data, [1, 2]), _stream(data, [3])])
+        assert list(chained) == [1, 2, 3] and len(chained) == 3
+        added = _stream(data, [5]) + _stream(data, [6, 7])
+        assert isinstance(added, data.ChainDataset) and list(added) == [5, 6, 7]
+        bad = data.ChainDataset([_stream(data, [1]), data.TensorDataset(ember.zeros(2) if data is eud
+                                                                       else torch.zeros(2))])
+        with pytest.raises(AssertionError, match="ChainDataset only supports IterableDataset"):
+            list(bad)
+        with pytest.raises(AssertionError, match="ChainDataset only supports IterableDataset"):
+            len(bad)
+    _check_loaders(eud.DataLoader(_stream(eud, [1, 2]) + _stream(eud, [3]), batch_size=2),
+                   tud.DataLoader(_stream(tud, [1, 2]) + _stream(tud, [3]), batch_size=2))
+
+
+def test_stack_dataset_equals_torch():
+    x = torch.arange(12.0).view(6, 2)
+    y = torch.arange(6)
+    ex, ey = to_ember(x), to_ember(y)
+    names = [f"n{i}" for i in range(6)]
+    ts = tud.StackDataset(tud.TensorDataset(x), y, names)
+    es = eud.StackDataset(eud.TensorDataset(ex), ey, names)
+    assert len(es) == len(ts) == 6
+    _check_batch(es[2], ts[2])
+    _check_loaders(eud.DataLoader(es, batch_size=4), tud.DataLoader(ts, batch_size=4))
+    td, ed = tud.StackDataset(img=x, label=y), eud.StackDataset(img=ex, label=ey)
+    _check_batch(ed[5], td[5])
+    _check_batch(ed.__getitems__([1, 3]), td.__getitems__([1, 3]))
+    _check_loaders(eud.DataLoader(ed, batch_size=4, shuffle=False), tud.DataLoader(td, batch_size=4))
+    for lib, data in ((torch, tud), (ember, eud)):
+        with pytest.raises(ValueError, match="but both types are given"):
+            data.StackDataset(lib.zeros(2), b=lib.zeros(2))
+        with pytest.raises(ValueError, match="At least one dataset should be passed"):
+            data.StackDataset()
+        with pytest.raises(ValueError, match="Size mismatch between datasets"):
+            data.StackDataset(lib.zeros(2), lib.zeros(3))
+        with pytest.raises(ValueError, match="Size mismatch between datasets"):
+            data.StackDataset(a=lib.zeros(2), b=lib.zeros(3))
+
+
+def test_dataset_errors_equal_torch():
+    for lib, data in ((torch, tud), (ember, eud)):
+        with pytest.raises(AssertionError, match="datasets should not be an empty iterable"):
+            data.ConcatDataset([])
+        with pytest.raises(AssertionError, match="ConcatDataset does not support IterableDataset"):
+            data.ConcatDataset([_stream(data, [1])])
+
+        class Bad(data.Subset):
+            def __getitem__(self, i):
+                return 0
+        with pytest.raises(NotImplementedError, match="overrides __getitem__ but not __getitems__"):
+            Bad([1, 2], [0])
+        with pytest.raises(ValueError, match="Fraction at index 1 is not between 0 and 1"):
+            data.random_split(range(10), [0.5, -0.5, 1.0])
+        with pytest.warns(UserWarning, match="Length of split at index 1 is 0"):
+            data.random_split(range(2), [0.9, 0.1])
+        ds = data.TensorDataset(lib.arange(4))
+        assert isinstance(ds + ds, data.ConcatDataset) and len(ds + ds) == 8
+
+
+def test_concat_dataset_negative_indices_and_loader():
+    tds = [tud.TensorDataset(torch.arange(a, b)) for a, b in ((0, 3), (10, 14), (20, 21))]
+    eds = [eud.TensorDataset(to_ember(d.tensors[0])) for d in tds]
+    tc, ec = tud.ConcatDataset(tds), eud.ConcatDataset(eds)
+    assert ec.cumulative_sizes == tc.cumulative_sizes == [3, 7, 8]
+    for i in range(-8, 8):
+        _check_batch(ec[i], tc[i])
+    _check_loaders(eud.DataLoader(ec, batch_size=3, num_workers=2), tud.DataLoader(tc, batch_size=3))

@@ -58,3 +58,22 @@ def test_inf_and_nan_come_without_numpy_warnings():
     import sys
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['invalid value encountered in log'] [inf, nan, -inf]"
+
+
+def test_num_threads_round_trip_and_errors():
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        assert ember.get_num_threads() == 1
+        a = ember.randn(64, 64)
+        np.testing.assert_allclose((a @ a).numpy(), a.numpy() @ a.numpy(), rtol=1e-5, atol=1e-5)
+    finally:
+        ember.set_num_threads(before)
+    assert ember.get_num_threads() == before
+    for bad in (0, -2, 2.5):
+        messages = []
+        for lib in (ember, torch):
+            with pytest.raises(RuntimeError) as err:
+                lib.set_num_threads(bad)
+            messages.append(str(err.value))
+        assert messages[0] == messages[1]

@@ -212,3 +212,23 @@ def test_random_inplace_and_bernoulli():
     s = ember.multinomial(w, 2000, replacement=True)
     c = np.bincount(s.numpy(), minlength=3)
     assert c[0] == 0 and abs(c[2] / 2000 - 0.75) < 0.04
+
+
+def test_multinomial_without_replacement_and_errors():
+    """The first draw without replacement follows the weights; zero weights come only
+    after every positive one; torch's errors for degenerate rows."""
+    ember.manual_seed(5)
+    w = ember.tensor([[1.0, 2.0, 3.0, 4.0]]).expand(3000, 4)
+    first = ember.multinomial(w, 2)[:, 0].numpy()
+    np.testing.assert_allclose(np.bincount(first, minlength=4) / 3000, [0.1, 0.2, 0.3, 0.4], atol=0.03)
+    draws = ember.multinomial(ember.tensor([[0.0, 5.0, 0.0, 1.0]] * 50), 4).numpy()
+    assert (np.sort(draws[:, :2], axis=1) == [1, 3]).all()  # the positive ones first
+    assert (np.sort(draws, axis=1) == [0, 1, 2, 3]).all()  # each category once
+    for weights, n, replace in (([0.0, 0.0], 1, True), ([0.0, 0.0], 1, False), ([1.0, -1.0], 1, True),
+                                ([1.0, float("nan")], 1, True), ([1.0, 2.0], 3, False)):
+        messages = []
+        for lib in (ember, torch):
+            with pytest.raises(RuntimeError) as err:
+                lib.multinomial(lib.tensor(weights), n, replace)
+            messages.append(str(err.value))
+        assert messages[0] == messages[1]

@@ -4,6 +4,7 @@
 """
 
 from . import _allocator, _numpy_warnings, autograd, ops, return_types  # noqa: F401
+from ._blas import get_num_threads, set_num_threads
 from ._device import device
 from ._dtype import (
     bfloat16,
@@ -27,6 +28,18 @@ from ._dtype import (
 from ._dtype import bool_ as bool  # noqa: A001  (torch.bool)
 from ._tensor import Size, Tensor
 from ._tensor_str import set_printoptions
+from .amp.autocast_mode import (  # noqa: F401
+    autocast,
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
 from .autograd.anomaly_mode import set_detect_anomaly as set_anomaly_enabled  # noqa: F401
 from .autograd.grad_mode import (
@@ -79,7 +92,7 @@ def _lazy(name):
 def __getattr__(name):
     # subpackages that pull in more code load on first use
     if name in ("nn", "optim", "utils", "cuda", "backends", "testing", "serialization", "hub", "special", "linalg",
-                "distributions", "fft"):
+                "distributions", "fft", "amp"):
         return _lazy(name)
     if name in ("save", "load"):
         return getattr(_lazy("serialization"), name)

@@ -1,4 +1,5 @@
-"""axpy and axpby from the OpenBLAS that numpy itself links, for optimizer updates.
+"""axpy and axpby from the OpenBLAS that numpy itself links, for optimizer updates, and
+``one_thread()``, which runs a block's matrix products on the calling thread alone.
 
 An optimizer step is a few passes over every parameter.  numpy runs each pass on one
 core, and the other cores are held by OpenBLAS's workers, which spin for tens of
@@ -16,20 +17,33 @@ import os
 
 import numpy
 
-__all__ = ["axpy", "axpby"]
+__all__ = ["axpy", "axpby", "one_thread", "get_num_threads", "set_num_threads"]
 
 # below this many elements the ctypes call costs more than the pass it saves
 _MIN_SIZE = 1 << 14
 
 
-def _load():
-    """{numpy dtype: (axpy, axpby)} from numpy's scipy-openblas, or {} when not found."""
+def _library():
+    """numpy's scipy-openblas (64-bit integer interface) as a ctypes library, or None."""
     try:
         blas = numpy.show_config(mode="dicts")["Build Dependencies"]["blas"]
         if blas.get("name") != "scipy-openblas" or "USE64BITINT" not in blas.get("openblas configuration", ""):
-            return {}
+            return None
         libs = glob.glob(os.path.join(os.path.dirname(numpy.__file__) + ".libs", "libscipy_openblas64_*.so"))
-        lib = ctypes.CDLL(libs[0])
+        return ctypes.CDLL(libs[0])
+    except (KeyError, IndexError, OSError, AttributeError, TypeError):
+        return None
+
+
+_LIB = _library()
+
+
+def _load():
+    """{numpy dtype: (axpy, axpby)} from numpy's scipy-openblas, or {} when not found."""
+    if _LIB is None:
+        return {}
+    try:
+        lib = _LIB
         found = {}
         for dt, ct, p in ((numpy.dtype(numpy.float32), ctypes.c_float, "s"),
                           (numpy.dtype(numpy.float64), ctypes.c_double, "d")):
@@ -42,7 +56,7 @@ def _load():
             axpby_fn.restype = None
             found[dt] = (axpy_fn, axpby_fn)
         return found
-    except (KeyError, IndexError, OSError, AttributeError, TypeError):
+    except (AttributeError, TypeError):
         return {}
 
 
@@ -78,3 +92,78 @@ def axpby(alpha: float, x, beta: float, y) -> None:
         y += x if alpha == 1 else alpha * x
     else:
         funcs[1](y.size, alpha, x.ctypes.data, 1, beta, y.ctypes.data, 1)
+
+
+# ---- one BLAS thread for a block ----------------------------------------------------------
+#
+# A loop of small products ([B, H] by [H, G*H] in a recurrent layer's time loop) gains
+# nothing from OpenBLAS's workers, and on a busy machine each product waits for a
+# descheduled worker (measured: 20x slower steps with 2 threads on 2 shared cores).
+# openblas_set_num_threads_local changes the count for the calling thread only.
+
+def _find_set_threads_local():
+    try:
+        fn = _LIB.openblas_set_num_threads_local
+        fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
+        return fn
+    except AttributeError:  # no library (None), or an OpenBLAS without the function
+        return None
+
+
+_SET_THREADS_LOCAL = _find_set_threads_local()
+
+
+class one_thread:
+    """``with one_thread(xp):`` runs the block's numpy matrix products on the calling
+    thread alone; nothing changes for other array modules or another BLAS."""
+
+    __slots__ = ("prev", "on")
+
+    def __init__(self, xp):
+        self.on = _SET_THREADS_LOCAL is not None and xp is numpy
+
+    def __enter__(self):
+        if self.on:
+            self.prev = _SET_THREADS_LOCAL(1)
+
+    def __exit__(self, *exc):
+        if self.on:
+            _SET_THREADS_LOCAL(self.prev)
+
+
+# ---- the BLAS thread count (torch.set_num_threads) ----------------------------------------
+
+def _threads_functions():
+    try:
+        get_fn, set_fn = _LIB.scipy_openblas_get_num_threads64_, _LIB.scipy_openblas_set_num_threads64_
+        get_fn.argtypes, get_fn.restype = [], ctypes.c_int
+        set_fn.argtypes, set_fn.restype = [ctypes.c_int], None
+        return get_fn, set_fn
+    except AttributeError:
+        return None, None
+
+
+_GET_THREADS, _SET_THREADS = _threads_functions()
+_threads_without_blas = [os.cpu_count() or 1]
+
+
+def get_num_threads() -> int:
+    """The number of threads ember's CPU matrix products use (numpy's OpenBLAS)."""
+    return _GET_THREADS() if _GET_THREADS is not None else _threads_without_blas[0]
+
+
+def set_num_threads(n: int) -> None:
+    """Use ``n`` threads for CPU matrix products (torch.set_num_threads). On a loaded
+    machine, 1 often runs small models faster: idle BLAS workers spin between products.
+
+    Raises:
+        RuntimeError: ``n`` not a positive int (torch's messages).
+    """
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    if _SET_THREADS is not None:
+        _SET_THREADS(n)
+    else:
+        _threads_without_blas[0] = n

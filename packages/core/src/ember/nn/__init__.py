@@ -1,8 +1,9 @@
 """ember.nn: modules, parameters, functional and init, with torch.nn's API."""
 
-from . import functional, init  # noqa: F401
+from . import functional, init, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
-from .parameter import Parameter
+from .parameter import Parameter, UninitializedBuffer, UninitializedParameter
 
-__all__ = ["Parameter", "functional", "init"] + list(_modules_all)
+__all__ = ["Parameter", "functional", "init", "utils"] + list(_modules_all)
+__all__ += ["UninitializedParameter", "UninitializedBuffer"]

@@ -9,24 +9,120 @@ from __future__ import annotations
 import warnings
 
 from .. import ops as _ops
-from ..ops.activation import dropout, dropout2d, elu, gelu, leaky_relu, linear, silu, softplus
-from ..ops.conv import conv1d, conv2d
+from .._autocast import autocast_op, cast_inputs
+from ..ops.activation import (
+    alpha_dropout,
+    bilinear,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    elu,
+    feature_alpha_dropout,
+    gelu,
+    leaky_relu,
+    linear,
+    silu,
+    softplus,
+)
+from ..ops.attention import multi_head_attention_forward, scaled_dot_product_attention
+from ..ops.conv import _fold as fold  # private in ops: the ops namespace's unfold is Tensor.unfold's
+from ..ops.conv import _unfold as unfold
+from ..ops.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
+from ..ops.ctc import ctc_loss
+from ..ops.embedding import embedding, embedding_bag
+from ..ops.grid_sample import affine_grid, grid_sample
 from ..ops.loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
+    cosine_similarity,
     cross_entropy,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    huber_loss,
+    kl_div,
     l1_loss,
+    margin_ranking_loss,
     mse_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
     nll_loss,
+    pairwise_distance,
+    poisson_nll_loss,
+    smooth_l1_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+    triplet_margin_with_distance_loss,
 )
-from ..ops.norm import batch_norm, layer_norm
-from ..ops.pool import adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
+from ..ops.norm import (
+    batch_norm,
+    group_norm,
+    instance_norm,
+    layer_norm,
+    local_response_norm,
+    normalize,
+    rms_norm,
+)
+from ..ops.pool import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d,
+    adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    max_pool1d,
+    max_pool1d_with_indices,
+    max_pool2d,
+    max_pool2d_with_indices,
+    max_pool3d,
+    max_pool3d_with_indices,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+)
+from ..ops.upsample import (
+    channel_shuffle,
+    interpolate,
+    pixel_shuffle,
+    pixel_unshuffle,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
 
 __all__ = ["linear", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
            "adaptive_avg_pool2d", "batch_norm", "layer_norm", "dropout", "dropout2d", "relu", "relu_", "gelu",
            "tanh", "sigmoid", "silu", "leaky_relu", "elu", "softplus", "softmax", "log_softmax", "cross_entropy",
            "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "one_hot", "pad"]
+__all__ += ["kl_div", "huber_loss", "smooth_l1_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
+            "multi_margin_loss", "multilabel_margin_loss", "margin_ranking_loss", "hinge_embedding_loss",
+            "cosine_embedding_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss", "poisson_nll_loss",
+            "gaussian_nll_loss", "ctc_loss", "pairwise_distance", "cosine_similarity"]
+__all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
+            "pixel_unshuffle", "channel_shuffle"]
+__all__ += ["affine_grid", "grid_sample"]
+__all__ += ["group_norm", "instance_norm", "local_response_norm", "normalize", "rms_norm"]
+__all__ += ["embedding", "embedding_bag", "bilinear"]
+__all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "fold", "unfold"]
+__all__ += ["dropout1d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
+__all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]
+__all__ += ["max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+            "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+            "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+            "adaptive_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d",
+            "lp_pool2d", "lp_pool3d"]
 
 
 def relu(input, inplace: bool = False):
@@ -90,6 +186,8 @@ def pad(input, pad, mode: str = "constant", value=None):
     leading (batch or channel) dim, as torch's."""
     if mode != "constant" and len(pad) // 2 > input.ndim - 1:
         raise NotImplementedError("Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now")
+    if mode == "replicate" or (mode == "reflect" and len(pad) // 2 < 3):
+        (input,) = cast_inputs("fp32", input)  # torch's autocast lists these padding kernels as float32
     from ..ops.layout import _pad_last_dims
     return _pad_last_dims(input, pad, mode, value)
 
@@ -186,6 +284,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return softmax(-input, dim, _stacklevel, dtype)
 
 
+@autocast_op("lower")
 def prelu(input, weight):
     """max(0, x) + weight * min(0, x), ``weight`` one value or one per channel (dim 1)."""
     if weight.numel() != 1:

@@ -30,16 +30,31 @@ from . import (
     shape,
     spectral,
     statistics,
+    upsample,
     windows,
 )
 
 _FAMILIES = (conversion, creation, complex_ops, elementwise, elementwise_math, indexing, layout, linalg, reduction,
-             shape, statistics, products, spectral, windows, activation, conv, loss, norm, pool)
+             shape, statistics, products, spectral, windows, activation, conv, loss, norm, pool, upsample)
+
+
+# the families of nn.functional: torch's top level holds only some of their functions (not
+# those whose top-level form takes other arguments: embedding, ctc_loss, grid_sampler)
+_NN_FAMILIES = (activation, conv, loss, norm, pool, upsample)
+_NN_AT_TOP_LEVEL = {
+    "alpha_dropout", "bilinear", "dropout", "feature_alpha_dropout", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "binary_cross_entropy_with_logits", "cosine_embedding_loss",
+    "cosine_similarity", "hinge_embedding_loss", "kl_div", "margin_ranking_loss", "pairwise_distance",
+    "poisson_nll_loss", "triplet_margin_loss", "adaptive_avg_pool1d", "adaptive_max_pool1d", "avg_pool1d",
+    "max_pool1d", "max_pool1d_with_indices", "max_pool2d", "max_pool3d", "batch_norm", "group_norm", "instance_norm",
+    "layer_norm", "rms_norm", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "alpha_dropout_", "dropout_",
+    "feature_alpha_dropout_"}
 
 
 def _public(module):
+    nn_family = module in _NN_FAMILIES
     for name, obj in vars(module).items():
-        if name.startswith("_"):
+        if name.startswith("_") or (nn_family and name not in _NN_AT_TOP_LEVEL):
             continue
         if isinstance(obj, _Function) and (obj.__module__ == module.__name__ or name.endswith("_")):
             yield name, obj
@@ -71,12 +86,18 @@ for _m in _FAMILIES:
     for _name, _obj in _public(_m):
         globals()[_name] = _obj
         __all__.append(_name)
-# aliases defined as assignments (true_divide = div, ...)
+# aliases defined as assignments (true_divide = div, ...); helpers imported from
+# elsewhere are not the family's own
 for _m in _FAMILIES:
     for _name, _obj in vars(_m).items():
-        if not _name.startswith("_") and isinstance(_obj, _Function) and _name not in globals():
+        if not _name.startswith("_") and isinstance(_obj, _Function) and _name not in globals() \
+                and _obj.__module__ == _m.__name__ and (_m not in _NN_FAMILIES or _name in _NN_AT_TOP_LEVEL):
             globals()[_name] = _obj
             __all__.append(_name)
+
+# helpers the families share with Tensor's methods (x[i], x[i] = v): not torch's names
+for _name in ("broadcast_error", "complex_abs", "full_like_value", "getitem", "masked_grad", "scalar_like", "setitem"):
+    __all__.remove(_name)
 
 # torch's top level has these of torch.linalg's functions (inverse and pinverse renamed)
 det, logdet, slogdet, matrix_power = decompositions.det, decompositions.logdet, decompositions.slogdet, \

@@ -1,15 +1,18 @@
-"""Activations, dropout and the dense layer (torch.nn.functional.gelu, silu, leaky_relu,
-elu, softplus, dropout, dropout2d, linear).  relu, tanh, sigmoid, softmax and log_softmax
+"""Activations, dropout and the dense layers (torch.nn.functional.gelu, silu, leaky_relu,
+elu, softplus, dropout, dropout1d/2d/3d, alpha_dropout, feature_alpha_dropout, linear,
+bilinear).  relu, tanh, sigmoid, softmax and log_softmax
 live with the elementwise ops and reductions."""
 
 from __future__ import annotations
 
 import math
 
+from .._autocast import autocast_op
 from .._tensor import Tensor, _make
 from ._helpers import be, check_same_device, needs_grad, record
 
-__all__ = ["gelu", "silu", "leaky_relu", "elu", "softplus", "dropout", "dropout2d", "linear"]
+__all__ = ["gelu", "silu", "leaky_relu", "elu", "softplus", "dropout", "dropout2d", "dropout1d", "dropout3d",
+           "alpha_dropout", "feature_alpha_dropout", "linear", "bilinear"]
 
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
@@ -129,6 +132,93 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     return _write_back(input, r) if inplace else r
 
 
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels: input ``[N, C, L]`` (or unbatched ``[C, L]``), each channel kept
+    with probability ``1-p`` and scaled by ``1/(1-p)`` (torch.nn.functional.dropout1d).
+    RuntimeError for other input dims."""
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    shape = input._data.shape
+    r = _mask_dropout(input, p, shape[:-1] + (1,), "MulBackward0")
+    return _write_back(input, r) if inplace else r
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels: input ``[N, C, D, H, W]`` (or unbatched ``[C, D, H, W]``), each
+    channel kept with probability ``1-p`` and scaled by ``1/(1-p)``
+    (torch.nn.functional.dropout3d).  Other dims warn, as torch's, and are treated as
+    unbatched (the mask varies along dim 0 only)."""
+    import warnings
+    _check_p(p)
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, please use "
+                      "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
+                      "inputs).", stacklevel=2)
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if input.ndim == 0:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    shape = input._data.shape
+    lead = 2 if input.ndim == 5 else 1
+    r = _mask_dropout(input, p, shape[:lead] + (1,) * (input.ndim - lead), "MulBackward0")
+    return _write_back(input, r) if inplace else r
+
+
+# torch's alpha dropout constant: -SELU scale * SELU alpha (Klambauer et al., 2017)
+_ALPHA_PRIME = 1.7580993408473766
+
+
+def _alpha_dropout(input, p, training, inplace, feature):
+    """Dropped values are set to SELU's negative saturation and the result is rescaled
+    (``a * (x * keep + alpha' * (keep - 1)) + alpha' * a * p``, ``a = ((alpha'^2 p + 1)
+    (1 - p))^-1/2``) so that zero mean and unit variance inputs keep them."""
+    from ..random import default_generator
+    _check_p(p)
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if feature and input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {_long(input.dtype)}")
+    shape = input._data.shape
+    if p == 1.0:
+        r = _mask_dropout(input, p, shape, "MulBackward0")  # torch multiplies by zero
+        return _write_back(input, r) if inplace else r
+    xp = be(input).xp
+    x = input._data
+    mshape = shape[:2] + (1,) * (input.ndim - 2) if feature else shape
+    keep = (default_generator(input.device).bit_generator.random(mshape, dtype=xp.float32) >= p).astype(x.dtype)
+    a = 1.0 / math.sqrt((_ALPHA_PRIME * _ALPHA_PRIME * p + 1) * (1 - p))
+    scaled = keep * x.dtype.type(a)
+    shift = (keep - 1) * x.dtype.type(_ALPHA_PRIME * a) + x.dtype.type(_ALPHA_PRIME * a * p)
+    r = _make((x * scaled + shift).astype(x.dtype, copy=False), input.dtype)
+    if needs_grad(input):
+        record("AddBackward0", _dropout_rule, (input,), r, (_make(scaled, input.dtype),))
+    return _write_back(input, r) if inplace else r
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout for self-normalizing (SELU) networks: each element is dropped with
+    probability ``p`` to SELU's saturation value and the result is affinely rescaled to
+    keep zero mean and unit variance; the identity when not ``training``
+    (torch.nn.functional.alpha_dropout; Klambauer et al., 2017).  Any shape."""
+    return _alpha_dropout(input, p, training, inplace, False)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels: input ``[N, C, *]``, one draw per (sample, channel)
+    (torch.nn.functional.feature_alpha_dropout).  RuntimeError for input of fewer than 2
+    dims."""
+    return _alpha_dropout(input, p, training, inplace, True)
+
+
 def _write_back(input, r):
     from ._helpers import check_inplace, commit
     check_inplace(input)
@@ -137,6 +227,7 @@ def _write_back(input, r):
 
 # ---- dense layer -------------------------------------------------------------------
 
+@autocast_op("lower")
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` as one node: input ``[*, in]``, weight ``[out, in]``,
     bias ``[out]``; returns ``[*, out]`` (torch.nn.functional.linear)."""
@@ -164,7 +255,12 @@ def linear(input, weight, bias=None):
                            f"{_long(bias.dtype)}")
     check_same_device(input, weight, "linear")
     xp = be(input).xp
-    arr = xp.matmul(x, w.T)
+    if x.ndim > 2:  # one [rows, in] product: numpy runs a 3-d matmul as a stack of small ones
+        arr = xp.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
+    else:
+        arr = xp.matmul(x, w.T)
+    if arr.dtype != x.dtype:  # numpy multiplies bfloat16 matrices into float32
+        arr = arr.astype(x.dtype)
     if bias is not None:
         arr += bias._data
     r = _make(arr, input.dtype)
@@ -177,15 +273,48 @@ def linear(input, weight, bias=None):
 def _linear_rule(g, x, w, bias_req):
     from .linalg import matmul
     from .reduction import sum as _sum
-    gx = matmul(g, w) if x._requires_grad else None
-    gw = gb = None
+    g2 = g.reshape(-1, g.shape[-1]) if g.ndim != 2 else g  # as 2-d products (see linear)
+    gx = gw = gb = None
+    if x._requires_grad:
+        gx = matmul(g2, w)
+        if g.ndim != 2:
+            gx = gx.reshape(x.shape)
     if w._requires_grad:
-        g2 = g.reshape(-1, g.shape[-1]) if g.ndim != 2 else g
         x2 = x.reshape(-1, x.shape[-1]) if x.ndim != 2 else x
         gw = matmul(g2.t(), x2)
     if bias_req:
         gb = _sum(g, tuple(range(g.ndim - 1))) if g.ndim > 1 else g
     return gx, gw, gb
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``:
+    input1 ``[*, in1]``, input2 ``[*, in2]`` (same leading dims), weight ``[out, in1, in2]``,
+    bias ``[out]``; returns ``[*, out]`` (torch.nn.functional.bilinear).  RuntimeError when
+    the dims or sizes disagree.  Composed of linear, a product and a sum, whose gradients
+    follow."""
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and {input2.ndim}")
+    for i in range(input1.ndim - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: got "
+                               f"{input1.shape[i]} and {input2.shape[i]}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-D [out, in1, in2], got {weight.ndim}-D")
+    out_f, in1, in2 = weight.shape
+    if input1.shape[-1] != in1:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} but "
+                           f"expected {in1}")
+    if input2.shape[-1] != in2:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but "
+                           f"expected {in2}")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_f):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.shape[0] if bias.ndim else 1} but expected {out_f}")
+    # left product first: [*, in1] @ [in1, out * in2] -> [*, out, in2], then contract with input2
+    left = linear(input1, weight.permute(0, 2, 1).reshape(out_f * in2, in1))
+    out = (left.reshape(tuple(input1.shape[:-1]) + (out_f, in2)) * input2.unsqueeze(-2)).sum(-1)
+    return out + bias if bias is not None else out
 
 
 def _long(d):

@@ -10,6 +10,7 @@ Numbers" notes).
 from __future__ import annotations
 
 from .. import _dtype as D
+from .._autocast import autocast_op
 from .._tensor import _make
 from ..autograd.graph import record
 from ._helpers import be, make_view, needs_grad
@@ -129,6 +130,7 @@ def _view_as_real_rule(g):
     return view_as_complex(g.contiguous())
 
 
+@autocast_op("fp32")
 def view_as_complex(input):
     """A complex view of a real tensor whose last dim has size 2 (real, imaginary)."""
     if input.shape[-1:] != (2,) or input.dtype not in (D.float32, D.float64):
@@ -154,6 +156,7 @@ def complex(real, imag):
     return real.to(real.dtype.to_complex()) + imag.to(real.dtype.to_complex()) * 1j
 
 
+@autocast_op("fp32")
 def polar(abs, angle):
     """abs * (cos(angle) + i sin(angle))."""
     from .elementwise import cos, sin

@@ -1,71 +1,87 @@
-"""Convolutions (torch.nn.functional.conv1d / conv2d) as a few large matrix products.
+"""Convolutions over 1, 2 or 3 spatial dims (torch.nn.functional.conv1d/2d/3d,
+conv_transpose1d/2d/3d, unfold, fold) as a few large matrix products.
 
 The input is unfolded with a strided view (no Python loop over pixels) into a column
-matrix ``[C*kh*kw, N*OH*OW]`` and multiplied by the weight matrix ``[O, C*kh*kw]``.  The
-gradients are the same products transposed, plus a col2im that adds the columns back
-with one loop over the kh*kw kernel offsets.  Three ops close the family under
-differentiation, so double backward works: ``conv2d`` (y = conv(x, w)), its input
+matrix ``[C*prod(k), N*prod(out)]`` and multiplied by the weight matrix ``[O, C*prod(k)]``.
+The gradients are the same products transposed, plus a col2im that adds the columns back
+with one loop over the kernel offsets.  Three ops close the family under
+differentiation, so double backward works: the convolution (y = conv(x, w)), its input
 gradient (a transposed convolution of the output gradient) and its weight gradient;
-each one's gradient rule is written with the other two.
+each one's gradient rule is written with the other two.  A transposed convolution is the
+input-gradient kernel run forward.  Every kernel works on any number of spatial dims.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+
+from .._autocast import autocast_op
 from .._tensor import Tensor, _make
 from ._helpers import be, check_same_device, needs_grad, record
 
-__all__ = ["conv2d", "conv1d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
 
-def _pair(v, name="stride"):
-    if isinstance(v, (tuple, list)):
-        if len(v) == 1:
-            return (int(v[0]), int(v[0]))
-        return (int(v[0]), int(v[1]))
-    return (int(v), int(v))
-
-
-# ---- array kernels -----------------------------------------------------------------
+# ---- array kernels (pad: one (low, high) pair per spatial dim) ---------------------------
 
 def _pad(xp, x, pad):
-    pt, pb, pl, pr = pad
-    if pt == pb == pl == pr == 0:
+    if not any(lo or hi for lo, hi in pad):
         return x
-    return xp.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    return xp.pad(x, ((0, 0), (0, 0)) + tuple(pad))
 
 
-def _windows(xp, xpad, kh, kw, stride, dilation, oh, ow):
-    """View ``[N, C, OH, OW, kh, kw]`` of the receptive fields of a padded input."""
-    n, c = xpad.shape[:2]
-    s0, s1, s2, s3 = xpad.strides
+def _windows(xp, xpad, ksize, stride, dilation, osize):
+    """View ``[N, C, *out, *k]`` of the receptive fields of a padded input."""
+    strides = xpad.strides
+    sp = strides[2:]
     return xp.lib.stride_tricks.as_strided(
-        xpad, (n, c, oh, ow, kh, kw),
-        (s0, s1, s2 * stride[0], s3 * stride[1], s2 * dilation[0], s3 * dilation[1]))
+        xpad, xpad.shape[:2] + tuple(osize) + tuple(ksize),
+        strides[:2] + tuple(a * s for a, s in zip(sp, stride)) + tuple(a * d for a, d in zip(sp, dilation)))
 
 
-def _cols(xp, xpad, kh, kw, stride, dilation, oh, ow):
-    """The column matrix ``[C*kh*kw, N*OH*OW]`` (one copy of the strided view)."""
-    win = _windows(xp, xpad, kh, kw, stride, dilation, oh, ow)
+def _cols(xp, xpad, ksize, stride, dilation, osize):
+    """The column matrix ``[C*prod(k), N*prod(out)]`` (one copy of the strided view)."""
+    nd = len(ksize)
+    win = _windows(xp, xpad, ksize, stride, dilation, osize)
     n, c = xpad.shape[:2]
-    return win.transpose(1, 4, 5, 0, 2, 3).reshape(c * kh * kw, n * oh * ow)
+    perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd))
+    return win.transpose(perm).reshape(c * math.prod(ksize), n * math.prod(osize))
 
 
 def _out_size(h, k, stride, pad0, pad1, dil):
     return (h + pad0 + pad1 - dil * (k - 1) - 1) // stride + 1
 
 
+def _scatter_offsets(xp, dx, dcols, ksize, stride, dilation, osize):
+    """Add ``dcols`` ``[C, *k, N, *out]`` onto ``dx`` ``[N, C, *padded]``: for each kernel
+    offset, the strided slice of the padded input it met (col2im)."""
+    for idx in itertools.product(*(range(k) for k in ksize)):
+        sl = tuple(slice(i * d, i * d + s * (o - 1) + 1, s) for i, d, s, o in zip(idx, dilation, stride, osize))
+        dx[(slice(None), slice(None)) + sl] += dcols[(slice(None),) + idx].swapaxes(0, 1)
+
+
+def _crop(xp, x, pad, size):
+    """``x`` ``[N, C, *padded]`` without its padding (``size`` the unpadded spatial shape)."""
+    if not any(lo or hi for lo, hi in pad):
+        return x
+    inner = tuple(slice(lo, lo + s) for (lo, _), s in zip(pad, size))
+    return xp.ascontiguousarray(x[(slice(None), slice(None)) + inner])
+
+
 # ---- stride 1: columns from contiguous slices of the flattened image ----------------
 #
-# With the padded image flattened to [N, C, Hp*Wp], the input that kernel offset (i, j)
-# meets at output (h, w) sits at h*Wp + w + (i*d0*Wp + j*d1): for each offset, one
-# contiguous slice of length L = OH*Wp.  Outputs are computed on rows of width Wp (the
-# Wp-OW extra columns are cropped when the result is written out), so the flat image gets
-# (kW-1)*d1 elements of slack at its end.  Stacking the kh*kw slices gives the column
-# matrix [kh*kw*C, L] of an image by plain row copies (no gather); one matrix product per
-# chunk of images does the rest.  Chunks bound the temporary memory, and small ones keep
-# the column buffer in cache and out of the allocator's fresh (page-faulting) mappings.
-# The input gradient is itself such a convolution (of the output gradient, with the
-# kernel flipped and its channel axes swapped) when that is the cheaper route.
+# With the padded image flattened to [N, C, prod(padded)], the input that kernel offset k
+# meets at output position o sits at flat(o) + flat(k * dilation): for each offset, one
+# contiguous slice of length L = OD0 * prod(padded[1:]).  Outputs are computed on rows as
+# wide as the padded image in every dim but the first (the extra positions are cropped
+# when the result is written out), so the flat image gets some slack at its end.  Stacking
+# the prod(k) slices gives the column matrix [prod(k)*C, L] of an image by plain row
+# copies (no gather); one matrix product per chunk of images does the rest.  Chunks bound
+# the temporary memory, and small ones keep the column buffer in cache and out of the
+# allocator's fresh (page-faulting) mappings.  The input gradient is itself such a
+# convolution (of the output gradient, with the kernel flipped and its channel axes
+# swapped) when that is the cheaper route.
 
 _CHUNK_BYTES = 8 << 20
 # Columns up to this size are kept from the forward for the weight gradient (small
@@ -73,24 +89,33 @@ _CHUNK_BYTES = 8 << 20
 _KEEP_BYTES = 64 << 20
 
 
-def _shift_geometry(xshape, wshape, pad, dilation):
-    n, c, h, wd = xshape
-    o, cg, kh, kw = wshape
-    hp, wp = h + pad[0] + pad[1], wd + pad[2] + pad[3]
-    oh, ow = hp - dilation[0] * (kh - 1), wp - dilation[1] * (kw - 1)
-    offsets = [i * dilation[0] * wp + j * dilation[1] for i in range(kh) for j in range(kw)]
-    return hp, wp, oh, ow, oh * wp, offsets
+class _Shift:
+    """Geometry of a stride-1 convolution on the flattened padded image."""
+
+    __slots__ = ("padded", "osize", "rows", "length", "offsets", "slack", "crop")
+
+    def __init__(self, xshape, wshape, pad, dilation):
+        ksize = wshape[2:]
+        self.padded = tuple(s + lo + hi for s, (lo, hi) in zip(xshape[2:], pad))
+        self.osize = tuple(p - d * (k - 1) for p, d, k in zip(self.padded, dilation, ksize))
+        flat = [math.prod(self.padded[i + 1:]) for i in range(len(ksize))]
+        self.rows = (self.osize[0],) + self.padded[1:]        # the computed positions
+        self.length = self.osize[0] * flat[0]
+        self.offsets = [sum(i * d * f for i, d, f in zip(idx, dilation, flat))
+                        for idx in itertools.product(*(range(k) for k in ksize))]
+        self.slack = sum((k - 1) * d * f for k, d, f in zip(ksize[1:], dilation[1:], flat[1:]))
+        self.crop = (slice(None),) * 3 + tuple(slice(0, o) for o in self.osize[1:])
 
 
-def _padded_flat(xp, x, pad, slack):
-    """``x`` [N, C, H, W] zero-padded and flattened to [N, C, Hp*Wp + slack]."""
-    n, c, h, wd = x.shape
-    pt, pb, pl, pr = pad
-    if pt == pb == pl == pr == slack == 0:
-        return x.reshape(n, c, h * wd)
-    hp, wp = h + pt + pb, wd + pl + pr
-    flat = xp.zeros((n, c, hp * wp + slack), dtype=x.dtype)
-    flat[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, pt:pt + h, pl:pl + wd] = x
+def _padded_flat(xp, x, pad, geo):
+    """``x`` [N, C, *size] zero-padded and flattened to [N, C, prod(padded) + slack]."""
+    n, c = x.shape[:2]
+    size = math.prod(geo.padded)
+    if geo.slack == 0 and not any(lo or hi for lo, hi in pad):
+        return x.reshape(n, c, size)
+    flat = xp.zeros((n, c, size + geo.slack), dtype=x.dtype)
+    inner = tuple(slice(lo, lo + s) for (lo, _), s in zip(pad, x.shape[2:]))
+    flat[:, :, :size].reshape((n, c) + geo.padded)[(slice(None), slice(None)) + inner] = x
     return flat
 
 
@@ -100,9 +125,9 @@ def _chunks(n, rows, length, itemsize):
 
 
 def _shift_cols(xp, xs, offsets, length, buf=None):
-    """[kh*kw*C, B*L]: the kh*kw slices of ``xs`` [B, C, Hp*Wp + slack], offsets outermost,
-    images side by side (so that a chunk is one large matrix product, not one per image);
-    written into ``buf`` when it has the right size."""
+    """[prod(k)*C, B*L]: the slices of ``xs`` [B, C, prod(padded) + slack], offsets
+    outermost, images side by side (so that a chunk is one large matrix product, not one
+    per image); written into ``buf`` when it has the right size."""
     b, c = xs.shape[:2]
     shape = (len(offsets) * c, b, length)
     cols = buf.reshape(shape) if buf is not None and buf.size == shape[0] * b * length else \
@@ -113,30 +138,33 @@ def _shift_cols(xp, xs, offsets, length, buf=None):
 
 
 def _weight_matrix(xp, w):
-    """[O, C, kh, kw] -> [O, kh*kw*C], matching the row order of _shift_cols."""
-    o, c, kh, kw = w.shape
-    return xp.ascontiguousarray(w.transpose(0, 2, 3, 1)).reshape(o, kh * kw * c)
+    """[O, C, *k] -> [O, prod(k)*C], matching the row order of _shift_cols."""
+    o, c = w.shape[:2]
+    perm = (0,) + tuple(range(2, w.ndim)) + (1,)
+    return xp.ascontiguousarray(w.transpose(perm)).reshape(o, w.size // o)
 
 
 def _shift_fwd(xp, x, w, bias, pad, dilation, groups, keep_cols=False):
     """The convolution (plus ``bias`` [O] when given), and the columns (when wanted and
     small enough) for _shift_dw."""
     n, c = x.shape[:2]
-    o, cg, kh, kw = w.shape
-    hp, wp, oh, ow, length, offsets = _shift_geometry(x.shape, w.shape, pad, dilation)
-    flat = _padded_flat(xp, x, pad, dilation[1] * (kw - 1))
-    out = xp.empty((n, o, oh, ow), dtype=x.dtype)
+    o, cg = w.shape[:2]
+    kk = math.prod(w.shape[2:])
+    geo = _Shift(x.shape, w.shape, pad, dilation)
+    flat = _padded_flat(xp, x, pad, geo)
+    out = xp.empty((n, o) + geo.osize, dtype=x.dtype)
     og = o // groups
-    keep = keep_cols and kh * kw * c * n * length * x.itemsize <= _KEEP_BYTES
+    keep = keep_cols and kk * c * n * geo.length * x.itemsize <= _KEEP_BYTES
+    bshape = (og,) + (1,) * (1 + len(geo.osize))
     kept = []
     for gi in range(groups):
         wm = _weight_matrix(xp, w[gi * og:(gi + 1) * og])
-        b = None if bias is None else bias[gi * og:(gi + 1) * og].reshape(og, 1, 1, 1)
+        b = None if bias is None else bias[gi * og:(gi + 1) * og].reshape(bshape)
         buf = None
-        for lo, hi in _chunks(n, kh * kw * cg, length, x.itemsize):
-            buf = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], offsets, length, None if keep else buf)
-            res = (wm @ buf).reshape(og, hi - lo, oh, wp)[..., :ow]
-            target = out[lo:hi, gi * og:(gi + 1) * og].transpose(1, 0, 2, 3)
+        for lo, hi in _chunks(n, kk * cg, geo.length, x.itemsize):
+            buf = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], geo.offsets, geo.length, None if keep else buf)
+            res = (wm @ buf).reshape((og, hi - lo) + geo.rows)[geo.crop]
+            target = out[lo:hi, gi * og:(gi + 1) * og].swapaxes(0, 1)
             if b is None:
                 target[...] = res
             else:
@@ -152,67 +180,75 @@ def _shift_dx(xp, g, w, xshape, pad, dilation, groups):
     smaller matrix), else the columns' gradient added back slice by slice."""
     if xshape[1] >= w.shape[0]:
         return _shift_dx_as_conv(xp, g, w, xshape, pad, dilation, groups)
-    n, c, h, wd = xshape
-    o, cg, kh, kw = w.shape
-    hp, wp, oh, ow, length, offsets = _shift_geometry(xshape, w.shape, pad, dilation)
-    dx = xp.zeros((n, c, hp * wp + dilation[1] * (kw - 1)), dtype=g.dtype)
+    n, c = xshape[:2]
+    o, cg = w.shape[:2]
+    kk = math.prod(w.shape[2:])
+    geo = _Shift(xshape, w.shape, pad, dilation)
+    size = math.prod(geo.padded)
+    dx = xp.zeros((n, c, size + geo.slack), dtype=g.dtype)
     og = o // groups
     for gi in range(groups):
-        wmt = xp.ascontiguousarray(_weight_matrix(xp, w[gi * og:(gi + 1) * og]).T)   # [kh*kw*cg, og]
-        for lo, hi in _chunks(n, kh * kw * cg, length, g.itemsize):
-            gm = _grad_rows(xp, g[lo:hi, gi * og:(gi + 1) * og], wp)
-            dcols = (wmt @ gm).reshape(kh * kw * cg, hi - lo, length)
+        wmt = xp.ascontiguousarray(_weight_matrix(xp, w[gi * og:(gi + 1) * og]).T)   # [prod(k)*cg, og]
+        for lo, hi in _chunks(n, kk * cg, geo.length, g.itemsize):
+            gm = _grad_rows(xp, g[lo:hi, gi * og:(gi + 1) * og], geo)
+            dcols = (wmt @ gm).reshape(kk * cg, hi - lo, geo.length)
             target = dx[lo:hi, gi * cg:(gi + 1) * cg]
-            for k, off in enumerate(offsets):
-                target[:, :, off:off + length] += dcols[k * cg:(k + 1) * cg].transpose(1, 0, 2)
-    dx = dx[:, :, :hp * wp].reshape(n, c, hp, wp)[:, :, pad[0]:pad[0] + h, pad[2]:pad[2] + wd]
-    return xp.ascontiguousarray(dx)
+            for k, off in enumerate(geo.offsets):
+                target[:, :, off:off + geo.length] += dcols[k * cg:(k + 1) * cg].transpose(1, 0, 2)
+    dx = dx[:, :, :size].reshape((n, c) + geo.padded)
+    return xp.ascontiguousarray(_crop(xp, dx, pad, xshape[2:]))
 
 
 def _shift_dx_as_conv(xp, g, w, xshape, pad, dilation, groups):
     """The input gradient as a convolution of ``g`` with the flipped, channel-swapped
     kernel, padded so that its output covers exactly the unpadded input."""
-    n, c, h, wd = xshape
-    o, cg, kh, kw = w.shape
+    c = xshape[1]
+    o, cg = w.shape[:2]
+    ksize = w.shape[2:]
     og = o // groups
-    wt = w.reshape(groups, og, cg, kh, kw).transpose(0, 2, 1, 3, 4).reshape(c, og, kh, kw)[:, :, ::-1, ::-1]
-    full = (dilation[0] * (kh - 1),) * 2 + (dilation[1] * (kw - 1),) * 2
-    tpad = tuple(f - p for f, p in zip(full, pad))
-    dx, _ = _shift_fwd(xp, g, wt, None, tuple(max(0, p) for p in tpad), dilation, groups)
-    if min(tpad) < 0:  # padding beyond the kernel's reach: those outputs see only zeros
-        top, left = max(0, -tpad[0]), max(0, -tpad[2])
-        dx = xp.ascontiguousarray(dx[:, :, top:top + h, left:left + wd])
+    wt = w.reshape((groups, og, cg) + ksize).swapaxes(1, 2).reshape((c, og) + ksize)
+    wt = wt[(slice(None), slice(None)) + (slice(None, None, -1),) * len(ksize)]
+    tpad = tuple((d * (k - 1) - lo, d * (k - 1) - hi) for d, k, (lo, hi) in zip(dilation, ksize, pad))
+    dx, _ = _shift_fwd(xp, g, wt, None, tuple((max(0, lo), max(0, hi)) for lo, hi in tpad), dilation, groups)
+    if min(min(p) for p in tpad) < 0:  # padding beyond the kernel's reach: those outputs see only zeros
+        dx = xp.ascontiguousarray(dx[(slice(None), slice(None)) + tuple(
+            slice(max(0, -lo), max(0, -lo) + s) for (lo, _), s in zip(tpad, xshape[2:]))])
     return dx
 
 
-def _grad_rows(xp, g, wp):
-    """``g`` [B, O, OH, OW] as [O, B*OH*Wp]: rows widened to Wp with zero columns (the
+def _grad_rows(xp, g, geo):
+    """``g`` [B, O, *out] as [O, B*L]: widened to the computed positions with zeros (the
     cropped positions add nothing), channels outermost."""
-    b, o, oh, ow = g.shape
-    rows = xp.empty((o, b, oh, wp), dtype=g.dtype)
-    rows[..., ow:] = 0
-    rows[..., :ow] = g.transpose(1, 0, 2, 3)
-    return rows.reshape(o, b * oh * wp)
+    b, o = g.shape[:2]
+    rows = xp.empty((o, b) + geo.rows, dtype=g.dtype)
+    for i in range(1, len(geo.rows)):
+        if geo.rows[i] != geo.osize[i]:
+            rows[(slice(None),) * (2 + i) + (slice(geo.osize[i], None),)] = 0
+    rows[geo.crop] = g.swapaxes(0, 1)
+    return rows.reshape(o, b * geo.length)
 
 
 def _shift_dw(xp, x, g, wshape, pad, dilation, groups, kept_cols=None):
     n, c = x.shape[:2]
-    o, cg, kh, kw = wshape
-    hp, wp, oh, ow, length, offsets = _shift_geometry(x.shape, wshape, pad, dilation)
-    flat = None if kept_cols else _padded_flat(xp, x, pad, dilation[1] * (kw - 1))
+    o, cg = wshape[:2]
+    ksize = tuple(wshape[2:])
+    kk = math.prod(ksize)
+    geo = _Shift(x.shape, wshape, pad, dilation)
+    flat = None if kept_cols else _padded_flat(xp, x, pad, geo)
     og = o // groups
+    nd = len(ksize)
     parts = []
     kept = iter(kept_cols or ())
     for gi in range(groups):
         dwm = None
         buf = None
-        for lo, hi in _chunks(n, kh * kw * cg, length, x.itemsize):
+        for lo, hi in _chunks(n, kk * cg, geo.length, x.itemsize):
             cols = next(kept, None)
             if cols is None:
-                cols = buf = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], offsets, length, buf)
-            part = _grad_rows(xp, g[lo:hi, gi * og:(gi + 1) * og], wp) @ cols.T
+                cols = buf = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], geo.offsets, geo.length, buf)
+            part = _grad_rows(xp, g[lo:hi, gi * og:(gi + 1) * og], geo) @ cols.T
             dwm = part if dwm is None else xp.add(dwm, part, out=dwm)
-        parts.append(dwm.reshape(og, kh, kw, cg).transpose(0, 3, 1, 2))
+        parts.append(dwm.reshape((og,) + ksize + (cg,)).transpose((0, 1 + nd) + tuple(range(1, 1 + nd))))
     return xp.ascontiguousarray(parts[0] if groups == 1 else xp.concatenate(parts, 0))
 
 
@@ -221,72 +257,65 @@ def _shift_dw(xp, x, g, wshape, pad, dilation, groups, kept_cols=None):
 def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
     """The convolution plus ``bias`` (None or [O]), and (when ``keep_cols``) its column
     matrices for the weight gradient."""
-    if stride == (1, 1):
+    if all(s == 1 for s in stride):
         return _shift_fwd(xp, x, w, bias, pad, dilation, groups, keep_cols)
-    n, c, h, wd = x.shape
-    o, cg, kh, kw = w.shape
-    oh = _out_size(h, kh, stride[0], pad[0], pad[1], dilation[0])
-    ow = _out_size(wd, kw, stride[1], pad[2], pad[3], dilation[1])
+    n, c = x.shape[:2]
+    o, cg = w.shape[:2]
+    ksize = w.shape[2:]
+    osize = tuple(_out_size(h, k, s, lo, hi, d) for h, k, s, (lo, hi), d in zip(x.shape[2:], ksize, stride, pad,
+                                                                                  dilation))
     xpad = _pad(xp, x, pad)
     og = o // groups
     outs, kept = [], []
     for gi in range(groups):
         xs = xpad if groups == 1 else xpad[:, gi * cg:(gi + 1) * cg]
-        cols = _cols(xp, xs, kh, kw, stride, dilation, oh, ow)
-        wm = w[gi * og:(gi + 1) * og].reshape(og, cg * kh * kw)
-        outs.append(wm @ cols)                                  # [og, N*OH*OW]
+        cols = _cols(xp, xs, ksize, stride, dilation, osize)
+        wm = w[gi * og:(gi + 1) * og].reshape(og, cols.shape[0])
+        outs.append(wm @ cols)                                  # [og, N*prod(out)]
         if keep_cols:
             kept.append(cols)
     out = outs[0] if groups == 1 else xp.concatenate(outs, 0)
     if bias is not None:
         out += bias.reshape(o, 1)
-    return xp.ascontiguousarray(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3)), kept
+    return xp.ascontiguousarray(out.reshape((o, n) + osize).swapaxes(0, 1)), kept
 
 
 def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
     """Gradient of conv with respect to its input (a transposed convolution of ``g``)."""
-    if stride == (1, 1):
+    if all(s == 1 for s in stride):
         return _shift_dx(xp, g, w, xshape, pad, dilation, groups)
-    n, c, h, wd = xshape
-    o, cg, kh, kw = w.shape
-    oh, ow = g.shape[2], g.shape[3]
+    n, c = xshape[:2]
+    o, cg = w.shape[:2]
+    ksize = w.shape[2:]
+    osize = g.shape[2:]
     og = o // groups
-    gm = g.transpose(1, 0, 2, 3).reshape(o, n * oh * ow)
-    hp, wp = h + pad[0] + pad[1], wd + pad[2] + pad[3]
-    dx = xp.zeros((n, c, hp, wp), dtype=g.dtype)
-    sh, sw = stride
+    gm = g.swapaxes(0, 1).reshape(o, n * math.prod(osize))
+    dx = xp.zeros((n, c) + tuple(s + lo + hi for s, (lo, hi) in zip(xshape[2:], pad)), dtype=g.dtype)
     for gi in range(groups):
-        wm = w[gi * og:(gi + 1) * og].reshape(og, cg * kh * kw)
-        dcols = (wm.T @ gm[gi * og:(gi + 1) * og]).reshape(cg, kh, kw, n, oh, ow)
-        dxs = dx[:, gi * cg:(gi + 1) * cg]
-        for i in range(kh):
-            hi = i * dilation[0]
-            for j in range(kw):
-                wj = j * dilation[1]
-                dxs[:, :, hi:hi + sh * (oh - 1) + 1:sh, wj:wj + sw * (ow - 1) + 1:sw] += \
-                    dcols[:, i, j].transpose(1, 0, 2, 3)
-    if any(pad):
-        dx = xp.ascontiguousarray(dx[:, :, pad[0]:pad[0] + h, pad[2]:pad[2] + wd])
-    return dx
+        wm = w[gi * og:(gi + 1) * og].reshape(og, cg * math.prod(ksize))
+        dcols = (wm.T @ gm[gi * og:(gi + 1) * og]).reshape((cg,) + ksize + (n,) + osize)
+        _scatter_offsets(xp, dx[:, gi * cg:(gi + 1) * cg], dcols, ksize, stride, dilation, osize)
+    return _crop(xp, dx, pad, xshape[2:])
 
 
 def _conv_dw(xp, x, g, wshape, stride, pad, dilation, groups, kept_cols=None):
     """Gradient of conv with respect to its weight (reusing the forward's columns if kept)."""
-    if stride == (1, 1):
+    if all(s == 1 for s in stride):
         return _shift_dw(xp, x, g, wshape, pad, dilation, groups, kept_cols)
     n = x.shape[0]
-    o, cg, kh, kw = wshape
-    oh, ow = g.shape[2], g.shape[3]
+    o, cg = wshape[:2]
+    ksize = tuple(wshape[2:])
+    osize = g.shape[2:]
     og = o // groups
     xpad = _pad(xp, x, pad) if not kept_cols else None
-    gm = g.transpose(1, 0, 2, 3).reshape(o, n * oh * ow)
+    gm = g.swapaxes(0, 1).reshape(o, n * math.prod(osize))
     parts = []
     for gi in range(groups):
         if kept_cols:
             cols = kept_cols[gi]
         else:
             xs = xpad if groups == 1 else xpad[:, gi * cg:(gi + 1) * cg]
-            cols = _cols(xp, xs, kh, kw, stride, dilation, oh, ow)
+            cols = _cols(xp, xs, ksize, stride, dilation, osize)
         parts.append(gm[gi * og:(gi + 1) * og] @ cols.T)
     dw = parts[0] if groups == 1 else xp.concatenate(parts, 0)
     return dw.reshape(wshape)
@@ -307,17 +336,21 @@ def _conv(x, w, b, stride, pad, dilation, groups):
     return r
 
 
-def _conv_rule(g, x, w, bias_req, stride, pad, dilation, groups, cols):
+def _bias_grad(g):
     from .reduction import sum as _sum
+    return _sum(g, (0,) + tuple(range(2, g.ndim)))
+
+
+def _conv_rule(g, x, w, bias_req, stride, pad, dilation, groups, cols):
     gx = _conv_input_grad(g, w, tuple(x.shape), stride, pad, dilation, groups) if x._requires_grad else None
     gw = _conv_weight_grad(x, g, tuple(w.shape), stride, pad, dilation, groups, cols) if w._requires_grad else None
-    return gx, gw, (_sum(g, (0, 2, 3)) if bias_req else None)
+    return gx, gw, (_bias_grad(g) if bias_req else None)
 
 
-def _conv_input_grad(g, w, xshape, stride, pad, dilation, groups):
+def _conv_input_grad(g, w, xshape, stride, pad, dilation, groups, name="ConvolutionBackwardBackward0"):
     r = _make(_conv_dx(be(g).xp, g._data, w._data, xshape, stride, pad, dilation, groups), g.dtype)
     if needs_grad(g, w):
-        record("ConvolutionBackwardBackward0", _input_grad_rule, (g, w), r, (g, w, stride, pad, dilation, groups))
+        record(name, _input_grad_rule, (g, w), r, (g, w, stride, pad, dilation, groups))
     return r
 
 
@@ -341,93 +374,368 @@ def _weight_grad_rule(gg, x, g, stride, pad, dilation, groups):
     return d_x, d_g
 
 
+def _conv_t(x, w, b, out_shape, stride, pad, dilation, groups):
+    """y = conv^T(x, w) + b as one node: the input gradient of the convolution (weight
+    ``[C_in, C_out/groups, *k]``) whose input has ``out_shape``."""
+    xp = be(x).xp
+    arr = _conv_dx(xp, x._data, w._data, out_shape, stride, pad, dilation, groups)
+    if b is not None:
+        arr += b._data.reshape((-1,) + (1,) * (arr.ndim - 2))
+    r = _make(arr, x.dtype)
+    if needs_grad(x, w, b):
+        record("ConvolutionBackward0", _conv_t_rule, (x, w, b), r,
+               (x, w, b is not None and b._requires_grad, stride, pad, dilation, groups))
+    return r
+
+
+def _conv_t_rule(g, x, w, bias_req, stride, pad, dilation, groups):
+    # y = A_w^T x, with A_w the convolution by w: dx = A_w g, dw = weight gradient of A_w at input g
+    gx = _conv(g, w, None, stride, pad, dilation, groups) if x._requires_grad else None
+    gw = _conv_weight_grad(g, x, tuple(w.shape), stride, pad, dilation, groups) if w._requires_grad else None
+    return gx, gw, (_bias_grad(g) if bias_req else None)
+
+
+# ---- argument checks ---------------------------------------------------------------
+
+def _expand(v, nd, name):
+    """An int or a sequence of ``nd`` ints as a tuple of ``nd`` ints (torch's error else)."""
+    if isinstance(v, (tuple, list)):
+        vals = tuple(int(a) for a in v)
+        if len(vals) == 1:
+            vals = vals * nd
+    else:
+        vals = (int(v),) * nd
+    if len(vals) != nd:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {nd} values to match the "
+                           f"convolution dimensions, but got {name}={list(vals)}")
+    return vals
+
+
 def _same_pad(k, d):
     total = d * (k - 1)
     return total // 2, total - total // 2
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-d convolution (cross-correlation) as torch.nn.functional.conv2d.
-
-    input ``[N, C, H, W]`` (or unbatched ``[C, H, W]``), weight ``[O, C/groups, kH, kW]``,
-    bias ``[O]``; returns ``[N, O, H_out, W_out]`` with
-    ``H_out = (H + 2*padding - dilation*(kH-1) - 1) // stride + 1``. ``padding`` may be an
-    int, a pair, 'valid' (none) or 'same' (output as large as the input, stride 1; an even
-    kernel pads one more on the bottom/right, as torch does).
-    """
-    stride, dilation = _pair(stride), _pair(dilation)
-    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
-        raise TypeError(f"conv2d(): argument 'input' must be Tensor, not {type(input).__name__}")
-    if weight.ndim != 4:
-        raise RuntimeError(f"weight should have at least three dimensions, got a {weight.ndim}-d weight "
-                           f"of size {list(weight.shape)}" if weight.ndim < 3 else
-                           f"Expected 4-dimensional weight for conv2d, but got weight of size {list(weight.shape)}")
-    unbatched = input.ndim == 3
-    if input.ndim not in (3, 4):
-        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
-                           f"{list(input.shape)}")
+def _check_common(input, weight, bias, nd, name, groups):
+    """The checks shared by convolutions and transposed convolutions; returns whether the
+    input is unbatched."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"{name}(): argument 'weight' must be Tensor, not {type(weight).__name__}")
+    if weight.ndim < 3:
+        raise RuntimeError(f"weight should have at least three dimensions, got a {weight.ndim}-d weight of size "
+                           f"{list(weight.shape)}")
+    if weight.ndim != nd + 2:
+        raise RuntimeError(f"Expected {nd + 2}-dimensional weight for {name}, but got weight of size "
+                           f"{list(weight.shape)}")
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
+                           f"of size: {list(input.shape)}")
     if bias is not None and bias.dtype is not input.dtype:
         raise RuntimeError(f"Input type ({_tname(input)}) and bias type ({_tname(bias)}) should be the same")
     if input.dtype is not weight.dtype:
         raise RuntimeError(f"expected scalar type {_long(input)} but found {_long(weight)}")
-    check_same_device(input, weight, "conv2d")
+    check_same_device(input, weight, name)
+    if bias is not None:
+        check_same_device(input, bias, name)
     if groups < 1:
         raise RuntimeError("non-positive groups is not supported")
+    return input.ndim == nd + 1
+
+
+def _check_groups(x, weight, bias, groups, transposed):
+    c = x.shape[1]
+    wc = weight.shape[0] if transposed else weight.shape[1] * groups
+    out = weight.shape[1] * groups if transposed else weight.shape[0]
+    tag = "transposed=1, " if transposed else ""
+    if c != wc:
+        raise RuntimeError(f"Given {tag}groups={groups}, weight of size {list(weight.shape)}, expected input"
+                           f"{list(x.shape)} to have {wc} channels, but got {c} channels instead")
+    if weight.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size {list(weight.shape)} instead")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out):
+        raise RuntimeError(f"Given {tag}weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
+                           f"{out} elements, but got bias of size {list(bias.shape)} instead")
+
+
+def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, name):
+    unbatched = _check_common(input, weight, bias, nd, name, groups)
+    stride, dilation = _expand(stride, nd, "stride"), _expand(dilation, nd, "dilation")
     if min(stride) < 1:
         raise RuntimeError("non-positive stride is not supported")
     if min(dilation) < 1:
         raise RuntimeError("dilation should be greater than zero")
     x = input.unsqueeze(0) if unbatched else input
-    o, cg, kh, kw = weight.shape
-    c = x.shape[1]
-    if c != cg * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
-                           f"{list(x.shape)} to have {cg * groups} channels, but got {c} channels instead")
-    if o % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-                           f"but got weight of size {list(weight.shape)} instead")
-    if bias is not None and (bias.ndim != 1 or bias.shape[0] != o):
-        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
-                           f"{o} elements, but got bias of size {list(bias.shape)} instead")
+    _check_groups(x, weight, bias, groups, False)
+    ksize = weight.shape[2:]
     if isinstance(padding, str):
         if padding == "valid":
-            pad = (0, 0, 0, 0)
+            pad = ((0, 0),) * nd
         elif padding == "same":
             if max(stride) != 1:
                 raise RuntimeError("padding='same' is not supported for strided convolutions")
-            pad = _same_pad(kh, dilation[0]) + _same_pad(kw, dilation[1])
+            pad = tuple(_same_pad(k, d) for k, d in zip(ksize, dilation))  # odd total: one more at the end
         else:
             raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
-        ph, pw = _pair(padding)
-        if min(ph, pw) < 0:
+        p = _expand(padding, nd, "padding")
+        if min(p) < 0:
             raise RuntimeError("negative padding is not supported")
-        pad = (ph, ph, pw, pw)
-    h, w = x.shape[2], x.shape[3]
-    eh, ew = h + pad[0] + pad[1], w + pad[2] + pad[3]
-    if eh < dilation[0] * (kh - 1) + 1 or ew < dilation[1] * (kw - 1) + 1:
-        raise RuntimeError(f"Calculated padded input size per channel: ({eh} x {ew}). Kernel size: "
-                           f"({dilation[0] * (kh - 1) + 1} x {dilation[1] * (kw - 1) + 1}). "
-                           "Kernel size can't be greater than actual input size")
-    if bias is not None:
-        check_same_device(input, bias, "conv2d")
+        pad = tuple((a, a) for a in p)
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pad))
+    span = tuple(d * (k - 1) + 1 for d, k in zip(dilation, ksize))
+    if any(p < s for p, s in zip(padded, span)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
+                           f"size: ({' x '.join(map(str, span))}). Kernel size can't be greater than actual input "
+                           "size")
     out = _conv(x, weight, bias, stride, pad, dilation, groups)
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_op("lower")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-d convolution: input ``[N, C, L]`` (or ``[C, L]``), weight ``[O, C/groups, k]``;
-    computed as conv2d over a height-1 image (torch.nn.functional.conv1d)."""
-    if weight.ndim != 3:
-        raise RuntimeError(f"Expected 3-dimensional weight for conv1d, but got weight of size {list(weight.shape)}")
-    if input.ndim not in (2, 3):
-        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: "
-                           f"{list(input.shape)}")
-    s = (1, stride[0] if isinstance(stride, (tuple, list)) else stride)
-    d = (1, dilation[0] if isinstance(dilation, (tuple, list)) else dilation)
-    p = padding if isinstance(padding, str) else (0, padding[0] if isinstance(padding, (tuple, list)) else padding)
-    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, s, p, d, groups)
-    return out.squeeze(-2)
+    """1-d convolution (cross-correlation) as torch.nn.functional.conv1d.
+
+    input ``[N, C, L]`` (or unbatched ``[C, L]``), weight ``[O, C/groups, k]``, bias
+    ``[O]``; returns ``[N, O, L_out]``, ``L_out = (L + 2*padding - dilation*(k-1) - 1) //
+    stride + 1``.  Arguments and errors as :func:`conv2d`.
+    """
+    return _convnd(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+@autocast_op("lower")
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-d convolution (cross-correlation) as torch.nn.functional.conv2d.
+
+    input ``[N, C, H, W]`` (or unbatched ``[C, H, W]``), weight ``[O, C/groups, kH, kW]``,
+    bias ``[O]``; returns ``[N, O, H_out, W_out]`` with
+    ``H_out = (H + 2*padding - dilation*(kH-1) - 1) // stride + 1``. ``stride``, ``padding``
+    and ``dilation`` are an int or one int per spatial dim; ``padding`` may also be 'valid'
+    (none) or 'same' (output as large as the input, stride 1 only; an odd total padding
+    puts one more at the end, as torch does).  The result has the input's dtype.
+
+    Raises RuntimeError (as torch) for wrong input/weight ranks, mismatched channels,
+    groups, bias size or dtypes, non-positive stride/dilation/groups, negative padding,
+    'same' with a stride above 1, and a kernel larger than the padded input.
+    """
+    return _convnd(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+@autocast_op("lower")
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d convolution (cross-correlation) as torch.nn.functional.conv3d.
+
+    input ``[N, C, D, H, W]`` (or unbatched ``[C, D, H, W]``), weight
+    ``[O, C/groups, kD, kH, kW]``, bias ``[O]``; returns ``[N, O, D_out, H_out, W_out]``.
+    Arguments and errors as :func:`conv2d`.
+    """
+    return _convnd(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
+def _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
+    if isinstance(padding, str):
+        raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
+    unbatched = _check_common(input, weight, bias, nd, name, groups)
+    stride, dilation = _expand(stride, nd, "stride"), _expand(dilation, nd, "dilation")
+    pad, opad = _expand(padding, nd, "padding"), _expand(output_padding, nd, "output_padding")
+    if min(stride) < 1:
+        raise RuntimeError("non-positive stride is not supported")
+    if min(dilation) < 1:
+        raise RuntimeError("dilation should be greater than zero")
+    if min(pad) < 0:
+        raise RuntimeError("negative padding is not supported")
+    if min(opad) < 0:
+        raise RuntimeError("negative output_padding is not supported")
+    if any(op >= s and op >= d for op, s, d in zip(opad, stride, dilation)):
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
+                           f"output_padding={list(opad)}, stride={list(stride)}, dilation={list(dilation)}")
+    x = input.unsqueeze(0) if unbatched else input
+    _check_groups(x, weight, bias, groups, True)
+    ksize = weight.shape[2:]
+    size = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1
+                 for i, s, p, d, k, op in zip(x.shape[2:], stride, pad, dilation, ksize, opad))
+    if min(size) < 1:
+        raise RuntimeError(f"Given input size per channel: {list(x.shape[2:])}, the calculated output size "
+                           f"{list(size)} is too small")
+    # the convolution this one is the adjoint of maps ``size`` to ``fwd``; output_padding
+    # at stride 1 (dilation above 1) makes ``fwd`` longer than the input: the extra
+    # positions are zeros
+    fwd = tuple(_out_size(o, k, s, p, p, d) for o, k, s, p, d in zip(size, ksize, stride, pad, dilation))
+    if fwd != tuple(x.shape[2:]):
+        from .layout import _pad_last_dims
+        x = _pad_last_dims(x, [v for f, i in zip(reversed(fwd), reversed(x.shape[2:])) for v in (0, f - i)])
+    out = _conv_t(x, weight, bias, (x.shape[0], weight.shape[1] * groups) + size, stride,
+                  tuple((p, p) for p in pad), dilation, groups)
+    return out.squeeze(0) if unbatched else out
+
+
+@autocast_op("lower")
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """1-d transposed convolution as torch.nn.functional.conv_transpose1d (note: ``groups``
+    comes before ``dilation``).
+
+    input ``[N, C_in, L]`` (or ``[C_in, L]``), weight ``[C_in, C_out/groups, k]``, bias
+    ``[C_out]``; returns ``[N, C_out, L_out]``,
+    ``L_out = (L-1)*stride - 2*padding + dilation*(k-1) + output_padding + 1``.
+    Arguments and errors as :func:`conv_transpose2d`.
+    """
+    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
+                             "conv_transpose1d")
+
+
+@autocast_op("lower")
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """2-d transposed convolution ("deconvolution") as torch.nn.functional.conv_transpose2d:
+    the gradient of conv2d with respect to its input.
+
+    input ``[N, C_in, H, W]`` (or ``[C_in, H, W]``), weight ``[C_in, C_out/groups, kH, kW]``,
+    bias ``[C_out]``; returns ``[N, C_out, H_out, W_out]`` with
+    ``H_out = (H-1)*stride - 2*padding + dilation*(kH-1) + output_padding + 1``.
+    ``output_padding`` (smaller than stride or dilation) adds rows at the end.
+
+    Raises TypeError for a string padding, RuntimeError (as torch) for wrong ranks,
+    channels, groups, bias size or dtypes, non-positive stride/dilation/groups, negative
+    padding, too large output_padding and an empty output.
+    """
+    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
+                             "conv_transpose2d")
+
+
+@autocast_op("lower")
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """3-d transposed convolution as torch.nn.functional.conv_transpose3d: input
+    ``[N, C_in, D, H, W]`` (or unbatched), weight ``[C_in, C_out/groups, kD, kH, kW]``;
+    returns ``[N, C_out, D_out, H_out, W_out]``.  Arguments and errors as
+    :func:`conv_transpose2d`.
+    """
+    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
+                             "conv_transpose3d")
+
+
+# ---- sliding blocks: unfold (im2col) and fold (col2im) ------------------------------
+# Named with a leading underscore so that the ops namespace does not publish them (torch
+# has them in torch.nn.functional only; ``ember.unfold`` is Tensor.unfold's function).
+
+def _pair_arg(v, name):
+    vals = tuple(int(a) for a in v) if isinstance(v, (tuple, list)) else (int(v),) * 2
+    if len(vals) != 2:
+        raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(vals)}")
+    return vals
+
+
+def _block_args(input, kernel_size, dilation, padding, stride, op):
+    k, d = _pair_arg(kernel_size, "kernel_size"), _pair_arg(dilation, "dilation")
+    p, s = _pair_arg(padding, "padding"), _pair_arg(stride, "stride")
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise NotImplementedError(f"\"{op}\" not implemented for '{_long(input)}'")
+    if min(k) < 1:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {k[0]} "
+                           f"kernel_width: {k[1]}")
+    if min(s) < 1:
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {s[0]} stride_width: {s[1]}")
+    if min(d) < 1:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {d[0]} "
+                           f"dilation_width: {d[1]}")
+    if min(p) < 0:
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {p[0]} pad_width: {p[1]}")
+    return k, d, p, s
+
+
+def _blocks(size, k, d, p, s):
+    return tuple(_out_size(h, kk, ss, pp, pp, dd) for h, kk, ss, pp, dd in zip(size, k, s, p, d))
+
+
+def _im2col(xp, x, k, d, p, s, osize):
+    """``x`` [N, C, H, W] -> [N, C*kH*kW, L]: each block's values, channel-major."""
+    n, c = x.shape[:2]
+    win = _windows(xp, _pad(xp, x, tuple((a, a) for a in p)), k, s, d, osize)   # [N, C, OH, OW, kH, kW]
+    return win.transpose(0, 1, 4, 5, 2, 3).reshape(n, c * k[0] * k[1], osize[0] * osize[1])
+
+
+def _col2im(xp, cols, size, k, d, p, s, osize):
+    """``cols`` [N, C*kH*kW, L] -> [N, C, H, W]: each block added back where it came from."""
+    n = cols.shape[0]
+    c = cols.shape[1] // (k[0] * k[1])
+    dcols = cols.reshape((n, c) + tuple(k) + tuple(osize)).transpose(1, 2, 3, 0, 4, 5)
+    dx = xp.zeros((n, c, size[0] + 2 * p[0], size[1] + 2 * p[1]), dtype=cols.dtype)
+    _scatter_offsets(xp, dx, dcols, k, s, d, osize)
+    return _crop(xp, dx, tuple((a, a) for a in p), size)
+
+
+def _unfold_op(x, k, d, p, s, osize):
+    """One node for batched ``[N, C, H, W]`` and unbatched ``[C, H, W]`` input alike (as torch)."""
+    unbatched = x.ndim == 3
+    arr = _im2col(be(x).xp, x._data[None] if unbatched else x._data, k, d, p, s, osize)
+    r = _make(arr[0] if unbatched else arr, x.dtype)
+    if needs_grad(x):
+        record("Im2ColBackward0", lambda g, size: _fold_op(g, size, k, d, p, s, osize), (x,), r,
+               (tuple(x.shape[-2:]),))
+    return r
+
+
+def _fold_op(cols, size, k, d, p, s, osize):
+    unbatched = cols.ndim == 2
+    arr = _col2im(be(cols).xp, cols._data[None] if unbatched else cols._data, size, k, d, p, s, osize)
+    r = _make(arr[0] if unbatched else arr, cols.dtype)
+    if needs_grad(cols):
+        record("Col2ImBackward0", lambda g: _unfold_op(g, k, d, p, s, osize), (cols,), r)
+    return r
+
+
+def _unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Sliding local blocks of a batched image (torch.nn.functional.unfold, im2col).
+
+    input ``[N, C, H, W]`` (or unbatched ``[C, H, W]``); returns ``[N, C*kH*kW, L]`` (or
+    ``[C*kH*kW, L]``), ``L`` the number of blocks, ``prod((size + 2*padding -
+    dilation*(k-1) - 1) // stride + 1)`` over H and W.  Each argument is an int or a pair.
+    Floating inputs only (NotImplementedError else, as torch); RuntimeError for a
+    non-positive kernel, stride or dilation, negative padding, or no block at all.
+    """
+    k, d, p, s = _block_args(input, kernel_size, dilation, padding, stride, "im2col_out_cpu")
+    msg = ("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for "
+           f"input, but got: {list(input.shape)}")
+    if input.ndim < 3:
+        raise IndexError(msg)  # torch's type: its shape check indexes a missing dim first
+    if input.ndim > 4 or any(n == 0 for n in input.shape[-3:]):
+        raise RuntimeError(msg)
+    size = tuple(input.shape[-2:])
+    osize = _blocks(size, k, d, p, s)
+    if min(osize) < 1:
+        raise RuntimeError(f"Given input with spatial size {size}, kernel_size={k}, dilation={d}, padding={p}, "
+                           f"calculated shape of the array of sliding blocks as {osize}, but its components must "
+                           "be at least one.")
+    return _unfold_op(input, k, d, p, s, osize)
+
+
+def _fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Sum sliding local blocks back into an image (torch.nn.functional.fold, col2im), the
+    adjoint of :func:`_unfold`: overlapping values add up.
+
+    input ``[N, C*kH*kW, L]`` (or unbatched ``[C*kH*kW, L]``); returns ``[N, C, H, W]``
+    (or ``[C, H, W]``) with ``(H, W) = output_size``.  RuntimeError (as torch) when the
+    input's dim 1 is not divisible by ``kH*kW`` or ``L`` is not the number of blocks of
+    ``output_size``; other argument errors as :func:`_unfold`.
+    """
+    k, d, p, s = _block_args(input, kernel_size, dilation, padding, stride, "col2im_out_cpu")
+    size = _pair_arg(output_size, "output_size")
+    if input.ndim not in (2, 3) or any(n == 0 for n in input.shape[1:]):
+        raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
+    rows, blocks = input.shape[-2:]
+    if rows % (k[0] * k[1]):
+        raise RuntimeError("Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+                           f"got input.size(1)={rows} and kernel_size={k}.")
+    osize = _blocks(size, k, d, p, s)
+    if min(osize) < 1 or blocks != osize[0] * osize[1]:
+        raise RuntimeError(f"Given output_size={size}, kernel_size={k}, dilation={d}, padding={p}, stride={s}, "
+                           "expected size of input's dimension 2 to match the calculated number of sliding blocks "
+                           f"{max(0, osize[0])} * {max(0, osize[1])} = {max(0, osize[0]) * max(0, osize[1])}, "
+                           f"but got input.size(2)={blocks}.")
+    return _fold_op(input, size, k, d, p, s, osize)
 
 
 def _long(t):
@@ -438,4 +746,3 @@ def _long(t):
 def _tname(t):
     return {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}.get(
         t.dtype.name, t.dtype.name)
-

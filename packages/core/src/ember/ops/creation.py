@@ -363,13 +363,28 @@ def bernoulli(input, p=None, *, generator=None):
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
-    """Sample category indices from rows of non-negative weights (int64)."""
+    """Sample ``num_samples`` category indices (int64) from each row of non-negative
+    weights ``[C]`` or ``[N, C]``. Without replacement the categories of zero weight come
+    only after every positive one is drawn (as torch).
+
+    Raises:
+        RuntimeError: a weight that is negative, inf or nan; a row summing to 0; more
+            samples than categories without replacement.
+    """
     g = _gen(generator, input.device)
     w = numpy.asarray(input.__array__(), dtype=numpy.float64)
     rows = w.reshape(-1, w.shape[-1])
     if (rows < 0).any() or not numpy.isfinite(rows).all():
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if (rows.sum(-1) <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     if not replacement and num_samples > rows.shape[-1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    out = numpy.stack([g.choice(rows.shape[-1], size=num_samples, replace=replacement, p=r / r.sum()) for r in rows])
+    if replacement:
+        out = numpy.stack([g.choice(rows.shape[-1], size=num_samples, p=r / r.sum()) for r in rows])
+    else:
+        # an exponential race: the first arrivals of Exp(w) clocks are a draw without
+        # replacement; zero weights never arrive, so they follow in random order
+        clocks = g.exponential(size=rows.shape) / numpy.where(rows > 0, rows, 1.0)
+        out = numpy.lexsort((clocks, rows == 0), axis=-1)[:, :num_samples]
     return _make(be(input).xp.asarray(out.reshape(w.shape[:-1] + (num_samples,)).astype(numpy.int64)), D.int64)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .. import _dtype as D
 from .. import return_types
+from .._autocast import autocast_op
 from .._tensor import Tensor, _make
 from ..autograd.graph import record
 from ._helpers import be, needs_grad
@@ -44,6 +45,7 @@ def _linalg(A):
 
 # ---- inverse, determinants, solving ------------------------------------------------
 
+@autocast_op("fp32")
 def inv(A, *, out=None):
     """The inverse of each square matrix; RuntimeError for a singular one."""
     _check_matrix(A, "inv")
@@ -104,6 +106,7 @@ def logdet(A):
     return where(sign < 0, math.nan, where(sign == 0, -math.inf, logabs))
 
 
+@autocast_op("fp32")
 def solve(A, B, *, left=True, out=None):
     """X with A @ X = B (X @ A = B when not ``left``); B may be [*, n] or [*, n, k]."""
     _check_matrix(A, "solve")
@@ -126,6 +129,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     return solve(T, B, left=left)
 
 
+@autocast_op("fp32")
 def lstsq(A, B, rcond=None, *, driver=None):
     """The least-squares solution of A @ X = B through the pseudo-inverse; returns
     (solution, residuals, rank, singular_values) with torch's empty placeholders for the
@@ -139,6 +143,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 # ---- Cholesky, QR ---------------------------------------------------------------------
 
+@autocast_op("fp32")
 def cholesky(A, *, upper=False, out=None):
     """The lower triangular L with A = L L^T (its transpose when ``upper``); RuntimeError
     when A is not positive definite."""
@@ -166,6 +171,7 @@ def _cholesky_rule(gL, L):
     return 0.5 * (gA + _mT(gA))
 
 
+@autocast_op("fp32")
 def qr(A, mode="reduced"):
     """Q with orthonormal columns and upper triangular R, A = Q R ('reduced' or
     'complete'; 'r' gives an empty Q).  The gradient needs m >= n and mode 'reduced'."""
@@ -201,6 +207,7 @@ def _qr_rule(grads, Q, R):
 
 # ---- symmetric eigendecomposition, SVD ----------------------------------------------
 
+@autocast_op("fp32")
 def eigh(A, UPLO="L"):
     """Eigenvalues (ascending) and orthonormal eigenvectors of each symmetric matrix,
     from its lower (``UPLO='L'``) or upper triangle."""
@@ -227,11 +234,13 @@ def _eigh_rule(grads, w, V):
     return 0.5 * (gA + _mT(gA))
 
 
+@autocast_op("fp32")
 def eigvalsh(A, UPLO="L"):
     """The eigenvalues (ascending) of each symmetric matrix."""
     return eigh(A, UPLO).eigenvalues
 
 
+@autocast_op("fp32")
 def svd(A, full_matrices=True, *, driver=None):
     """U, S, Vh with A = U diag(S) Vh, singular values descending.  The gradient needs
     ``full_matrices=False`` (or a square A), as torch's."""
@@ -281,11 +290,13 @@ def _svd_rule(grads, U, S, Vh):
     return gA
 
 
+@autocast_op("fp32")
 def svdvals(A):
     """The singular values, descending."""
     return svd(A, full_matrices=False).S
 
 
+@autocast_op("fp32")
 def pinv(A, *, atol=None, rtol=None, hermitian=False):
     """The Moore-Penrose pseudo-inverse through the SVD; singular values at or below
     max(atol, rtol * largest) count as zero (rtol defaults to eps * max(m, n))."""
@@ -303,6 +314,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
     return matmul(_mT(Vh) * Sinv.unsqueeze(-2), _mT(U))
 
 
+@autocast_op("fp32")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
     """How many singular values exceed max(atol, rtol * largest) (int64)."""
     from .reduction import sum as _sum
@@ -409,6 +421,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
+@autocast_op("lower")
 def vecdot(x, y, *, dim=-1):
     """The dot product of ``x`` and ``y`` (broadcast) along ``dim``."""
     from .reduction import sum as _sum

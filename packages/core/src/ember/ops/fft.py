@@ -11,6 +11,7 @@ interior bins count twice (torch's derivatives.yaml, fft_c2r_backward).
 from __future__ import annotations
 
 from .. import _dtype as D
+from .._autocast import autocast_op
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.graph import record
 from ._helpers import be, needs_grad
@@ -30,6 +31,9 @@ def _norm(norm):
 
 
 def _complex_dtype(x: Tensor) -> D.dtype:
+    if x.dtype in (D.float16, D.bfloat16) and x.device.type == "cpu":
+        # as torch: the CPU FFT has no half-precision kernels
+        raise RuntimeError(f"Unsupported dtype {'Half' if x.dtype is D.float16 else 'BFloat16'}")
     if x.dtype.is_complex:
         return x.dtype
     return D.complex128 if x.dtype is D.float64 else D.complex64
@@ -87,6 +91,7 @@ def _c2c_rule(g, shape_in, dtype_in, dims, norm, forward):
     return back if dtype_in.is_complex else real(back).to(dtype_in)
 
 
+@autocast_op("fp32")
 def fft(input, n=None, dim=-1, norm=None):
     """The 1-d DFT along ``dim`` (``n`` pads or crops the input first); complex output."""
     d = _wrap_dim(dim, input.ndim)
@@ -94,34 +99,40 @@ def fft(input, n=None, dim=-1, norm=None):
                 input.dtype.is_complex else "FftR2CBackward0")
 
 
+@autocast_op("fp32")
 def ifft(input, n=None, dim=-1, norm=None):
     """The inverse 1-d DFT along ``dim``."""
     d = _wrap_dim(dim, input.ndim)
     return _c2c(input, (input.shape[d] if n is None else n,), (d,), norm, False, "FftC2CBackward0")
 
 
+@autocast_op("fp32")
 def fftn(input, s=None, dim=None, norm=None):
     """The n-d DFT over ``dim`` (all dims by default) with sizes ``s``."""
     dims, sizes = _axes(input, s, dim, True)
     return _c2c(input, sizes, dims, norm, True, "FftC2CBackward0")
 
 
+@autocast_op("fp32")
 def ifftn(input, s=None, dim=None, norm=None):
     dims, sizes = _axes(input, s, dim, True)
     return _c2c(input, sizes, dims, norm, False, "FftC2CBackward0")
 
 
+@autocast_op("fp32")
 def fft2(input, s=None, dim=(-2, -1), norm=None):
     """The 2-d DFT over the last two dims."""
     return fftn(input, s, dim, norm)
 
 
+@autocast_op("fp32")
 def ifft2(input, s=None, dim=(-2, -1), norm=None):
     return ifftn(input, s, dim, norm)
 
 
 # ---- real to half-complex and back --------------------------------------------------
 
+@autocast_op("fp32")
 def rfftn(input, s=None, dim=None, norm=None):
     """The DFT of a real tensor over ``dim``, keeping the n//2 + 1 non-negative
     frequencies of the last transformed dim."""
@@ -152,6 +163,7 @@ def _r2c_rule(g, shape_in, dtype_in, dims, sizes, norm):
     return _fit(back, shape_in, dims) if tuple(back.shape) != shape_in else back
 
 
+@autocast_op("fp32")
 def irfftn(input, s=None, dim=None, norm=None):
     """The inverse of rfftn: a real tensor from the half spectrum (the last transformed
     dim gets size s[-1], default 2 * (m - 1))."""
@@ -186,22 +198,26 @@ def _c2r_rule(g, shape_in, dtype_in, dims, sizes, norm):
     return back if dtype_in.is_complex else back.to(_complex_dtype(back))
 
 
+@autocast_op("fp32")
 def rfft(input, n=None, dim=-1, norm=None):
     """The DFT of a real tensor along ``dim``: the n//2 + 1 non-negative frequencies."""
     d = _wrap_dim(dim, input.ndim)
     return rfftn(input, None if n is None else (n,), (d,), norm)
 
 
+@autocast_op("fp32")
 def irfft(input, n=None, dim=-1, norm=None):
     """The real inverse of rfft along ``dim`` (output length n, default 2 * (m - 1))."""
     d = _wrap_dim(dim, input.ndim)
     return irfftn(input, None if n is None else (n,), (d,), norm)
 
 
+@autocast_op("fp32")
 def rfft2(input, s=None, dim=(-2, -1), norm=None):
     return rfftn(input, s, dim, norm)
 
 
+@autocast_op("fp32")
 def irfft2(input, s=None, dim=(-2, -1), norm=None):
     return irfftn(input, s, dim, norm)
 

@@ -7,6 +7,7 @@ import builtins
 
 from .. import _dtype as D
 from .. import return_types
+from .._autocast import autocast_op
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.graph import record
 from ._helpers import be, inplace, make_view, needs_grad, wrap
@@ -408,6 +409,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     return out if input.ndim else reshape(out, ())
 
 
+@autocast_op("promote")
 def index_copy(input, dim, index, source):
     """A copy of ``input`` with the slices at ``index`` along ``dim`` replaced by
     ``source``'s (with repeated indices, one of them wins)."""

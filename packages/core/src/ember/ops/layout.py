@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 
 from .. import _dtype as D
+from .._autocast import autocast_op
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.graph import on_arrays, record
 from ._helpers import be, make_view, needs_grad
@@ -228,6 +229,7 @@ def diagflat(input, offset=0):
     return diag_embed(reshape(input, (-1,)), offset, 0, 1)
 
 
+@autocast_op("fp32")
 def trace(input):
     """The sum of the main diagonal of a 2-d tensor."""
     if input.ndim != 2:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import _dtype as D
+from .._autocast import autocast_op
 from .._tensor import Tensor, _make
 from ..autograd.graph import record
 from ._helpers import be, check_same_device, needs_grad
@@ -19,6 +20,7 @@ def _n(d):
             "bfloat16": "c10::BFloat16", "int32": "int"}.get(d.name, d.name)
 
 
+@autocast_op("lower")
 def matmul(input, other, *, out=None, _node=None):
     """Matrix product with torch's rules: 1-d operands are promoted to matrices and the
     added dim removed, leading (batch) dims broadcast."""
@@ -42,7 +44,10 @@ def matmul(input, other, *, out=None, _node=None):
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_mat(a)} and {_mat(b, True)})")
         raise RuntimeError(
             f"Expected size for first two dimensions of batch2 tensor to be: [{sa}] but got: [{sb}].")
-    r = _make(be(input).xp.matmul(a, b), input.dtype)
+    arr = be(input).xp.matmul(a, b)
+    if arr.dtype != a.dtype:  # numpy multiplies bfloat16 matrices into float32
+        arr = arr.astype(a.dtype)
+    r = _make(arr, input.dtype)
     if r._data.ndim == 0 and type(r._data) is not type(a):
         r._data = be(input).xp.asarray(r._data)
     if needs_grad(input, other):
@@ -82,12 +87,14 @@ def _matmul_rule(g, a, b):
     return ga, gb
 
 
+@autocast_op("lower")
 def mm(input, mat2, *, out=None):
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"{'self' if input.ndim != 2 else 'mat2'} must be a matrix")
     return matmul(input, mat2, out=out)
 
 
+@autocast_op("lower")
 def bmm(input, mat2, *, out=None):
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if input.ndim != 3 else "batch2 must be a 3D tensor")
@@ -119,8 +126,10 @@ def einsum(equation, *operands):
     dt = operands[0].dtype
     for o in operands[1:]:
         dt = D.promote_types(dt, o.dtype)
-    arrs = [o._data if o.dtype is dt else o._data.astype(dt.np) for o in operands]
-    r = _make(xp.asarray(xp.einsum(eq, *arrs, optimize=len(arrs) > 2)), dt)
+    # half types accumulate in float32 (numpy's einsum has no bfloat16 loop)
+    work = D.float32 if dt in (D.float16, D.bfloat16) else dt
+    arrs = [o._data if o.dtype is work else o._data.astype(work.np) for o in operands]
+    r = _make(xp.asarray(xp.einsum(eq, *arrs, optimize=len(arrs) > 2)).astype(dt.np, copy=False), dt)
     if needs_grad(*operands):
         record("EinsumBackward0", _einsum_rule, operands, r, (eq, *operands))
     return r

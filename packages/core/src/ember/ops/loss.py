@@ -1,5 +1,5 @@
-"""Loss functions (torch.nn.functional.cross_entropy, nll_loss, mse_loss, l1_loss,
-binary_cross_entropy, binary_cross_entropy_with_logits).
+"""Loss functions of torch.nn.functional (ctc_loss has its own module), with the distances
+they use (pairwise_distance, cosine_similarity).
 
 cross_entropy with class-index targets is one node (log_softmax and nll fused): the loss
 is ``sum_c A[i, c] * log_softmax(x)[i, c]`` for a constant coefficient matrix ``A`` that
@@ -9,25 +9,33 @@ its gradient is ``A*g - softmax(x) * sum_c(A*g)``.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from .. import _dtype as D
+from .._autocast import autocast_op
 from .._tensor import Tensor, _make
 from ._helpers import _STATE, be, needs_grad, record
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits"]
+           "binary_cross_entropy_with_logits", "kl_div", "huber_loss", "smooth_l1_loss", "soft_margin_loss",
+           "multilabel_soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss", "margin_ranking_loss",
+           "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss",
+           "triplet_margin_with_distance_loss", "poisson_nll_loss", "gaussian_nll_loss", "pairwise_distance",
+           "cosine_similarity"]
 
 
 def _reduction(size_average, reduce, reduction):
-    """The reduction named by torch's legacy ``size_average``/``reduce`` flags, else ``reduction``."""
+    """The reduction named by torch's legacy ``size_average``/``reduce`` flags (with torch's
+    deprecation warning), else ``reduction``."""
     if size_average is None and reduce is None:
         return reduction
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+    result = "none" if not reduce else "mean" if size_average else "sum"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{result}' instead.",
+                  UserWarning, stacklevel=3)
+    return result
 
 
 def _check_reduction(reduction):
@@ -127,6 +135,7 @@ def _batched(input, target):
     return input, target, False
 
 
+@autocast_op("fp32")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """Cross entropy between logits ``input`` ``[N, C]`` / ``[N, C, d1, ...]`` / ``[C]`` and
@@ -194,6 +203,7 @@ def _cross_entropy_probs(input, target, weight, reduction, smoothing, c_dim, n_c
     return _reduce(per, reduction)
 
 
+@autocast_op("fp32")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log likelihood of log-probabilities ``input`` ``[N, C]`` / ``[N, C, d1, ...]`` /
     ``[C]`` at class indices ``target`` (torch.nn.functional.nll_loss); ``weight`` and
@@ -234,29 +244,42 @@ def _check_sizes(input, target, op):
                       "Please ensure they have the same size.", UserWarning, stacklevel=3)
 
 
+def _reduce_weighted(loss, weight, input, reduction):
+    """``loss * weight`` reduced; 'mean' divides by the summed weights, as torch's weighted
+    mse_loss and l1_loss do."""
+    if weight is None:
+        return _reduce(loss, reduction)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "mean":
+        return loss.sum() / weight.sum()
+    return _reduce(loss, reduction)
+
+
+@autocast_op("fp32")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """Mean squared error ``(input - target)**2``, reduced (torch.nn.functional.mse_loss)."""
+    """Squared error ``(input - target)**2`` (any shape, broadcast), times ``weight`` (input's
+    shape) when given, reduced; the weighted 'mean' is ``sum(w * loss) / sum(w)``
+    (torch.nn.functional.mse_loss).  ValueError for a bad reduction or weight shape."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_sizes(input, target, "mse_loss")
     d = input - target
-    loss = d * d
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    return _reduce_weighted(d * d, weight, input, reduction)
 
 
+@autocast_op("fp32")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """Mean absolute error ``|input - target|``, reduced (torch.nn.functional.l1_loss)."""
+    """Absolute error ``|input - target|`` (any shape, broadcast), times ``weight`` when
+    given, reduced as mse_loss (torch.nn.functional.l1_loss)."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_sizes(input, target, "l1_loss")
-    loss = (input - target).abs()
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    return _reduce_weighted((input - target).abs(), weight, input, reduction)
 
 
+@autocast_op("fp32")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """``-w * (y*log(x) + (1-y)*log(1-x))`` for probabilities ``input`` and ``target`` of the
     same shape; each log is clamped at -100 as torch does
@@ -299,6 +322,7 @@ def _tsize(t):
     return "torch.Size([" + ", ".join(map(str, t.shape)) + "])"
 
 
+@autocast_op("fp32")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """Binary cross entropy of ``sigmoid(input)``, computed stably from the logits:
@@ -339,3 +363,382 @@ def _bcel_rule(g, x, y, w, pw):
             sp = log1p(exp(-x.abs())) + relu(-x)
             gy = gw * (-x + (pw - 1) * sp)
     return gx, gy
+
+
+# ---- losses composed of differentiable ember ops -----------------------------------
+# Their gradients (and higher-order gradients) follow from the ops they are made of.
+
+def _value_clamped_min(t, low):
+    """``t`` with values clamped below at ``low`` while its gradient passes unchanged, as
+    torch's in-place clamp under no_grad does (gaussian_nll_loss, cosine_similarity)."""
+    xp = be(t).xp
+    r = _make(xp.maximum(t._data, t._data.dtype.type(low)), t.dtype)
+    if needs_grad(t):
+        record("CloneBackward0", _identity_rule, (t,), r, ())
+    return r
+
+
+def _identity_rule(g):
+    return g
+
+
+def _broadcast_pair(input, target):
+    from .layout import broadcast_tensors
+    if tuple(input.shape) == tuple(target.shape):
+        return input, target
+    return broadcast_tensors(input, target)
+
+
+@autocast_op("fp32")
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Kullback-Leibler divergence, pointwise ``target * (log(target) - input)`` for
+    log-probabilities ``input`` and probabilities ``target`` (log-probabilities when
+    ``log_target``: ``exp(target) * (target - input)``); any shape, broadcast.  Reductions:
+    'none', 'sum', 'mean' (over every element, with torch's warning) and 'batchmean'
+    (sum divided by ``input.size(0)``).  Differentiable in both arguments
+    (torch.nn.functional.kl_div).  ValueError for a bad reduction."""
+    from .elementwise import exp
+    from .elementwise_math import xlogy
+    legacy = size_average is not None or reduce is not None
+    if legacy:
+        reduction = _reduction(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      UserWarning, stacklevel=2)
+    if reduction != "batchmean" or legacy:
+        _check_reduction(reduction)
+    if log_target:
+        loss = exp(target) * (target - input)
+    else:
+        loss = xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        total = loss.sum()
+        return total / input.shape[0] if input.ndim != 0 else total
+    return _reduce(loss, reduction)
+
+
+@autocast_op("fp32")
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """Huber loss of ``z = |input - target|`` (any shape, broadcast): ``0.5 z**2`` below
+    ``delta``, ``delta * (z - 0.5 delta)`` above; times ``weight`` (input's shape) when given,
+    whose 'mean' is the plain mean of the weighted losses as in torch
+    (torch.nn.functional.huber_loss).  RuntimeError for ``delta <= 0``."""
+    _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _check_sizes(input, target, "huber_loss")
+    x, y = _broadcast_pair(input, target)
+    loss = _piecewise_quadratic(x - y, delta, 0.5, delta)
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise ValueError("Weights and input must have the same size.")
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def _piecewise_quadratic(d, bound, quad, lin):
+    """``quad * d**2`` where ``|d| < bound``, ``lin * (|d| - 0.5 * bound)`` elsewhere."""
+    from .elementwise import where
+    z = d.abs()
+    return where(z < bound, d * d * quad, (z - 0.5 * bound) * lin)
+
+
+@autocast_op("fp32")
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """Smooth L1 loss of ``z = |input - target|`` (any shape, broadcast): ``0.5 z**2 / beta``
+    below ``beta``, ``z - 0.5 beta`` above; ``beta = 0`` is l1_loss
+    (torch.nn.functional.smooth_l1_loss).  RuntimeError for a negative ``beta``."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _check_sizes(input, target, "smooth_l1_loss")
+    x, y = _broadcast_pair(input, target)
+    if beta == 0.0:
+        return _reduce((x - y).abs(), reduction)
+    return _reduce(_piecewise_quadratic(x - y, beta, 0.5 / beta, 1.0), reduction)
+
+
+def _softplus(z):
+    """``log(1 + exp(z))`` without overflow."""
+    from .elementwise import exp, log1p, relu
+    return log1p(exp(-z.abs())) + relu(z)
+
+
+@autocast_op("fp32")
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Two-class logistic loss ``log(1 + exp(-target * input))`` for targets in {1, -1};
+    any shape (torch.nn.functional.soft_margin_loss)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    return _reduce(_softplus(-(input * target)), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Multi-label one-versus-all logistic loss: input ``[N, C]`` (or ``[C]``), targets in
+    {0, 1} of the same shape, optional per-class ``weight`` ``[C]``; the per-sample loss
+    ``-mean_c w_c (y log sigmoid(x) + (1 - y) log sigmoid(-x))`` has shape ``[N]``
+    (torch.nn.functional.multilabel_soft_margin_loss).  ValueError for a bad reduction."""
+    reduction = _reduction(size_average, reduce, reduction)
+    loss = target * _softplus(-input) + (1 - target) * _softplus(input)
+    if weight is not None:
+        loss = loss * weight
+    c_dim = input.ndim - 1
+    loss = loss.sum(c_dim) / input.shape[c_dim]
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not valid")
+    return _reduce(loss, reduction)
+
+
+def _class_scores(input, target):
+    """``input`` as ``[N, C]`` and ``target`` as ``[N]`` int64 (a ``[C]`` input is one sample)."""
+    if input.ndim > 2 or (input.ndim == 2 and input.shape[1] == 0) or (input.ndim < 2 and input.numel() == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    n = input.shape[0] if input.ndim == 2 else 1
+    if target.ndim > 1 or target.numel() != n:
+        raise RuntimeError(f"inconsistent target size, expected {n} but got {list(target.shape)}")
+    if target.dtype is not D.int64:
+        raise RuntimeError(f"expected scalar type Long but found {_long(target.dtype)}")
+    return input.reshape(n, -1), target.reshape(n)
+
+
+@autocast_op("fp32")
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """Multi-class hinge loss: for scores ``input`` ``[N, C]`` (or ``[C]``) and class indices
+    ``target`` ``[N]`` (int64), ``sum_{j != y} max(0, margin - x[y] + x[j])**p * w[y] / C``
+    per sample, ``p`` 1 or 2, ``weight`` ``[C]`` (torch.nn.functional.multi_margin_loss).
+    ValueError for another ``p`` or a weight that is not 1-D; RuntimeError for bad shapes
+    or a target out of range."""
+    from .elementwise import where
+    from .indexing import gather
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    x, t = _class_scores(input, target)
+    n_classes = x.shape[1]
+    ta = t._data
+    if ta.size and (ta.min() < 0 or ta.max() >= n_classes):
+        raise RuntimeError("target out of range")
+    z = (margin - gather(x, 1, t.reshape(-1, 1)) + x).clamp_min(0)
+    h = z if p == 1 else z * z
+    xp = be(x).xp
+    is_target = _make(xp.arange(n_classes)[None, :] == ta[:, None], D.bool_)
+    h = where(is_target, 0.0, h)
+    if weight is not None:
+        h = h * weight[t].reshape(-1, 1)
+    loss = h.sum(1) / n_classes
+    if input.ndim < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+@autocast_op("fp32")
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Multi-label hinge loss: scores ``input`` ``[N, C]`` (or ``[C]``) and ``target`` of the
+    same shape holding class indices (int64) up to the first -1; per sample,
+    ``sum_{j target} sum_{k not target} max(0, 1 - (x[j] - x[k])) / C``
+    (torch.nn.functional.multilabel_margin_loss).  RuntimeError for bad shapes."""
+    from .elementwise import where
+    from .indexing import gather
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if input.ndim > 2 or input.numel() == 0:
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    if target.dtype is not D.int64:
+        raise RuntimeError(f"expected scalar type Long but found {_long(target.dtype)}")
+    n_classes = input.shape[-1] if input.ndim else 1
+    x = input.reshape(-1, n_classes)
+    xp = be(x).xp
+    ta = target._data.reshape(x.shape)
+    listed = xp.cumprod(ta != -1, axis=1).astype(bool)          # the labels before the first -1
+    if ((ta < 0) | (ta >= n_classes))[listed].any():
+        raise RuntimeError("multilabel_margin_loss: target out of range")
+    safe = xp.where(listed, ta, 0)
+    is_target = (xp.arange(n_classes)[None, None, :] == safe[:, :, None]) & listed[:, :, None]
+    is_target = is_target.any(axis=1)                          # [N, C]
+    pairs = _make(listed[:, :, None] & ~is_target[:, None, :], D.bool_)    # [N, labels, C]
+    xt = gather(x, 1, _make(safe, D.int64))                    # [N, labels]
+    z = (1 - xt.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)
+    loss = where(pairs, z, 0.0).sum((1, 2)) / n_classes
+    if input.ndim < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+@autocast_op("fp32")
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """``max(0, -target * (input1 - input2) + margin)`` for targets in {1, -1}; the three
+    tensors have the same number of dims and broadcast
+    (torch.nn.functional.margin_ranking_loss)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if input1.ndim != input2.ndim or input1.ndim != target.ndim:
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {_tsize(input1)}, input2: {_tsize(input2)}, target: {_tsize(target)} ")
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+
+
+@autocast_op("fp32")
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1; any shape
+    (torch.nn.functional.hinge_embedding_loss)."""
+    from .elementwise import where
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    loss = where(target != 1, (margin - input).clamp_min(0), 0.0) + where(target != -1, input, 0.0)
+    return _reduce(loss, reduction)
+
+
+_COS_EMB_EPS = 1e-12
+
+
+@autocast_op("fp32")
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """``1 - cos(x1, x2)`` where ``target`` is 1 and ``max(0, cos(x1, x2) - margin)`` where it
+    is -1: inputs ``[N, D]`` with target ``[N]``, or ``[D]`` with a 0-d target; the cosine
+    adds 1e-12 to each squared norm as torch does (torch.nn.functional.cosine_embedding_loss).
+    RuntimeError for other shapes."""
+    from .elementwise import sqrt, where
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    dim = target.ndim
+    if input1.ndim != dim + 1 or input2.ndim != dim + 1:
+        raise RuntimeError(f"{dim}D target tensor expects {dim + 1}D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
+    prod = (input1 * input2).sum(dim)
+    mag1 = (input1 * input1).sum(dim) + _COS_EMB_EPS
+    mag2 = (input2 * input2).sum(dim) + _COS_EMB_EPS
+    cos = prod / sqrt(mag1 * mag2)
+    loss = where(target == 1, 1 - cos, 0.0) + where(target == -1, (cos - margin).clamp_min(0), 0.0)
+    return _reduce(loss, reduction)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``||x1 - x2 + eps||_p`` over the last dim (inputs broadcast): ``[N, D]`` gives ``[N]``
+    (torch.nn.functional.pairwise_distance)."""
+    from .decompositions import vector_norm
+    ndim = max(x1.ndim, x2.ndim)
+    d = x1 - x2 + eps
+    if ndim == 0:
+        return vector_norm(d, p) if not keepdim else d.abs()
+    return vector_norm(d, p, dim=ndim - 1, keepdim=keepdim)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``, inputs
+    broadcast; each input is divided by its clamped norm before the product, as torch does
+    (torch.nn.functional.cosine_similarity)."""
+    from .decompositions import vector_norm
+    x1, x2 = _broadcast_pair(x1, x2)
+    if not x1.dtype.is_floating_point:
+        from .. import get_default_dtype
+        x1, x2 = x1.to(get_default_dtype()), x2.to(get_default_dtype())
+    n1 = _value_clamped_min(vector_norm(x1, 2, dim=dim, keepdim=True), eps)
+    n2 = _value_clamped_min(vector_norm(x2, 2, dim=dim, keepdim=True), eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def _check_same_ndim(anchor, positive, negative):
+    if not (anchor.ndim == positive.ndim == negative.ndim):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative "
+                           f"{negative.ndim}D inputs")
+
+
+@autocast_op("fp32")
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """``max(0, margin + d(a, p) - d(a, n))`` with ``d`` the pairwise p-norm distance
+    (eps added to the difference); ``swap`` uses ``min(d(a, n), d(p, n))`` (Balntas et al.,
+    2016).  Inputs ``[N, D]`` or ``[D]`` (torch.nn.functional.triplet_margin_loss).
+    ValueError for ``margin <= 0``; RuntimeError for inputs of different dims."""
+    from .elementwise import minimum
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    _check_same_ndim(anchor, positive, negative)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean"):
+    """triplet_margin_loss with any ``distance_function(x, y)`` (pairwise_distance when
+    None) (torch.nn.functional.triplet_margin_with_distance_loss)."""
+    from .elementwise import minimum
+    _check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    _check_same_ndim(anchor, positive, negative)
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = minimum(d_neg, dist(positive, negative))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
+
+
+@autocast_op("fp32")
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    """Negative log likelihood of ``target ~ Poisson(rate)``: ``exp(input) - target * input``
+    when ``log_input`` (input is the log rate), else ``input - target * log(input + eps)``;
+    ``full`` adds Stirling's ``target * log(target) - target + 0.5 * log(2 pi target)`` where
+    ``target > 1``.  Any shape, broadcast (torch.nn.functional.poisson_nll_loss)."""
+    from .elementwise import exp, log, where
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    loss = exp(input) - target * input if log_input else input - target * log(input + eps)
+    if full:
+        stirling = target * log(target) - target + 0.5 * log(2 * math.pi * target)
+        loss = loss + where(target <= 1, 0.0, stirling)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """Negative log likelihood of ``target ~ N(input, var)``:
+    ``0.5 * (log(var) + (input - target)**2 / var)`` (+ ``0.5 log(2 pi)`` when ``full``).
+    ``var`` is a float, input's shape, input's shape less the last dim, or input's shape
+    with one dim of size 1; its values are clamped at ``eps`` (the gradient passes as if
+    unclamped, as in torch) (torch.nn.functional.gaussian_nll_loss).  ValueError for a
+    negative var, a var of another shape or a bad reduction."""
+    from .elementwise import log
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        from .creation import ones_like
+        var = var * ones_like(input)
+    elif bool((var._data < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif input.ndim == var.ndim and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1:
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not valid")
+    var = _value_clamped_min(var, eps)
+    d = input - target
+    loss = 0.5 * (log(var) + d * d / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)

@@ -1,5 +1,7 @@
-"""Normalisation layers (torch.nn.functional.batch_norm, layer_norm), each one graph node
-with a hand-derived gradient.
+"""Normalisation layers (torch.nn.functional.batch_norm, layer_norm, group_norm,
+instance_norm, rms_norm, local_response_norm, normalize).  batch_norm, layer_norm and the
+standardisation inside group_norm and instance_norm are one graph node each with a
+hand-derived gradient; the others are composed of differentiable ember ops.
 
 Writing x_hat = (x - mean) * invstd over the n elements of each normalised group and
 gy_hat = grad * weight, the input gradient in training mode is
@@ -11,10 +13,12 @@ double backward is exact.
 
 from __future__ import annotations
 
+from .._autocast import cast_inputs
 from .._tensor import _make
 from ._helpers import _STATE, be, needs_grad, record
 
-__all__ = ["batch_norm", "layer_norm"]
+__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm",
+           "normalize"]
 
 
 def _req(t):
@@ -118,6 +122,175 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
         record("NativeLayerNormBackward0", _norm_rule, (input, weight, bias), r,
                (input, weight, _make(xhat, input.dtype), _make(invstd, input.dtype), axes,
                 tuple(range(input.ndim - k)), normalized_shape, True, eps, None, None, _req(bias)))
+    return r
+
+
+def _standardize(input, axes, eps, name):
+    """``(x - mean) / sqrt(var + eps)`` over ``axes`` as one node (no affine); also returns
+    the mean and biased variance arrays, keepdims, for running statistics."""
+    xp = be(input).xp
+    x = input._data
+    mean, var, xc, invstd = _stats(xp, x, axes, eps)
+    r = _make((xc * invstd).astype(x.dtype, copy=False), input.dtype)
+    if needs_grad(input):
+        record(name, _norm_rule, (input, None, None), r,
+               (input, None, r, _make(invstd, input.dtype), axes, axes, None, True, eps, None, None, False))
+    return r, mean, var
+
+
+def _affine(out, weight, bias):
+    """``out * weight + bias`` with the per-channel ``weight``/``bias`` ``[C]`` broadcast on dim 1."""
+    shape = _bshape(out.ndim, 1, out.shape[1])
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def _check_channel_vectors(input, weight, bias):
+    c = input.shape[1]
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.ndim != 1 or t.numel() != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
+                               f"but got {name} of shape {list(t.shape)} and input of shape {list(input.shape)}")
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
+    """Normalise each of ``num_groups`` groups of channels of ``[N, C, *]`` over its channels and
+    spatial dims, then scale and shift per channel by ``weight``/``bias`` ``[C]``
+    (torch.nn.functional.group_norm; Wu & He, "Group Normalization", 2018).
+
+    RuntimeError when the input has fewer than 2 dims, C is not divisible by
+    ``num_groups`` or ``weight``/``bias`` are not ``[C]``; ValueError when a group holds a
+    single value."""
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    if num_groups <= 0 or c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    per_group = n * c // num_groups
+    for s in input.shape[2:]:
+        per_group *= s
+    if per_group == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{[n * c // num_groups, num_groups] + list(input.shape[2:])}")
+    _check_channel_vectors(input, weight, bias)
+    grouped = input.reshape(n, num_groups, (input.numel() // max(n * num_groups, 1)))
+    xhat, _, _ = _standardize(grouped, (2,), eps, "NativeGroupNormBackward0")
+    return _affine(xhat.reshape(input.shape), weight, bias)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-05):
+    """Normalise each channel of each sample of ``[N, C, *]`` over its spatial dims, then
+    scale and shift by ``weight``/``bias`` ``[C]`` (torch.nn.functional.instance_norm;
+    Ulyanov et al., 2016).
+
+    With ``use_input_stats`` the running statistics ``[C]``, when given, are updated in
+    place with the batch average of the per-instance mean and unbiased variance;
+    otherwise they normalise.  ValueError for a single spatial element; RuntimeError for
+    missing running statistics without ``use_input_stats`` or vectors of the wrong size."""
+    spatial = 1
+    for s in input.shape[2:]:
+        spatial *= s
+    if use_input_stats and spatial == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
+    n, c = input.shape[0], input.shape[1]
+    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                    ("running_var", running_var)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {n * c} elements not {n * t.numel()}")
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    xhat, mean, var = _standardize(input, tuple(range(2, input.ndim)), eps, "NativeBatchNormBackward0")
+    for buf, stat in ((running_mean, mean), (running_var, var * (spatial / (spatial - 1)))):
+        if buf is not None:
+            batch_avg = stat.reshape(n, c).mean(axis=0)
+            buf._data *= (1 - momentum)
+            buf._data += (momentum * batch_avg).astype(buf._data.dtype, copy=False)
+            buf._vc[0] += 1
+    return _affine(xhat, weight, bias)
+
+
+def _normalized_shape(input, normalized_shape):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(int(s) for s in normalized_shape)
+    k = len(normalized_shape)
+    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != normalized_shape:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, normalized_shape))}], but got input of size{list(input.shape)}")
+    return normalized_shape
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``x / sqrt(mean(x**2) + eps) * weight`` over the last dims ``normalized_shape`` of
+    ``[*, *normalized_shape]``; float16 and bfloat16 compute in float32, and ``eps=None`` is
+    the machine epsilon of the computing dtype (float32's for those, as torch does)
+    (torch.nn.functional.rms_norm; Zhang & Sennrich, 2019).
+    RuntimeError when the trailing dims or ``weight``'s shape differ from ``normalized_shape``."""
+    from .. import _dtype as D
+    from .elementwise import rsqrt
+    from .reduction import mean as _mean
+    normalized_shape = _normalized_shape(input, normalized_shape)
+    if weight is not None and tuple(weight.shape) != normalized_shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+                           f"{list(weight.shape)} and normalized_shape = {list(normalized_shape)}")
+    low = input.dtype in (D.float16, D.bfloat16)
+    x = input.float() if low else input
+    if eps is None:
+        import ml_dtypes
+        eps = float(ml_dtypes.finfo(x.dtype.np).eps)
+    dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
+    out = x * rsqrt(_mean(x * x, dims, keepdim=True) + eps)
+    if weight is not None:
+        out = out * weight
+    return out.to(input.dtype) if low else out
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """``x / (k + alpha * mean(x**2 over ``size`` neighbouring channels)) ** beta`` for
+    ``[N, C, *]``, the window zero-padded by ``size // 2`` before and ``(size - 1) // 2``
+    after (torch.nn.functional.local_response_norm; Krizhevsky et al., 2012).
+    ValueError for input of fewer than 3 dims."""
+    from .shape import cat
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
+    if input.numel() == 0:
+        return input
+    if input.ndim > 3:
+        (input,) = cast_inputs("fp32", input)  # torch pools these through avg_pool3d: float32 under autocast
+    c = input.shape[1]
+    sq = input * input
+    before, after = size // 2, (size - 1) // 2
+    pad_shape = list(input.shape)
+    parts = []
+    if before:
+        pad_shape[1] = before
+        parts.append(sq.new_zeros(tuple(pad_shape)))
+    parts.append(sq)
+    if after:
+        pad_shape[1] = after
+        parts.append(sq.new_zeros(tuple(pad_shape)))
+    padded = cat(parts, 1) if len(parts) > 1 else sq
+    # the window is short (a few channels): one shifted slice per offset
+    window = padded.narrow(1, 0, c)
+    for j in range(1, size):
+        window = window + padded.narrow(1, j, c)
+    return input / (window * (alpha / size) + k) ** beta
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input / max(||input||_p, eps)`` with the norm taken along ``dim``
+    (torch.nn.functional.normalize)."""
+    r = input / input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    if out is not None:
+        from ._helpers import write_out
+        return write_out(r, out, "normalize")
     return r
 
 

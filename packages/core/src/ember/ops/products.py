@@ -8,6 +8,7 @@ from matmul's and einsum's rules; ``beta * input + alpha * (...)`` skips ``input
 
 from __future__ import annotations
 
+from .._autocast import autocast_op
 from .._tensor import _wrap_dim
 from .linalg import einsum, matmul
 from .shape import permute, reshape
@@ -113,6 +114,7 @@ def cross(input, other, dim=None):
     return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
 
 
+@autocast_op("fp32")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """p-norm distances between the rows of ``x1`` [*, P, M] and ``x2`` [*, R, M] ->
     [*, P, R]; the gradient at zero distance is zero, as torch's."""
@@ -143,6 +145,7 @@ def _fma(input, product, beta, alpha):
     return (input if beta == 1 else input * beta) + scaled
 
 
+@autocast_op("lower")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (mat1 @ mat2); ``input`` broadcasts to [n, p]."""
     if mat1.ndim != 2 or mat2.ndim != 2:
@@ -163,6 +166,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     return _fma(input, outer(vec1, vec2), beta, alpha)
 
 
+@autocast_op("lower")
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * sum_b (batch1[b] @ batch2[b])."""
     if batch1.ndim != 3 or batch2.ndim != 3:
@@ -170,6 +174,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return _fma(input, einsum("bij,bjk->ik", batch1, batch2), beta, alpha)
 
 
+@autocast_op("lower")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """beta * input + alpha * (batch1 @ batch2), batch by batch."""
     if batch1.ndim != 3 or batch2.ndim != 3:

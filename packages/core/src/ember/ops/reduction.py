@@ -11,6 +11,7 @@ import numpy
 
 from .. import _dtype as D
 from .. import return_types
+from .._autocast import autocast_op
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.graph import on_arrays, record
 from ._helpers import _STATE, be, needs_grad, wrap
@@ -139,6 +140,7 @@ def _long_name(d):
     return _type_name(d)
 
 
+@autocast_op("fp32")
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """Product over one dim (or all)."""
     if dim is not None and not isinstance(dim, builtins.int):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 
+from .._autocast import autocast_op
 from .._tensor import _make, _wrap_dim
 from ..autograd.graph import on_arrays, record
 from ._helpers import be, make_view, needs_grad
@@ -375,6 +376,7 @@ def _cat_rule(g, sizes, d):
 concat = concatenate = cat
 
 
+@autocast_op("promote")
 def stack(tensors, dim=0, *, out=None):
     """Join tensors of equal shape along a new dimension."""
     tensors = list(tensors)

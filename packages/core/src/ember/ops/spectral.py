@@ -8,6 +8,7 @@ spectrum is ``[*, n_fft // 2 + 1, n_frames]`` (``[*, n_fft, n_frames]`` two-side
 
 from __future__ import annotations
 
+from .._autocast import autocast_op
 from . import fft as _fft
 from .layout import _pad_last_dims
 
@@ -29,6 +30,7 @@ def _window(window, win_length, n_fft, like):
     return w
 
 
+@autocast_op("fp32")
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None):
     """The spectrogram of a signal ``[*, T]`` (at most one batch dim, as torch):

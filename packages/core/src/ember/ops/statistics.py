@@ -13,6 +13,7 @@ import math
 
 from .. import _dtype as D
 from .. import return_types
+from .._autocast import autocast_op
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.graph import on_arrays, record
 from ._helpers import be, needs_grad, wrap
@@ -149,6 +150,7 @@ def _mode_position(xp, ordered, order, d):
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
+@autocast_op("fp32")
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The ``q``-quantiles (``q`` a float or a 1-d tensor in [0, 1]) over all elements or
     along ``dim``, interpolated between sorted values as numpy's methods of the same name
@@ -156,6 +158,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False)
 
 
+@autocast_op("fp32")
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """quantile ignoring NaN (NaN only where a row is all NaN)."""
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True)

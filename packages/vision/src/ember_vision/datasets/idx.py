@@ -1,5 +1,7 @@
 """Reading the IDX format of MNIST-style datasets, gzipped or not.
 
+Files ending in ``.gz`` or ``.xz`` are decompressed on the fly.
+
 Format (http://yann.lecun.com/exdb/mnist/, "FILE FORMATS"): a big-endian header of two
 zero bytes, a type code (0x08 unsigned byte, 0x09 signed byte, 0x0B int16, 0x0C int32,
 0x0D float32, 0x0E float64), the number of dimensions, then one big-endian uint32 size
@@ -9,6 +11,7 @@ per dimension, then the values in C order.
 from __future__ import annotations
 
 import gzip
+import lzma
 import os
 
 import numpy as np
@@ -17,17 +20,17 @@ _TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E:
 
 
 def read_idx(path) -> np.ndarray:
-    """The array stored in the IDX file ``path`` (``.gz`` is decompressed).
+    """The array stored in the IDX file ``path`` (``.gz`` / ``.xz`` are decompressed).
 
     Raises RuntimeError naming the file when the header is malformed or the data is
     shorter or longer than the header says (a truncated download, say).
     """
     path = os.fspath(path)
-    opener = gzip.open if path.endswith(".gz") else open
+    opener = _opener(path)
     try:
         with opener(path, "rb") as f:
             raw = f.read()
-    except (OSError, EOFError) as e:
+    except (OSError, EOFError, lzma.LZMAError) as e:
         raise RuntimeError(f"cannot read IDX file {path}: {e}") from e
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _TYPES:
         raise RuntimeError(f"{path} is not an IDX file: bad magic number {raw[:4].hex()}")
@@ -54,6 +57,13 @@ def write_idx(path, array: np.ndarray) -> None:
     header = bytes([0, 0, code, array.ndim]) + b"".join(int(n).to_bytes(4, "big") for n in array.shape)
     body = array.astype(np.dtype(_TYPES[code])).tobytes()
     path = os.fspath(path)
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "wb") as f:
+    with _opener(path)(path, "wb") as f:
         f.write(header + body)
+
+
+def _opener(path: str):
+    if path.endswith(".gz"):
+        return gzip.open
+    if path.endswith(".xz"):
+        return lzma.open
+    return open

@@ -1,4 +1,5 @@
-"""Batch normalisation: BatchNorm1d, BatchNorm2d (torch.nn.modules.batchnorm)."""
+"""Batch normalisation: BatchNorm1d/2d/3d and SyncBatchNorm (torch.nn.modules.batchnorm), and
+the parameter/buffer layout they share with the instance norms."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from ..parameter import Parameter
 from .linear import _factory_kwargs
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
 
 
-class _BatchNorm(Module):
+class _NormBase(Module):
+    """weight/bias ``[C]`` (when ``affine``) and running_mean/running_var ``[C]`` plus
+    num_batches_tracked (when ``track_running_stats``), registered as torch's are."""
+
     _version = 2
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
@@ -61,6 +65,28 @@ class _BatchNorm(Module):
     def _check_input_dim(self, input):
         raise NotImplementedError
 
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # checkpoints written before num_batches_tracked existed (version < 2) load with 0
+        version = local_metadata.get("version", None)
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
+            state_dict[key] = self.num_batches_tracked if self.num_batches_tracked is not None \
+                else tensor(0, dtype=D.int64)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self._bias}, track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    """In training: normalise with the batch statistics over every dim but the channel dim
+    1 and update the running ones (``momentum=None``: cumulative average over
+    num_batches_tracked); in eval: normalise with the running statistics, or the batch's
+    when they are not tracked."""
+
     def forward(self, input):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
@@ -74,13 +100,11 @@ class _BatchNorm(Module):
         return _batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
                            self.weight, self.bias, use_batch, factor, self.eps)
 
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"bias={self._bias}, track_running_stats={self.track_running_stats}")
-
 
 class BatchNorm1d(_BatchNorm):
-    """Batch norm over ``[N, C]`` or ``[N, C, L]``, per channel C (torch.nn.BatchNorm1d)."""
+    """Batch norm over ``[N, C]`` or ``[N, C, L]``, per channel C (torch.nn.BatchNorm1d; Ioffe &
+    Szegedy, 2015).  ValueError for other input dims, and in training for one value per
+    channel."""
 
     def _check_input_dim(self, input):
         if input.dim() != 2 and input.dim() != 3:
@@ -88,8 +112,57 @@ class BatchNorm1d(_BatchNorm):
 
 
 class BatchNorm2d(_BatchNorm):
-    """Batch norm over ``[N, C, H, W]``, per channel C (torch.nn.BatchNorm2d)."""
+    """Batch norm over ``[N, C, H, W]``, per channel C (torch.nn.BatchNorm2d).  ValueError for
+    other input dims, and in training for one value per channel."""
 
     def _check_input_dim(self, input):
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over ``[N, C, D, H, W]``, per channel C (torch.nn.BatchNorm3d).  ValueError for
+    other input dims, and in training for one value per channel."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm over ``[N, C, *]`` whose batch statistics would be reduced across the
+    processes of ``process_group`` (torch.nn.SyncBatchNorm).  Without distributed
+    training (one process) it computes exactly what BatchNorm does.  ValueError for input
+    of fewer than 2 dims or no channels."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
+                 track_running_stats: bool = True, process_group=None, device=None, dtype=None, *, bias: bool = True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every BatchNorm*d inside replaced by a SyncBatchNorm sharing its
+        parameters, buffers and training flag (the module itself when it is one)."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                      process_group, bias=module.bias is not None)
+            if module.affine:
+                out.weight = module.weight
+                out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from ...ops.activation import alpha_dropout as _alpha_dropout
 from ...ops.activation import dropout as _dropout
+from ...ops.activation import dropout1d as _dropout1d
 from ...ops.activation import dropout2d as _dropout2d
+from ...ops.activation import dropout3d as _dropout3d
+from ...ops.activation import feature_alpha_dropout as _feature_alpha_dropout
 from .module import Module
 
-__all__ = ["Dropout", "Dropout2d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -34,3 +38,36 @@ class Dropout2d(_DropoutNd):
 
     def forward(self, input):
         return _dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(_DropoutNd):
+    """In training, zero whole channels of ``[N, C, L]`` or ``[C, L]`` with probability ``p`` and
+    scale the rest by 1/(1-p) (torch.nn.Dropout1d).  RuntimeError for other dims."""
+
+    def forward(self, input):
+        return _dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(_DropoutNd):
+    """In training, zero whole channels of ``[N, C, D, H, W]`` or ``[C, D, H, W]`` with
+    probability ``p`` and scale the rest by 1/(1-p) (torch.nn.Dropout3d)."""
+
+    def forward(self, input):
+        return _dropout3d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(_DropoutNd):
+    """In training, alpha dropout: dropped elements take SELU's saturation value and the
+    output is rescaled to keep zero mean and unit variance (torch.nn.AlphaDropout;
+    Klambauer et al., 2017).  Any shape; the identity in eval mode."""
+
+    def forward(self, input):
+        return _alpha_dropout(input, self.p, self.training, self.inplace)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """In training, alpha dropout of whole channels of ``[N, C, *]``
+    (torch.nn.FeatureAlphaDropout); the identity in eval mode."""
+
+    def forward(self, input):
+        return _feature_alpha_dropout(input, self.p, self.training, self.inplace)

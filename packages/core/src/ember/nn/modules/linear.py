@@ -1,17 +1,18 @@
-"""Linear, Identity, Flatten, Unflatten (torch.nn.modules.linear, flatten)."""
+"""Linear, Bilinear, Identity, Flatten, Unflatten (torch.nn.modules.linear, flatten)."""
 
 from __future__ import annotations
 
 import math
 
 from ... import _dtype as D
+from ...ops.activation import bilinear as _bilinear
 from ...ops.activation import linear as _linear
 from ...ops.creation import empty
 from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Linear", "Identity", "Flatten", "Unflatten"]
+__all__ = ["Linear", "Bilinear", "Identity", "Flatten", "Unflatten"]
 
 
 def _factory_kwargs(device, dtype):
@@ -58,6 +59,38 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
+
+class Bilinear(Module):
+    """``y = x1^T A x2 + b``: input1 ``[*, in1_features]`` and input2 ``[*, in2_features]`` to
+    ``[*, out_features]``; weight ``[out_features, in1_features, in2_features]`` and bias
+    ``[out_features]`` drawn uniformly on ±1/sqrt(in1_features), as torch.nn.Bilinear."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        fk = _factory_kwargs(device, dtype)
+        self.in1_features = in1_features
+        self.in2_features = in2_features
+        self.out_features = out_features
+        self.weight = Parameter(empty((out_features, in1_features, in2_features), **fk))
+        if bias:
+            self.bias = Parameter(empty(out_features, **fk))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1 / math.sqrt(self.weight.size(1))
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return _bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
 
 class Flatten(Module):
     """Flatten dims ``start_dim..end_dim`` into one: ``[N, C, H, W]`` to ``[N, C*H*W]`` by default."""

@@ -1,11 +1,18 @@
-"""Loss layers (torch.nn.modules.loss); each calls the functional of the same name."""
+"""Loss layers (torch.nn.modules.loss); each calls the functional of the same name, with
+the constructor's settings.  Shapes and semantics are documented on the functionals in
+``ember.ops.loss`` and ``ember.ops.ctc``."""
 
 from __future__ import annotations
 
+from ...ops import ctc as _ctc
 from ...ops import loss as L
 from .module import Module
 
-__all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss"]
+__all__ = ["CrossEntropyLoss", "NLLLoss", "NLLLoss2d", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss",
+           "KLDivLoss", "HuberLoss", "SmoothL1Loss", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
+           "MultiMarginLoss", "MultiLabelMarginLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
+           "CosineEmbeddingLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "PoissonNLLLoss",
+           "GaussianNLLLoss", "CTCLoss"]
 
 
 class _Loss(Module):
@@ -50,6 +57,10 @@ class NLLLoss(_WeightedLoss):
                           reduction=self.reduction)
 
 
+class NLLLoss2d(NLLLoss):
+    """NLLLoss under its old name for ``[N, C, H, W]`` inputs (torch.nn.NLLLoss2d)."""
+
+
 class MSELoss(_Loss):
     """Squared error ``(input - target)**2``, reduced; any shape."""
 
@@ -82,3 +93,213 @@ class BCEWithLogitsLoss(_Loss):
     def forward(self, input, target):
         return L.binary_cross_entropy_with_logits(input, target, self.weight, pos_weight=self.pos_weight,
                                                   reduction=self.reduction)
+
+
+class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence of log-probabilities ``input`` from ``target``; any shape;
+    reduction also 'batchmean' (torch.nn.KLDivLoss)."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return L.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class HuberLoss(_Loss):
+    """Huber loss with threshold ``delta``; any shape (torch.nn.HuberLoss).  TypeError for a
+    ``delta`` that is not a number."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        if not isinstance(delta, (float, int)):
+            raise TypeError(f"delta must be a float or int, got: {type(delta)}")
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        return L.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class SmoothL1Loss(_Loss):
+    """Smooth L1 loss with threshold ``beta``; any shape (torch.nn.SmoothL1Loss)."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return L.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class SoftMarginLoss(_Loss):
+    """Two-class logistic loss for targets in {1, -1}; any shape (torch.nn.SoftMarginLoss)."""
+
+    def forward(self, input, target):
+        return L.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """Multi-label one-versus-all logistic loss, input and target ``[N, C]``, weight ``[C]``
+    (torch.nn.MultiLabelSoftMarginLoss)."""
+
+    def forward(self, input, target):
+        return L.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class MultiMarginLoss(_WeightedLoss):
+    """Multi-class hinge loss, input ``[N, C]``, target ``[N]`` (torch.nn.MultiMarginLoss).
+    ValueError for ``p`` other than 1 or 2 or a weight that is not 1-D."""
+
+    def __init__(self, p: int = 1, margin: float = 1.0, weight=None, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        if p != 1 and p != 2:
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.dim() != 1:
+            raise ValueError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got {weight.dim()}D "
+                             "instead")
+        self.p = p
+        self.margin = margin
+
+    def forward(self, input, target):
+        return L.multi_margin_loss(input, target, p=self.p, margin=self.margin, weight=self.weight,
+                                   reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """Multi-label hinge loss, input ``[N, C]``, target ``[N, C]`` of class indices ended by -1
+    (torch.nn.MultiLabelMarginLoss)."""
+
+    def forward(self, input, target):
+        return L.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class MarginRankingLoss(_Loss):
+    """``max(0, -y * (x1 - x2) + margin)`` (torch.nn.MarginRankingLoss)."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return L.margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    """``x`` for target 1, ``max(0, margin - x)`` for target -1 (torch.nn.HingeEmbeddingLoss)."""
+
+    def __init__(self, margin: float = 1.0, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input, target):
+        return L.hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """Cosine similarity loss of ``[N, D]`` pairs with targets ``[N]`` in {1, -1}
+    (torch.nn.CosineEmbeddingLoss)."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return L.cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """Triplet loss with p-norm distances, inputs ``[N, D]`` (torch.nn.TripletMarginLoss).
+    ValueError for ``margin <= 0``."""
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6, swap: bool = False,
+                 size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead")
+        self.margin = margin
+        self.p = p
+        self.eps = eps
+        self.swap = swap
+
+    def forward(self, anchor, positive, negative):
+        return L.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p, eps=self.eps,
+                                     swap=self.swap, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """Triplet loss with any distance function, PairwiseDistance by default
+    (torch.nn.TripletMarginWithDistanceLoss).  ValueError for ``margin <= 0``."""
+
+    def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean"):
+        super().__init__(reduction=reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} "
+                             "instead")
+        self.distance_function = distance_function if distance_function is not None else _pairwise_distance()
+        self.margin = margin
+        self.swap = swap
+
+    def forward(self, anchor, positive, negative):
+        return L.triplet_margin_with_distance_loss(anchor, positive, negative,
+                                                   distance_function=self.distance_function, margin=self.margin,
+                                                   swap=self.swap, reduction=self.reduction)
+
+
+def _pairwise_distance():
+    """nn.PairwiseDistance() where ember has it, else a module of that name computing it."""
+    try:
+        from .distance import PairwiseDistance
+    except ImportError:
+        PairwiseDistance = _PairwiseDistance
+    return PairwiseDistance()
+
+
+class _PairwiseDistance(Module):
+    def forward(self, x1, x2):
+        return L.pairwise_distance(x1, x2)
+
+    def _get_name(self):
+        return "PairwiseDistance"
+
+
+class PoissonNLLLoss(_Loss):
+    """Poisson negative log likelihood (torch.nn.PoissonNLLLoss)."""
+
+    def __init__(self, log_input: bool = True, full: bool = False, size_average=None, eps: float = 1e-8,
+                 reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input = log_input
+        self.full = full
+        self.eps = eps
+
+    def forward(self, log_input, target):
+        return L.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full, eps=self.eps,
+                                  reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """Gaussian negative log likelihood with predicted variance (torch.nn.GaussianNLLLoss)."""
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
+        super().__init__(None, None, reduction)
+        self.full = full
+        self.eps = eps
+
+    def forward(self, input, target, var):
+        return L.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification loss, log_probs ``[T, N, C]`` (torch.nn.CTCLoss)."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return _ctc.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                             self.zero_infinity)

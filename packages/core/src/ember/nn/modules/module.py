@@ -8,13 +8,17 @@ paths (``features.0.weight``), parameters before buffers, in registration order.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import warnings
+import weakref
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 
 from ... import _dtype as D
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
-from ..parameter import Parameter
+from ..parameter import Parameter, is_lazy
 
 __all__ = ["Module"]
 
@@ -87,6 +91,10 @@ class Module:
         sa(self, "_forward_pre_hooks_with_kwargs", {})
         sa(self, "_backward_hooks", OrderedDict())
         sa(self, "_backward_pre_hooks", OrderedDict())
+        sa(self, "_state_dict_hooks", OrderedDict())
+        sa(self, "_state_dict_pre_hooks", OrderedDict())
+        sa(self, "_load_state_dict_pre_hooks", OrderedDict())
+        sa(self, "_load_state_dict_post_hooks", OrderedDict())
 
     def forward(self, *input):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
@@ -214,6 +222,12 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        # modules pickled before a hook table existed get an empty one
+        for name in _HOOK_TABLES:
+            if name not in self.__dict__:
+                object.__setattr__(self, name, OrderedDict())
+        if "_non_persistent_buffers_set" not in self.__dict__:
+            object.__setattr__(self, "_non_persistent_buffers_set", set())
 
     # ---- iteration ---------------------------------------------------------------
     def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
@@ -260,15 +274,17 @@ class Module:
             yield m
 
     def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
-        """(dotted name, module) for this module and every submodule, depth first."""
+        """(dotted name, module) for this module and every submodule, depth first; a
+        module met twice is given once unless ``remove_duplicate=False``, and modules in
+        ``memo`` (a set of modules) are skipped."""
         stack = [(prefix, self)]
         memo = set() if memo is None else memo
         while stack:
             name, mod = stack.pop()
+            if mod in memo:
+                continue
             if remove_duplicate:
-                if id(mod) in memo:
-                    continue
-                memo.add(id(mod))
+                memo.add(mod)
             yield name, mod
             kids = [(name + ("." if name else "") + k, m) for k, m in mod._modules.items() if m is not None]
             stack.extend(reversed(kids))
@@ -299,12 +315,26 @@ class Module:
     def get_buffer(self, target: str):
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
         if name not in mod._buffers:
-            raise AttributeError(("" if hasattr(mod, name) else mod._get_name() + " has no attribute `" + name + "`")
-                                 or "`" + name + "` is not a buffer")
+            raise AttributeError("`" + name + "` is not a buffer")
         return mod._buffers[name]
 
     # ---- state dict --------------------------------------------------------------
+    def get_extra_state(self):
+        """State beyond parameters and buffers to put in state_dict under ``_extra_state``;
+        override together with ``set_extra_state`` (torch.nn.Module.get_extra_state)."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called. Please file "
+                           "an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to "
+                           "report this bug.")
+
+    def set_extra_state(self, state) -> None:
+        """Receive what ``get_extra_state`` returned, on load_state_dict."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called. Please file "
+                           "an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to "
+                           "report this bug.")
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, p in self._parameters.items():
             if p is not None:
@@ -312,76 +342,134 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         """An ordered dict of every parameter and persistent buffer by dotted name
-        (detached unless ``keep_vars``), keys as torch writes them."""
+        (detached unless ``keep_vars``), keys as torch writes them; state-dict pre-hooks
+        run first, post-hooks last."""
         if args:
+            warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
+                          "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict "
+                          "for details.", FutureWarning, stacklevel=2)
             destination = args[0] if len(args) > 0 else destination
             prefix = args[1] if len(args) > 1 else prefix
             keep_vars = args[2] if len(args) > 2 else keep_vars
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
         meta = getattr(destination, "_metadata", None)
         if meta is not None:
-            meta[prefix[:-1]] = {"version": self._version}
+            meta[prefix[:-1]] = local_metadata
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            result = hook(self, destination, prefix, local_metadata)
+            if getattr(hook, "_from_public_api", False):
+                if result is not None:
+                    raise RuntimeError("state_dict post-hook must return None")
+            elif result is not None:
+                destination = result
         return destination
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs):
+        """Load this module's own parameters, buffers and extra state from ``state_dict``
+        (keys starting with ``prefix``), recording problems in the three lists; the
+        load-state-dict pre-hooks run first.  Override to migrate old checkpoints."""
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         persistent = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
-        local = {k: v for k, v in {**self._parameters, **persistent}.items() if v is not None}
+        local = {k: v for k, v in itertools.chain(self._parameters.items(), persistent.items()) if v is not None}
+        assign = local_metadata.get("assign_to_params_buffers", False)
         for name, param in local.items():
             key = prefix + name
-            if param is None:
-                continue
             if key not in state_dict:
                 if strict:
                     missing_keys.append(key)
                 continue
-            value = _as_tensor(state_dict[key], param)
-            if tuple(value.shape) != tuple(param.shape):
+            value = state_dict[key]
+            if not isinstance(value, Tensor) and not hasattr(value, "__array__"):
+                error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
+                                  f"object from checkpoint but received {type(value)}")
+                continue
+            value = _as_tensor(value, param)
+            lazy = is_lazy(param)
+            if not lazy and param.dim() == 0 and value.dim() == 1 and value.shape[0] == 1:
+                value = value[0]  # checkpoints of old torch versions stored scalars as [1]
+            if not lazy and tuple(value.shape) != tuple(param.shape):
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape {_size(value.shape)} from "
                                   f"checkpoint, the shape in current model is {_size(param.shape)}.")
                 continue
             try:
                 with no_grad():
-                    param.copy_(value)
+                    if assign:
+                        if isinstance(param, Parameter):
+                            if isinstance(value, Parameter):
+                                value.requires_grad_(param.requires_grad)
+                            else:
+                                value = Parameter(value, requires_grad=param.requires_grad)
+                        setattr(self, name, value)
+                    else:
+                        param.copy_(value)
             except Exception as e:  # noqa: BLE001
                 error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
                                   f"{_size(param.shape)} and whose dimensions in the checkpoint are "
                                   f"{_size(value.shape)}, an exception occurred : {e.args}.")
+        extra_key = prefix + _EXTRA_STATE_KEY
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
         if strict:
             for key in state_dict:
-                if key.startswith(prefix):
-                    head = key[len(prefix):].split(".", 1)[0]
-                    if head not in self._modules and head not in local:
+                if key.startswith(prefix) and key != extra_key:
+                    parts = key[len(prefix):].split(".", 1)
+                    if (parts[0] not in self._modules) if len(parts) > 1 else (parts[0] not in local):
                         unexpected_keys.append(key)
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Copy parameters and buffers from ``state_dict`` (ember or torch tensors, or
-        arrays).  With ``strict`` a missing or unexpected key raises RuntimeError; a shape
-        mismatch always does, naming the key and both shapes.  Returns the
-        ``(missing_keys, unexpected_keys)`` named tuple."""
-        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+        arrays); with ``assign`` the module takes the given tensors themselves (wrapped as
+        Parameters where it held Parameters).  With ``strict`` a missing or unexpected key
+        raises RuntimeError; a shape mismatch always does, naming the key and both shapes.
+        Returns the ``(missing_keys, unexpected_keys)`` named tuple."""
+        if not isinstance(state_dict, Mapping) and not (hasattr(state_dict, "keys")
+                                                        and hasattr(state_dict, "__getitem__")):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing, unexpected, errors = [], [], []
         metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
 
-        def load(module, prefix=""):
+        def load(module, local_state_dict, prefix=""):
             local_meta = {} if metadata is None else metadata.get(prefix[:-1], {})
-            module._load_from_state_dict(state_dict, prefix, local_meta, True, missing, unexpected, errors)
+            if assign:
+                local_meta["assign_to_params_buffers"] = assign
+            module._load_from_state_dict(local_state_dict, prefix, local_meta, True, missing, unexpected, errors)
             for name, child in module._modules.items():
                 if child is not None:
-                    load(child, prefix + name + ".")
+                    child_prefix = prefix + name + "."
+                    load(child, {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)},
+                         child_prefix)
+            incompatible = _IncompatibleKeys(missing, unexpected)
+            for hook in module._load_state_dict_post_hooks.values():
+                if hook(module, incompatible) is not None:
+                    raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                                         "expected to return new values, if incompatible_keys need to be modified, "
+                                         "it should be done inplace.")
 
-        load(self)
+        load(self, state_dict)
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
@@ -392,6 +480,49 @@ class Module:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 type(self).__name__, "\n\t".join(errors)))
         return _IncompatibleKeys(missing, unexpected)
+
+    def register_state_dict_pre_hook(self, hook):
+        """``hook(module, prefix, keep_vars)`` runs before ``state_dict`` collects this module."""
+        handle = RemovableHandle(self._state_dict_pre_hooks)
+        self._state_dict_pre_hooks[handle.id] = hook
+        return handle
+
+    def _register_state_dict_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata)`` runs after ``state_dict``
+        collected this module; it may return a replacement dict."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook that was previously "
+                               "registered via register_state_dict_post_hook")
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    def register_state_dict_post_hook(self, hook):
+        """Like ``_register_state_dict_hook`` but the hook must edit the dict in place and return None."""
+        hook._from_public_api = True
+        handle = RemovableHandle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False):
+        """``hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)`` (the module first when ``with_module``) runs before this module loads
+        its entries and may rewrite ``state_dict``."""
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = _WrappedHook(hook, self if with_module else None)
+        return handle
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` runs before this module loads its entries."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """``hook(module, incompatible_keys)`` runs after this module and its children
+        loaded; it may edit ``incompatible_keys`` in place and must return None."""
+        handle = RemovableHandle(self._load_state_dict_post_hooks)
+        self._load_state_dict_post_hooks[handle.id] = hook
+        return handle
 
     # ---- modes and conversion ----------------------------------------------------
     def train(self, mode: bool = True) -> "Module":
@@ -404,6 +535,10 @@ class Module:
 
     def eval(self) -> "Module":
         return self.train(False)
+
+    def share_memory(self) -> "Module":
+        """A no-op kept for torch compatibility: ember tensors live in one process."""
+        return self
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
         for p in self.parameters():
@@ -588,6 +723,31 @@ class Module:
             else:
                 s += "\n  " + "\n  ".join(lines) + "\n"
         return s + ")"
+
+
+_EXTRA_STATE_KEY = "_extra_state"
+_HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
+                "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+                "_load_state_dict_post_hooks")
+
+
+class _WrappedHook:
+    """A load_state_dict pre-hook, called with its module first when registered
+    ``with_module`` (the module held by weak reference, as torch)."""
+
+    def __init__(self, hook, module=None):
+        self.hook = hook
+        functools.update_wrapper(self, hook)
+        self.with_module = module is not None
+        self.module = weakref.ref(module) if module is not None else None
+
+    def __call__(self, *args, **kwargs):
+        if not self.with_module:
+            return self.hook(*args, **kwargs)
+        module = self.module()
+        if module is None:
+            raise RuntimeError("You are trying to call the hook of a dead Module!")
+        return self.hook(module, *args, **kwargs)
 
 
 def _remove_from(name, d, *stores):

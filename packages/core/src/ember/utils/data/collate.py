@@ -24,8 +24,13 @@ def _is_namedtuple(x) -> bool:
 
 def default_convert(data):
     """Numpy arrays (not of strings/objects) and numpy scalars inside ``data`` become
-    tensors; containers are rebuilt around the converted values; the rest is kept.
-    Used when automatic batching is off (``batch_size=None``)."""
+    tensors; containers are rebuilt around the converted values (same mapping, namedtuple
+    or mutable-sequence type; plain tuples become lists, as torch); the rest is kept.
+    Used when automatic batching is off (``batch_size=None``).
+
+    numpy ``bytes_`` scalars stay as they are, as documented; torch 2.13 with numpy 2
+    raises TypeError for them.
+    """
     from ...ops.creation import as_tensor
     if isinstance(data, Tensor):
         return data
@@ -34,19 +39,30 @@ def default_convert(data):
     if isinstance(data, numpy.generic) and data.dtype.char not in _NP_STR_KINDS:
         return as_tensor(numpy.asarray(data))
     if isinstance(data, collections.abc.Mapping):
+        converted = {k: default_convert(data[k]) for k in data}
         try:
-            return type(data)({k: default_convert(v) for k, v in data.items()})
+            if isinstance(data, collections.abc.MutableMapping):
+                clone = _copy_mapping(data)  # keeps e.g. a defaultdict's factory
+                clone.update(converted)
+                return clone
+            return type(data)(converted)
         except TypeError:
-            return {k: default_convert(v) for k, v in data.items()}
+            return converted
     if _is_namedtuple(data):
         return type(data)(*(default_convert(d) for d in data))
     if isinstance(data, tuple):
         return [default_convert(d) for d in data]
     if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
+        converted = [default_convert(d) for d in data]
         try:
-            return type(data)([default_convert(d) for d in data])
+            if isinstance(data, collections.abc.MutableSequence):
+                clone = _copy_sequence(data)
+                for i, d in enumerate(converted):
+                    clone[i] = d
+                return clone
+            return type(data)(converted)
         except TypeError:
-            return [default_convert(d) for d in data]
+            return converted
     return data
 
 

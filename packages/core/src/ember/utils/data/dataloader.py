@@ -1,26 +1,24 @@
 """DataLoader: batches of a dataset through a sampler, a fetcher and collate_fn.
 
-The pieces are kept apart as in torch so worker processes can be added: the sampler
-yields indices (or index lists), a fetcher turns them into a collated batch, and the
-iterator runs the loop (in this process for now).
+The pieces are kept apart as in torch: the sampler yields indices (or index lists), a
+fetcher turns them into a collated batch, and the iterator runs the loop, in this process
+(``num_workers=0``) or in worker processes.
 Source: https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader
 """
 
 from __future__ import annotations
 
 import math
-import warnings
+import multiprocessing
 
+from ._base_iter import SingleProcessDataLoaderIter
+from ._multiprocessing_iter import MultiProcessingDataLoaderIter
+from ._worker import get_worker_info
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader", "get_worker_info"]
-
-
-def get_worker_info():
-    """Information about the current worker process; None in the main process (always, for now)."""
-    return None
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -31,52 +29,6 @@ class _InfiniteConstantSampler(Sampler):
             yield None
 
 
-# ---- fetchers: indices -> a batch ------------------------------------------------------
-
-class _MapDatasetFetcher:
-    def __init__(self, dataset, auto_collation: bool, collate_fn, drop_last: bool):
-        self.dataset, self.auto_collation = dataset, auto_collation
-        self.collate_fn, self.drop_last = collate_fn, drop_last
-
-    def fetch(self, index):
-        if self.auto_collation:
-            getitems = getattr(self.dataset, "__getitems__", None)
-            data = getitems(index) if callable(getitems) else [self.dataset[i] for i in index]
-        else:
-            data = self.dataset[index]
-        return self.collate_fn(data)
-
-
-class _IterableDatasetFetcher:
-    def __init__(self, dataset, auto_collation: bool, collate_fn, drop_last: bool):
-        self.dataset, self.auto_collation = dataset, auto_collation
-        self.collate_fn, self.drop_last = collate_fn, drop_last
-        self.dataset_iter = iter(dataset)
-        self.ended = False
-
-    def fetch(self, index):
-        if self.ended:
-            raise StopIteration
-        if self.auto_collation:
-            data = []
-            for _ in index:
-                try:
-                    data.append(next(self.dataset_iter))
-                except StopIteration:
-                    self.ended = True
-                    break
-            if not data or (self.drop_last and len(data) < len(index)):
-                raise StopIteration
-        else:
-            data = next(self.dataset_iter)
-        return self.collate_fn(data)
-
-
-def _create_fetcher(kind: str, dataset, auto_collation, collate_fn, drop_last):
-    cls = _IterableDatasetFetcher if kind == "iterable" else _MapDatasetFetcher
-    return cls(dataset, auto_collation, collate_fn, drop_last)
-
-
 class DataLoader:
     """Iterate over ``dataset`` in batches.
 
@@ -85,15 +37,28 @@ class DataLoader:
         batch_size (int or None, default 1): None turns automatic batching off.
         shuffle (bool): a RandomSampler (with ``generator``) instead of a SequentialSampler.
         sampler, batch_sampler: custom index orders (exclusive with shuffle / batching options).
-        num_workers (int, default 0): loading runs in this process (values > 0 warn and
-            still run here).
+        num_workers (int, default 0): the number of worker processes; 0 loads in this process.
         collate_fn: merges a list of samples (default_collate, or default_convert when
             batching is off).
         drop_last (bool): drop the last incomplete batch.
-        generator: the ember.Generator of the random sampler.
-        pin_memory, timeout, worker_init_fn, prefetch_factor, persistent_workers: accepted.
+        pin_memory (bool): accepted; there is no pinned memory on CPU (a UserWarning, as torch).
+        timeout (float): seconds to wait for a batch from the workers before a RuntimeError.
+        worker_init_fn: called as ``worker_init_fn(worker_id)`` in each worker after seeding.
+        multiprocessing_context: a start method name or a multiprocessing context
+            (default: the platform's default start method).
+        generator: the ember.Generator of the random sampler and of the workers' base seed.
+        prefetch_factor (int, default 2 with workers): batches loaded ahead per worker.
+        persistent_workers (bool): keep the workers alive between epochs.
+        in_order (bool): False hands batches back as they arrive.
 
-    Raises ValueError for inconsistent options, exactly where torch does.
+    Each worker seeds Python's ``random`` and ember's default generator with
+    ``base_seed + worker_id`` and numpy's global RNG from the same two numbers; the
+    base seed is drawn from ``generator`` once per iterator.
+
+    Raises ValueError for inconsistent options, TypeError for a bad
+    ``multiprocessing_context``, exactly where torch does; iterating raises RuntimeError
+    when a worker dies or ``timeout`` passes, and re-raises a worker's exception with its
+    traceback text.
     """
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
@@ -108,11 +73,12 @@ class DataLoader:
         if num_workers == 0 and prefetch_factor is not None:
             raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
                              "to enable multiprocessing, otherwise set prefetch_factor to None.")
+        elif num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
-        if num_workers > 0:
-            warnings.warn(f"ember's DataLoader loads in the main process for now; num_workers={num_workers} "
-                          "is accepted and ignored", UserWarning, stacklevel=2)
         self.dataset = dataset
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
@@ -120,7 +86,6 @@ class DataLoader:
         self.pin_memory_device = pin_memory_device
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
-        self.multiprocessing_context = multiprocessing_context
         self.persistent_workers = persistent_workers
         self.in_order = in_order
 
@@ -168,7 +133,31 @@ class DataLoader:
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
+        self.multiprocessing_context = multiprocessing_context
+        self._IterableDataset_len_called = None
+        self._iterator = None
         self._initialized = True
+
+    @property
+    def multiprocessing_context(self):
+        return self._multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, context):
+        if context is not None:
+            if self.num_workers == 0:
+                raise ValueError("multiprocessing_context can only be used with multi-process loading "
+                                 f"(num_workers > 0), but got num_workers={self.num_workers}")
+            if isinstance(context, str):
+                methods = multiprocessing.get_all_start_methods()
+                if context not in methods:
+                    raise ValueError(f"multiprocessing_context option should specify a valid start method in "
+                                     f"{methods!r}, but got multiprocessing_context={context!r}")
+                context = multiprocessing.get_context(context)
+            if not isinstance(context, multiprocessing.context.BaseContext):
+                raise TypeError("multiprocessing_context option should be a valid context object or a string "
+                                f"specifying the start method, but got multiprocessing_context={context}")
+        self._multiprocessing_context = context
 
     @property
     def _auto_collation(self) -> bool:
@@ -184,65 +173,25 @@ class DataLoader:
             raise ValueError(f"{attr} attribute should not be set after {type(self).__name__} is initialized")
         super().__setattr__(attr, val)
 
+    def _get_iterator(self):
+        if self.num_workers == 0:
+            return SingleProcessDataLoaderIter(self)
+        return MultiProcessingDataLoaderIter(self)
+
     def __iter__(self):
-        return _SingleProcessDataLoaderIter(self)
+        # Persistent workers: one iterator (and one set of workers) for the loader's life.
+        if self.persistent_workers and self.num_workers > 0:
+            if self._iterator is None:
+                self._iterator = self._get_iterator()
+            else:
+                self._iterator._reset(self)
+            return self._iterator
+        return self._get_iterator()
 
     def __len__(self) -> int:
         if self._dataset_kind == "iterable":
-            length = len(self.dataset)
+            length = self._IterableDataset_len_called = len(self.dataset)
             if self.batch_size is not None:
                 length = length // self.batch_size if self.drop_last else math.ceil(length / self.batch_size)
             return length
         return len(self._index_sampler)
-
-
-class _BaseDataLoaderIter:
-    """The loop over index batches; subclasses decide where the fetching runs."""
-
-    def __init__(self, loader: DataLoader):
-        self._dataset = loader.dataset
-        self._dataset_kind = loader._dataset_kind
-        self._auto_collation = loader._auto_collation
-        self._drop_last = loader.drop_last
-        self._index_sampler = loader._index_sampler
-        self._collate_fn = loader.collate_fn
-        self._sampler_iter = iter(self._index_sampler)
-        self._base_seed = _draw_seed(loader.generator)  # for worker processes (later)
-        self._num_yielded = 0
-        self._len = None
-        try:
-            self._len = len(loader)
-        except TypeError:
-            pass
-
-    def __iter__(self):
-        return self
-
-    def _next_index(self):
-        return next(self._sampler_iter)
-
-    def __next__(self):
-        data = self._next_data()
-        self._num_yielded += 1
-        return data
-
-    def __len__(self) -> int:
-        return self._len
-
-
-class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
-    def __init__(self, loader: DataLoader):
-        super().__init__(loader)
-        self._fetcher = _create_fetcher(self._dataset_kind, self._dataset, self._auto_collation, self._collate_fn,
-                                        self._drop_last)
-
-    def _next_data(self):
-        index = self._next_index()
-        return self._fetcher.fetch(index)
-
-
-def _draw_seed(generator) -> int:
-    from ...random import default_generator
-    g = generator if generator is not None else default_generator()
-    return int(g.bit_generator.integers(0, 2 ** 63 - 1))
-

@@ -1,4 +1,5 @@
-"""Datasets: Dataset, IterableDataset, TensorDataset, Subset, ConcatDataset, random_split.
+"""Datasets: Dataset, IterableDataset, TensorDataset, StackDataset, Subset, ConcatDataset,
+ChainDataset and random_split.
 
 Source: https://pytorch.org/docs/stable/data.html
 """
@@ -12,7 +13,8 @@ from itertools import accumulate
 
 from ..._tensor import Tensor
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "Subset", "ConcatDataset", "ChainDataset",
+           "random_split"]
 
 
 class Dataset:
@@ -27,13 +29,15 @@ class Dataset:
 
 
 class IterableDataset(Dataset):
-    """A stream of samples: subclasses implement ``__iter__``; indices mean nothing."""
+    """A stream of samples: subclasses implement ``__iter__``; indices mean nothing.
+    ``a + b`` chains two streams (a ChainDataset). With worker processes each worker
+    iterates its own copy; use ``get_worker_info()`` in ``__iter__`` to shard."""
 
     def __iter__(self):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
     def __add__(self, other):
-        raise TypeError("ConcatDataset does not support IterableDataset; use ChainDataset")
+        return ChainDataset([self, other])
 
 
 class TensorDataset(Dataset):
@@ -44,7 +48,8 @@ class TensorDataset(Dataset):
     """
 
     def __init__(self, *tensors: Tensor):
-        assert all(tensors[0].size(0) == t.size(0) for t in tensors), "Size mismatch between tensors"
+        if any(tensors[0].size(0) != t.size(0) for t in tensors):
+            raise AssertionError("Size mismatch between tensors")
         self.tensors = tensors
 
     def __getitem__(self, index):
@@ -54,12 +59,67 @@ class TensorDataset(Dataset):
         return self.tensors[0].size(0)
 
 
+class StackDataset(Dataset):
+    """Sample ``i`` of several equally long datasets together: a tuple for positional
+    datasets (``StackDataset(images, labels)``), a dict for keyword ones
+    (``StackDataset(image=images, label=labels)``).
+
+    Raises ValueError when both or neither forms are given, or the lengths differ.
+    """
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                             "input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        members = list(args) if args else list(kwargs.values())
+        self._length = len(members[0])
+        if any(self._length != len(d) for d in members):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args if args else kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices: list):
+        named = isinstance(self.datasets, dict)
+        columns = {}
+        for key, d in (self.datasets.items() if named else enumerate(self.datasets)):
+            if callable(getattr(d, "__getitems__", None)):
+                items = d.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, "
+                                     f"got {len(items)}")
+            else:
+                items = [d[i] for i in indices]
+            columns[key] = items
+        if named:
+            return [{k: col[j] for k, col in columns.items()} for j in range(len(indices))]
+        return [tuple(col[j] for col in columns.values()) for j in range(len(indices))]
+
+    def __len__(self) -> int:
+        return self._length
+
+
 class Subset(Dataset):
-    """The samples of ``dataset`` at ``indices`` (a sequence), in that order."""
+    """The samples of ``dataset`` at ``indices`` (a sequence), in that order.
+
+    Raises NotImplementedError when a subclass overrides ``__getitem__`` but not
+    ``__getitems__`` (the DataLoader would bypass the override).
+    """
 
     def __init__(self, dataset, indices):
         self.dataset = dataset
         self.indices = indices
+        if type(self).__getitem__ is not Subset.__getitem__ and type(self).__getitems__ is Subset.__getitems__:
+            raise NotImplementedError(
+                f"{type(self).__name__} overrides __getitem__ but not __getitems__. When subclassing Subset and "
+                "overriding __getitem__, you must also override __getitems__ to ensure DataLoader works correctly "
+                "with your custom logic. A simple implementation:\n\n"
+                "def __getitems__(self, indices):\n    return [self.__getitem__(idx) for idx in indices]")
 
     def __getitem__(self, idx):
         if isinstance(idx, list):
@@ -92,9 +152,11 @@ class ConcatDataset(Dataset):
 
     def __init__(self, datasets):
         self.datasets = list(datasets)
-        assert len(self.datasets) > 0, "datasets should not be an empty iterable"
+        if not self.datasets:
+            raise AssertionError("datasets should not be an empty iterable")
         for d in self.datasets:
-            assert not isinstance(d, IterableDataset), "ConcatDataset does not support IterableDataset"
+            if isinstance(d, IterableDataset):
+                raise AssertionError("ConcatDataset does not support IterableDataset")
         self.cumulative_sizes = self.cumsum(self.datasets)
 
     def __len__(self) -> int:
@@ -108,6 +170,31 @@ class ConcatDataset(Dataset):
         which = bisect.bisect_right(self.cumulative_sizes, idx)
         sample_idx = idx if which == 0 else idx - self.cumulative_sizes[which - 1]
         return self.datasets[which][sample_idx]
+
+
+class ChainDataset(IterableDataset):
+    """Several IterableDatasets one after the other, chained lazily while iterating.
+
+    Raises AssertionError (while iterating or in ``len``) for a member that is not an
+    IterableDataset.
+    """
+
+    def __init__(self, datasets):
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self) -> int:
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            total += len(d)
+        return total
 
 
 def random_split(dataset, lengths, generator=None) -> list:

@@ -5,7 +5,8 @@ Source: https://pytorch.org/docs/stable/data.html#data-loading-order-and-sampler
 
 from __future__ import annotations
 
-__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"]
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+           "BatchSampler"]
 
 
 class Sampler:
@@ -82,7 +83,7 @@ class RandomSampler(Sampler):
 
 
 class SubsetRandomSampler(Sampler):
-    """The given ``indices`` in a random order."""
+    """The given ``indices`` in a random order (a permutation drawn from ``generator``)."""
 
     def __init__(self, indices, generator=None):
         self.indices = indices
@@ -95,6 +96,42 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self) -> int:
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """``num_samples`` indices in ``[0, len(weights))`` drawn with probabilities
+    proportional to ``weights`` (torch.multinomial), with ``replacement`` (default) or
+    without.
+
+    Args: weights (a 1-d sequence of non-negative numbers, kept as a float64 tensor),
+    num_samples (int), replacement (bool, True), generator (ember.Generator).
+
+    Raises ValueError for a non-positive or non-int ``num_samples``, a non-bool
+    ``replacement`` or weights that are not 1-d; iterating raises RuntimeError for
+    negative or non-finite weights, or ``num_samples > len(weights)`` without replacement.
+    """
+
+    def __init__(self, weights, num_samples: int, replacement: bool = True, generator=None):
+        from ... import _dtype as D
+        from ...ops.creation import as_tensor
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        weights = as_tensor(weights, dtype=D.float64)
+        if weights.dim() != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(weights.shape)}")
+        self.weights = weights
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self):
+        from ...ops.creation import multinomial
+        yield from multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator).tolist()
+
+    def __len__(self) -> int:
+        return self.num_samples
 
 
 class BatchSampler(Sampler):

@@ -1,0 +1,5 @@
+"""ember.nn.utils: gradient clipping, parameter vectors, parametrizations, pruning, packed sequences."""
+
+from . import parametrizations, parametrize, prune, rnn  # noqa: F401
+from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
+from .convert_parameters import parameters_to_vector, vector_to_parameters

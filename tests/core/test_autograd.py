@@ -2,6 +2,7 @@
 
 import threading
 
+import numpy as np
 import pytest
 import torch
 from conftest import assert_same
@@ -387,3 +388,20 @@ def test_integer_ops_do_not_track_history():
     assert x.max(0).values.requires_grad
     t = torch.tensor([1.0, 2.0], requires_grad=True)
     assert (x * 1).to(ember.int64).requires_grad == (t * 1).to(torch.int64).requires_grad
+
+
+@pytest.mark.parametrize("make", [lambda L, t: L.cat([t]), lambda L, t: L.stack([t]),
+                                  lambda L, t: L.split(t, [2], 0)[0], lambda L, t: t.unbind(0)[0][None],
+                                  lambda L, t: L.chunk(t, 1, 1)[0]])
+def test_one_piece_views_differentiate_twice_as_torch(make):
+    """A split/unbind/cat of a single piece is a node of one output; its gradient (and the
+    gradient of that) keep their shapes."""
+    results = []
+    for lib in (ember, torch):
+        t = lib.tensor([[1.0, -2.0, 0.5], [3.0, 0.25, -1.0]], dtype=lib.float64, requires_grad=True)
+        y = (make(lib, t) ** 3).sum()
+        (g,) = lib.autograd.grad(y, t, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), t)
+        results.append((g.detach().numpy(), gg.numpy()))
+    np.testing.assert_allclose(results[0][0], results[1][0])
+    np.testing.assert_allclose(results[0][1], results[1][1])

@@ -413,3 +413,13 @@ def test_activation_modules_match_torch(name, args):
         out.append((y.detach(), t.grad, [p.grad for p in layer.parameters()], repr(layer)))
     assert_same(out[0][:3], out[1][:3], 1e-5, 1e-5)
     assert out[0][3] == out[1][3]
+
+
+INPLACE_CAPABLE = ["ReLU", "ReLU6", "SELU", "CELU", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "SiLU", "ELU",
+                   "LeakyReLU", "RReLU", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+
+
+@pytest.mark.parametrize("name", INPLACE_CAPABLE)
+def test_inplace_reprs_match_torch(name):
+    """torch prints inplace=True for most of these, and nothing for Hardsigmoid/Hardswish."""
+    assert repr(getattr(nn, name)(inplace=True)) == repr(getattr(tnn, name)(inplace=True))

@@ -280,6 +280,6 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
             hash_prefix = match.group(1) if match else None
         if not _offline():
             os.makedirs(model_dir, exist_ok=True)
-            sys.stdout.write(f'Downloading: "{url}" to {cached_file}\n')
+            sys.stderr.write(f'Downloading: "{url}" to {cached_file}\n')
         download_url_to_file(url, cached_file, hash_prefix, progress=progress)
     return _load_file(cached_file, model_dir, map_location, weights_only)

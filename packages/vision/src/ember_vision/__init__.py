@@ -1,6 +1,6 @@
 """ember-vision: datasets and transforms for ember, with torchvision's names
 (``import ember_vision as torchvision``)."""
 
-from . import datasets, io, transforms, utils
+from . import datasets, io, models, ops, transforms, utils
 
 __version__ = "0.1.0"

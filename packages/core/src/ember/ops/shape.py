@@ -268,6 +268,8 @@ def select(input, dim, index):
 def _multi_view_rule(grads, shape, dim, bounds, stacked):
     """Gradient of outputs that tile ``dim`` (split/chunk/unbind); missing ones are zero."""
     from .creation import zeros
+    if not isinstance(grads, (list, tuple)):  # a node of one output gets its gradient alone
+        grads = (grads,)
     ref = next(g for g in grads if g is not None)
     parts = []
     for g, (lo, hi) in zip(grads, bounds):

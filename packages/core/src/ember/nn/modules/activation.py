@@ -190,6 +190,7 @@ Tanhshrink = _simple("Tanhshrink", "tanhshrink", "x - tanh(x) (torch.nn.Tanhshri
 Softshrink = _simple("Softshrink", "softshrink", "Soft thresholding by lambd (torch.nn.Softshrink).", lambd=0.5)
 Hardshrink = _simple("Hardshrink", "hardshrink", "Hard thresholding by lambd (torch.nn.Hardshrink).", lambd=0.5)
 Softshrink.extra_repr = Hardshrink.extra_repr = lambda self: str(self.lambd)  # as torch prints them
+Hardsigmoid.extra_repr = Hardswish.extra_repr = lambda self: ""  # torch prints no settings, inplace or not
 Threshold = _simple("Threshold", "threshold", "x above threshold, else value (torch.nn.Threshold).",
                     threshold=None, value=None, inplace=False)
 GLU = _simple("GLU", "glu", "The gated linear unit over ``dim`` (torch.nn.GLU).", dim=-1)
@@ -237,4 +238,4 @@ class RReLU(Module):
         return F.rrelu(input, self.lower, self.upper, self.training)
 
     def extra_repr(self) -> str:
-        return f"lower={self.lower}, upper={self.upper}"
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")

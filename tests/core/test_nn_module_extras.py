@@ -188,7 +188,7 @@ def test_buffers_and_names():
     lambda m, lib: m.get_submodule("fc.nothing"), lambda m, lib: m.get_submodule("fc.weight"),
     lambda m, lib: m.get_parameter("bn.running_mean"), lambda m, lib: m.get_parameter("fc.nothing"),
     lambda m, lib: m.get_buffer("fc.weight"), lambda m, lib: m.get_buffer("bn.nothing"),
-    lambda m, lib: m.get_extra_state(), lambda m, lib: m.to(lib.int64),
+    lambda m, lib: m.to(lib.int64),
 ])
 def test_registration_and_lookup_errors(call):
     e, t = _pair_net()
@@ -316,3 +316,12 @@ def test_extra_repr():
                 return "alpha=1,\nbeta=2"
         return Custom()
     assert repr(make(ember)) == repr(make(torch))
+
+
+def test_extra_state_without_an_override_raises_as_torch():
+    """Same exception type; ember's message says what to override (torch's asks to file a bug)."""
+    e, t = _pair_net()
+    with pytest.raises(RuntimeError):
+        t.get_extra_state()
+    with pytest.raises(RuntimeError, match="overrides get_extra_state\\(\\) and set_extra_state\\(\\)"):
+        e.get_extra_state()

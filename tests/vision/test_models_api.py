@@ -283,3 +283,11 @@ def test_densenet_memory_efficient_gives_same_gradients():
         grads.append([p.grad.numpy() for p in model.parameters()])
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_every_weights_preset_builds():
+    """Each weights' preprocessing can be made (a mode given as a string once failed here)."""
+    for name in models.list_models():
+        for member in models.get_model_weights(name):
+            preset = member.transforms()
+            assert callable(preset), f"{name}: {member}"

@@ -1,5 +1,5 @@
 """axpy and axpby from the OpenBLAS that numpy itself links, for optimizer updates, and
-``one_thread()``, which runs a block's matrix products on the calling thread alone.
+the BLAS thread count behind ``ember.set_num_threads``.
 
 An optimizer step is a few passes over every parameter.  numpy runs each pass on one
 core, and the other cores are held by OpenBLAS's workers, which spin for tens of
@@ -17,7 +17,7 @@ import os
 
 import numpy
 
-__all__ = ["axpy", "axpby", "one_thread", "get_num_threads", "set_num_threads"]
+__all__ = ["axpy", "axpby", "get_num_threads", "set_num_threads"]
 
 # below this many elements the ctypes call costs more than the pass it saves
 _MIN_SIZE = 1 << 14
@@ -92,43 +92,6 @@ def axpby(alpha: float, x, beta: float, y) -> None:
         y += x if alpha == 1 else alpha * x
     else:
         funcs[1](y.size, alpha, x.ctypes.data, 1, beta, y.ctypes.data, 1)
-
-
-# ---- one BLAS thread for a block ----------------------------------------------------------
-#
-# A loop of small products ([B, H] by [H, G*H] in a recurrent layer's time loop) gains
-# nothing from OpenBLAS's workers, and on a busy machine each product waits for a
-# descheduled worker (measured: 20x slower steps with 2 threads on 2 shared cores).
-# openblas_set_num_threads_local changes the count for the calling thread only.
-
-def _find_set_threads_local():
-    try:
-        fn = _LIB.openblas_set_num_threads_local
-        fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
-        return fn
-    except AttributeError:  # no library (None), or an OpenBLAS without the function
-        return None
-
-
-_SET_THREADS_LOCAL = _find_set_threads_local()
-
-
-class one_thread:
-    """``with one_thread(xp):`` runs the block's numpy matrix products on the calling
-    thread alone; nothing changes for other array modules or another BLAS."""
-
-    __slots__ = ("prev", "on")
-
-    def __init__(self, xp):
-        self.on = _SET_THREADS_LOCAL is not None and xp is numpy
-
-    def __enter__(self):
-        if self.on:
-            self.prev = _SET_THREADS_LOCAL(1)
-
-    def __exit__(self, *exc):
-        if self.on:
-            _SET_THREADS_LOCAL(self.prev)
 
 
 # ---- the BLAS thread count (torch.set_num_threads) ----------------------------------------

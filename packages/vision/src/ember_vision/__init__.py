@@ -1,5 +1,5 @@
-"""ember-vision: datasets and transforms for ember, with torchvision's names
-(``import ember_vision as torchvision``)."""
+"""ember-vision: datasets, transforms, models, image io, utils and box ops for ember, with
+torchvision's names (``import ember_vision as torchvision``)."""
 
 from . import datasets, io, models, ops, transforms, utils
 

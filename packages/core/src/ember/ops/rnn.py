@@ -22,7 +22,6 @@ projection); GRU rows ``r, z, n``, ``n = tanh(x_n + b_in + r*(W_hn h + b_hn))``,
 from __future__ import annotations
 
 from .._autocast import cast_inputs
-from .._blas import one_thread
 from .._tensor import _make
 from ..autograd import grad_mode
 from ._helpers import _STATE, be, needs_grad, record
@@ -48,8 +47,7 @@ def rnn_layer(mode, x, batch_sizes, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None, w_
     batch_sizes = tuple(int(b) for b in batch_sizes)
     arrays = [None if t is None else t._data for t in (x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr)]
     xp = be(x).xp
-    with one_thread(xp):
-        out, hn, cn, saved = _FORWARD[mode](xp, batch_sizes, reverse, *arrays)
+    out, hn, cn, saved = _FORWARD[mode](xp, batch_sizes, reverse, *arrays)
     dt = x.dtype
     r_out, r_hn = _make(out, dt), _make(hn, dt)
     r_cn = None if cn is None else _make(cn, dt)
@@ -218,12 +216,11 @@ _FORWARD = {"LSTM": _lstm_forward, "GRU": _gru_forward, "RNN_TANH": _elman_forwa
 def _lstm_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, saved):
     acts, hprev, cprev, tcs, hpre = saved
     hid = w_hh.shape[0] // 4
-    # derivative of each activation from its value: a(1-a) for the sigmoids, 1-g^2 for g
-    deriv = acts - acts * acts
-    g = acts[:, 2 * hid:3 * hid]
-    deriv[:, 2 * hid:3 * hid] = 1 - g * g
-    o_dtanh = acts[:, 3 * hid:] * (1 - tcs * tcs)
     d_gates = xp.empty_like(acts)
+    # each step's activation derivatives, from the activations' values (computed step by
+    # step: the [bs, 4H] slices stay in cache): a(1-a) for the sigmoids, 1-g^2 for g
+    deriv = xp.empty((max(batch_sizes, default=0), 4 * hid), dtype=acts.dtype)
+    one_minus = xp.empty((deriv.shape[0], hid), dtype=acts.dtype)
     dh_carry, dc_carry = d_hn.copy(), d_cn.copy()
     d_h = xp.empty_like(d_out) if w_hr is not None else None
     for o0, bs in reversed(_schedule(batch_sizes, reverse)):
@@ -232,14 +229,23 @@ def _lstm_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, s
         if w_hr is not None:
             d_h[rows] = dh
             dh = dh @ w_hr
-        a, dg = acts[rows], d_gates[rows]
-        dc = dh * o_dtanh[rows]
+        a, dg, dv, om = acts[rows], d_gates[rows], deriv[:bs], one_minus[:bs]
+        xp.subtract(1, a, out=dv)
+        dv *= a
+        gate = a[:, 2 * hid:3 * hid]
+        xp.multiply(gate, gate, out=dv[:, 2 * hid:3 * hid])
+        xp.subtract(1, dv[:, 2 * hid:3 * hid], out=dv[:, 2 * hid:3 * hid])
+        tc = tcs[rows]
+        xp.multiply(tc, tc, out=om)
+        xp.subtract(1, om, out=om)
+        om *= a[:, 3 * hid:]  # o * tanh'(c)
+        dc = dh * om
         dc += dc_carry[:bs]
         xp.multiply(dc, a[:, 2 * hid:3 * hid], out=dg[:, :hid])
         xp.multiply(dc, cprev[rows], out=dg[:, hid:2 * hid])
         xp.multiply(dc, a[:, :hid], out=dg[:, 2 * hid:3 * hid])
-        xp.multiply(dh, tcs[rows], out=dg[:, 3 * hid:])
-        dg *= deriv[rows]
+        xp.multiply(dh, tc, out=dg[:, 3 * hid:])
+        dg *= dv
         xp.multiply(dc, a[:, hid:2 * hid], out=dc_carry[:bs])
         xp.matmul(dg, w_hh, out=dh_carry[:bs])
     d_whr = None if w_hr is None else d_h.T @ hpre
@@ -302,10 +308,9 @@ def _layer_rule(grads, mode, batch_sizes, reverse, x, hx, cx, w_ih, w_hh, b_ih, 
         g = outs[i] if i < len(outs) else None
         arrs.append(None if shape is None else xp.zeros(shape, dtype=x._data.dtype) if g is None else g._data)
     d_out, d_hn, d_cn = arrs
-    with one_thread(xp):
-        d_proj, d_rec, hprev, dh0, dc0, d_whr = _BACKWARD[mode](
-            xp, batch_sizes, reverse, d_out, d_hn, d_cn, x._data, w_hh._data, None if w_hr is None else w_hr._data,
-            saved)
+    d_proj, d_rec, hprev, dh0, dc0, d_whr = _BACKWARD[mode](
+        xp, batch_sizes, reverse, d_out, d_hn, d_cn, x._data, w_hh._data, None if w_hr is None else w_hr._data,
+        saved)
     dt = x.dtype
 
     def wrap(a, t):
@@ -316,10 +321,16 @@ def _layer_rule(grads, mode, batch_sizes, reverse, x, hx, cx, w_ih, w_hh, b_ih, 
         d_bhh = d_rec.sum(0) if d_rec is not d_proj else d_bih.copy()
     else:
         d_bhh = None
+    d_wih = d_whh = None
+    if d_rec is d_proj and w_ih._requires_grad and w_hh._requires_grad:
+        # LSTM and Elman layers: one [G*H, N] x [N, I + H] product is faster than two
+        both = d_proj.T @ xp.concatenate((x._data, hprev), axis=1)
+        d_wih, d_whh = xp.ascontiguousarray(both[:, :x.shape[1]]), xp.ascontiguousarray(both[:, x.shape[1]:])
+    else:
+        d_wih = d_proj.T @ x._data if w_ih._requires_grad else None
+        d_whh = d_rec.T @ hprev if w_hh._requires_grad else None
     return (wrap(d_proj @ w_ih._data if x._requires_grad else None, x), wrap(dh0, hx), wrap(dc0, cx),
-            wrap(d_proj.T @ x._data if w_ih._requires_grad else None, w_ih),
-            wrap(d_rec.T @ hprev if w_hh._requires_grad else None, w_hh),
-            wrap(d_bih, b_ih), wrap(d_bhh, b_hh), wrap(d_whr, w_hr))
+            wrap(d_wih, w_ih), wrap(d_whh, w_hh), wrap(d_bih, b_ih), wrap(d_bhh, b_hh), wrap(d_whr, w_hr))
 
 
 def _req(t):

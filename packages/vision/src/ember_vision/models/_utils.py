@@ -4,6 +4,7 @@ legacy ``pretrained=`` keyword (as torchvision.models._utils behaves)."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import warnings
 from collections.abc import Callable
@@ -105,3 +106,14 @@ def handle_legacy_interface(**legacy: tuple[str, Any]) -> Callable:
             return builder(*args, **kwargs)
         return wrapper
     return decorate
+
+
+def _check_sha256_prefix(path: str, prefix: str) -> None:
+    """Raise RuntimeError unless the sha256 of the file at ``path`` starts with ``prefix``."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    if not digest.hexdigest().startswith(prefix):
+        raise RuntimeError(f"invalid hash value for {path}: expected a sha256 starting with {prefix}, "
+                           f"got {digest.hexdigest()}")

@@ -9,7 +9,6 @@ ReLU6, fixed stem and head): https://github.com/tensorflow/tpu/tree/master/model
 from __future__ import annotations
 
 import copy
-import hashlib
 import math
 import re
 from functools import partial
@@ -19,10 +18,11 @@ import ember
 from ember import nn
 
 from ..ops.stochastic_depth import StochasticDepth
+from ..transforms.functional import InterpolationMode
 from ._api import Weights, WeightsEnum, register_model
 from ._meta import _IMAGENET_CATEGORIES
 from ._presets import ImageClassification
-from ._utils import _load_weights, _make_divisible, _ovewrite_named_param, handle_legacy_interface
+from ._utils import _check_sha256_prefix, _load_weights, _make_divisible, _ovewrite_named_param, handle_legacy_interface
 from .mobilenetv2 import Conv2dNormActivation
 from .mobilenetv3 import SqueezeExcitation
 
@@ -164,12 +164,12 @@ def _b_setting(width_mult: float, depth_mult: float) -> List[MBConvConfig]:
 
 class EfficientNet_B0_Weights(WeightsEnum):
     """ImageNet-1k weights of :func:`efficientnet_b0` (torchvision's checkpoint, ported from
-    timm). Its preset asks for bicubic resizing; ember's ImageClassification resizes bilinearly."""
+    timm); its preset resizes bicubically, as torchvision's."""
 
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/efficientnet_b0_rwightman-7f5810bc.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=256,
-                           interpolation="InterpolationMode.BICUBIC"),
+                           interpolation=InterpolationMode.BICUBIC),
         meta={"min_size": (1, 1), "categories": _IMAGENET_CATEGORIES, "num_params": 5288548,
               "recipe": "https://github.com/pytorch/vision/tree/main/references/classification#efficientnet-v1",
               "_metrics": {"ImageNet-1K": {"acc@1": 77.692, "acc@5": 93.532}}, "_ops": 0.386, "_file_size": 20.451},
@@ -285,16 +285,6 @@ class EfficientNet_Lite0_Weights(WeightsEnum):
         if check_hash:
             _check_sha256_prefix(path, _LITE0_FILE.rsplit("-", 1)[-1].split(".")[0])
         return efficientnet_lite0_state_dict_from_efficientnet_pytorch(ember.load(path))
-
-
-def _check_sha256_prefix(path: str, prefix: str) -> None:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    if not digest.hexdigest().startswith(prefix):
-        raise RuntimeError(f"invalid hash value for {path}: expected a sha256 starting with {prefix}, "
-                           f"got {digest.hexdigest()}")
 
 
 def _lite_setting() -> List[MBConvConfig]:

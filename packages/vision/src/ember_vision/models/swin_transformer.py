@@ -14,6 +14,7 @@ from ember import nn
 from ember.nn import functional as F
 
 from ..ops.stochastic_depth import StochasticDepth
+from ..transforms.functional import InterpolationMode
 from ._api import Weights, WeightsEnum, register_model
 from ._meta import _IMAGENET_CATEGORIES
 from ._presets import ImageClassification
@@ -391,7 +392,7 @@ class Swin_T_Weights(WeightsEnum):
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/swin_t-704ceda3.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=232,
-                           interpolation="InterpolationMode.BICUBIC"),
+                           interpolation=InterpolationMode.BICUBIC),
         meta={
             "categories": _IMAGENET_CATEGORIES,
             "num_params": 28288354,

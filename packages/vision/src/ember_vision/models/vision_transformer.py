@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional
 import ember
 from ember import nn
 
+from ..transforms.functional import InterpolationMode
 from ._api import Weights, WeightsEnum, register_model
 from ._meta import _IMAGENET_CATEGORIES
 from ._presets import ImageClassification
@@ -262,7 +263,7 @@ class ViT_B_16_Weights(WeightsEnum):
     IMAGENET1K_SWAG_E2E_V1 = Weights(
         url="https://download.pytorch.org/models/vit_b_16_swag-9ac1b537.pth",
         transforms=partial(ImageClassification, crop_size=384, resize_size=384,
-                           interpolation="InterpolationMode.BICUBIC"),
+                           interpolation=InterpolationMode.BICUBIC),
         meta={
             **_COMMON_SWAG_META,
             "num_params": 86859496,
@@ -275,7 +276,7 @@ class ViT_B_16_Weights(WeightsEnum):
     IMAGENET1K_SWAG_LINEAR_V1 = Weights(
         url="https://download.pytorch.org/models/vit_b_16_lc_swag-4e70ced5.pth",
         transforms=partial(ImageClassification, crop_size=224, resize_size=224,
-                           interpolation="InterpolationMode.BICUBIC"),
+                           interpolation=InterpolationMode.BICUBIC),
         meta={
             **_COMMON_SWAG_META,
             "recipe": "https://github.com/pytorch/vision/pull/5793",

@@ -325,15 +325,13 @@ class Module:
     def get_extra_state(self):
         """State beyond parameters and buffers to put in state_dict under ``_extra_state``;
         override together with ``set_extra_state`` (torch.nn.Module.get_extra_state)."""
-        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called. Please file "
-                           "an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to "
-                           "report this bug.")
+        raise RuntimeError(f"{type(self).__name__}.get_extra_state() is not defined: a module with extra state "
+                           "overrides get_extra_state() and set_extra_state() together")
 
     def set_extra_state(self, state) -> None:
         """Receive what ``get_extra_state`` returned, on load_state_dict."""
-        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called. Please file "
-                           "an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to "
-                           "report this bug.")
+        raise RuntimeError(f"{type(self).__name__}.set_extra_state() is not defined: a module with extra state "
+                           "overrides get_extra_state() and set_extra_state() together")
 
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, p in self._parameters.items():

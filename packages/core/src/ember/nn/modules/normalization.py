@@ -15,6 +15,19 @@ from .module import Module
 __all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
 
 
+def _affine_parameters(module: Module, affine: bool, shape, bias: bool, fk: dict) -> None:
+    """``weight`` (ones) and ``bias`` (zeros) of ``shape`` when ``affine``, else both None."""
+    module.register_parameter("weight", Parameter(init.ones_(empty(shape, **fk))) if affine else None)
+    module.register_parameter("bias", Parameter(init.zeros_(empty(shape, **fk))) if affine and bias else None)
+
+
+def _reset_affine(module: Module) -> None:
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class LayerNorm(Module):
     """Normalise the last dims ``normalized_shape`` of ``[*, *normalized_shape]`` to zero mean
     and unit variance, then scale by ``weight`` and shift by ``bias`` (torch.nn.LayerNorm)."""
@@ -28,22 +41,10 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, **fk))
-            if bias:
-                self.bias = Parameter(empty(self.normalized_shape, **fk))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _affine_parameters(self, elementwise_affine, self.normalized_shape, bias, fk)
 
     def reset_parameters(self) -> None:
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return _layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -69,22 +70,10 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(empty(num_channels, **fk))
-            if bias:
-                self.bias = Parameter(empty(num_channels, **fk))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _affine_parameters(self, affine, (num_channels,), bias, fk)
 
     def reset_parameters(self) -> None:
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return _group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -107,14 +96,11 @@ class RMSNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, **fk))
-        else:
-            self.register_parameter("weight", None)
-        self.reset_parameters()
+        self.register_parameter("weight", Parameter(init.ones_(empty(self.normalized_shape, **fk)))
+                                if elementwise_affine else None)
 
     def reset_parameters(self) -> None:
-        if self.elementwise_affine:
+        if self.weight is not None:
             init.ones_(self.weight)
 
     def forward(self, x):

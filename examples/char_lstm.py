@@ -13,8 +13,8 @@ defaults): 146 s wall, final epoch loss 2.029 (perplexity 7.6); a sample at temp
 On a busy machine, one BLAS thread (``OPENBLAS_NUM_THREADS=1``) avoids waiting on
 descheduled BLAS workers.
 
-Written against PyTorch's API: replace ``import ember as torch`` by ``import torch`` and it
-runs unchanged on PyTorch.
+Written against PyTorch's API: with ``ember`` replaced by ``torch`` in its three ember
+imports it runs unchanged on PyTorch.
 
 The text is read from ``--data-dir`` (default: where Debian installs it): every plain file
 there holds fortunes separated by lines holding only ``%``; the ``.dat`` and ``.u8`` index

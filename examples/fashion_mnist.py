@@ -3,8 +3,8 @@
     python examples/fashion_mnist.py                 # 2 epochs, about 91% test accuracy
     python examples/fashion_mnist.py --limit-batches 20 --epochs 1   # a quick slice
 
-Written against PyTorch's API: replace the two ember imports by
-``import torch`` / ``import torchvision`` and it runs unchanged on PyTorch.
+Written against PyTorch's API: with ``ember`` replaced by ``torch`` and ``ember_vision`` by
+``torchvision`` in its imports it runs unchanged on PyTorch.
 
 The data is read from ``--data-dir`` in torchvision's layout
 (``<data-dir>/FashionMNIST/raw/*-ubyte.gz``); ``--source-dir`` copies the original IDX
@@ -84,7 +84,8 @@ def main(argv=None) -> float:
     p.add_argument("--batch-size", type=int, default=64, help="training images per step")
     p.add_argument("--lr", type=float, default=2e-3, help="Adam's initial learning rate, cosine-annealed to 0")
     p.add_argument("--out", default="fashion_mnist_cnn.pt", help="where the trained weights are saved")
-    p.add_argument("--limit-batches", type=int, default=None, help="train and test on this many batches only")
+    p.add_argument("--limit-batches", type=int, default=None,
+                   help="train on this many batches per epoch and test on a tenth as many (at least one)")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial weights and the shuffling")
     args = p.parse_args(argv)
 

@@ -22,8 +22,8 @@ the plain-text files of ``--data-dir`` (fortunes separated by lines holding only
 the ``.dat`` indexes, ``.u8`` files and symlinks are skipped).  Install it with
 ``apt-get install fortunes``.
 
-Written against PyTorch's API: replace the ember imports by ``import torch`` and it runs
-unchanged on PyTorch.
+Written against PyTorch's API: with ``ember`` replaced by ``torch`` in its three ember
+imports it runs unchanged on PyTorch.
 """
 
 from __future__ import annotations

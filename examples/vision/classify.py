@@ -8,6 +8,9 @@ pretrained weights are used (downloaded once into the hub cache); ``--weights`` 
 file instead, in any format ember reads: safetensors, torch's zip checkpoint, or torch's
 legacy checkpoint (for ``efficientnet_lite0`` also the EfficientNet-PyTorch key layout).
 
+Each model's own preprocessing (its weights' ``transforms()``) prepares the image: the
+ImageNet models take it in colour, ``fashion_resnet`` as a 28x28 grayscale image.
+
 stdout holds only the K best classes, best first, one ``label<TAB>probability`` per line;
 messages and errors go to stderr, with exit status 1 on failure.
 """
@@ -41,8 +44,11 @@ def build_model(name: str, weights_file: str | None):
         raise ClassifyError(f"model {name!r} has no pretrained weights (no categories to name)") from None
     if weights_file is None:
         # downloads announce themselves on stdout; keep stdout for the results
-        with contextlib.redirect_stdout(sys.stderr):
-            model = models.get_model(name, weights=default)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                model = models.get_model(name, weights=default)
+        except (OSError, RuntimeError) as exc:  # no network, offline cache miss, bad download
+            raise ClassifyError(f"cannot load the default weights of {name} ({default}): {exc}") from None
     else:
         if not os.path.isfile(weights_file):
             raise ClassifyError(f"weights file not found: {weights_file}")

@@ -4,6 +4,7 @@ import collections
 import io
 import os
 import pickle
+import stat
 import zipfile
 
 import numpy as np
@@ -307,3 +308,33 @@ def test_top_level_forwarding():
     out = torch.load(buf, weights_only=True)
     assert out[0].tolist() == [1, 2, 3] and out[0].dtype == torch.int64 and out[1] == ("x", 2.5, None, True)
     assert as_numpy(to_ember(out[0])).tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("existing_mode", [None, 0o600, 0o640])
+def test_file_mode_as_torch_gives(tmp_path, existing_mode):
+    # torch opens the path for writing: a new file gets 0o666 less the umask, an old one keeps its mode
+    old_umask = os.umask(0o022)
+    try:
+        modes = []
+        for name, save in (("t.pt", torch.save), ("e.pt", ember.save)):
+            path = tmp_path / name
+            if existing_mode is not None:
+                path.write_bytes(b"old")
+                os.chmod(path, existing_mode)
+            save({"w": torch.ones(2) if save is torch.save else ember.ones(2)}, path)
+            modes.append(stat.S_IMODE(os.stat(path).st_mode))
+    finally:
+        os.umask(old_umask)
+    assert modes[1] == modes[0]
+    assert sorted(os.listdir(tmp_path)) == ["e.pt", "t.pt"]  # no temporary file left
+
+
+def test_save_writes_through_a_symlink(tmp_path):
+    for name, save, ones in (("t", torch.save, torch.ones), ("e", ember.save, ember.ones)):
+        target, link = tmp_path / f"{name}_target.pt", tmp_path / f"{name}_link.pt"
+        target.write_bytes(b"old")
+        os.symlink(target, link)
+        save({"w": ones(3)}, link)
+        assert os.path.islink(link)
+    assert ember.load(tmp_path / "e_target.pt")["w"].tolist() == [1.0, 1.0, 1.0]
+    assert torch.load(tmp_path / "e_target.pt")["w"].tolist() == torch.load(tmp_path / "t_target.pt")["w"].tolist()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import os
 import re
@@ -70,6 +71,36 @@ def test_reads_safetensors_weights(setup, capsys):
     image, _, st_file, probs, categories = setup
     assert classify.main([str(image), "--model", "mobilenet_v3_small", "--weights", str(st_file)]) == 0
     _check_output(capsys.readouterr().out, 5, probs, categories)
+
+
+def test_fashion_resnet_classifies_a_colour_image(tmp_path, capsys):
+    # a real Fashion-MNIST test image saved as an RGB PNG: the model's preset makes it grayscale
+    from ember_vision.models import fashion_mnist
+    debian_copy = "/usr/share/datasets/fashion-mnist"
+    with gzip.open(os.path.join(debian_copy, "t10k-images-idx3-ubyte.gz"), "rb") as fh:
+        fh.seek(16)  # the IDX header
+        pixels = np.frombuffer(fh.read(28 * 28), dtype=np.uint8).reshape(28, 28)
+    with gzip.open(os.path.join(debian_copy, "t10k-labels-idx1-ubyte.gz"), "rb") as fh:
+        fh.seek(8)
+        label = fh.read(1)[0]
+    image = tmp_path / "item.png"
+    Image.fromarray(np.stack([pixels] * 3, axis=-1)).save(image)
+    weights = fashion_mnist.FashionResNet_Weights.DEFAULT
+    model = fashion_mnist.fashion_resnet(weights=weights).eval()
+    with ember.no_grad():
+        probs = ember.softmax(model(weights.transforms()(Image.fromarray(pixels)).unsqueeze(0)), dim=1)[0].numpy()
+    assert int(np.argmax(probs)) == label  # the first test image, an ankle boot, is an easy one
+    assert classify.main([str(image), "--model", "fashion_resnet", "--topk", "3"]) == 0
+    _check_output(capsys.readouterr().out, 3, probs, weights.meta["categories"])
+
+
+def test_default_weights_unavailable_is_one_line_error(setup, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("EMBER_HUB_OFFLINE", "1")
+    monkeypatch.setenv("EMBER_HOME", str(tmp_path))
+    assert classify.main([str(setup[0]), "--model", "mobilenet_v3_small"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "cannot load the default weights of mobilenet_v3_small" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("case,message", [

@@ -44,7 +44,7 @@ def test_claimed_accuracy_holds_on_the_real_test_set(tmp_path):
             correct += (model(x).argmax(1) == y).sum().item()
     accuracy = correct / len(test_set)
     assert len(test_set) == 10_000
-    assert accuracy >= 0.92
+    assert accuracy >= 0.93
     # the same images, the same weights: only float summation order may move a borderline image
     assert abs(accuracy - weights.meta["_metrics"]["FashionMNIST"]["acc@1"]) <= 5e-4
 
@@ -58,6 +58,26 @@ def test_preset_equals_to_tensor_then_normalize():
     np.testing.assert_allclose(preset(image).numpy(), expected.numpy(), rtol=1e-6, atol=1e-6)
     as_tensor = transforms.PILToTensor()(image)
     np.testing.assert_allclose(preset(as_tensor).numpy(), expected.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("size", [(28, 28), (45, 60)])
+def test_preset_takes_colour_images_of_any_size(size):
+    rng = np.random.default_rng(1)
+    from PIL import Image
+    rgb = Image.fromarray(rng.integers(0, 256, size + (3,), dtype=np.uint8), mode="RGB")
+    preset = fashion_mnist.FashionResNet_Weights.DEFAULT.transforms()
+    expected = transforms.Compose([transforms.Grayscale(), transforms.Resize(28), transforms.CenterCrop(28),
+                                   transforms.ToTensor(),
+                                   transforms.Normalize((fashion_mnist.MEAN,), (fashion_mnist.STD,))])(rgb)
+    got = preset(rgb)
+    assert got.shape == (1, 28, 28)
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6, atol=1e-6)
+    # a uint8 RGB tensor takes the tensor kernels (compared with torchvision's elsewhere)
+    tensor = transforms.PILToTensor()(rgb)
+    expected = transforms.Compose([transforms.Grayscale(), transforms.Resize(28), transforms.CenterCrop(28),
+                                   transforms.ConvertImageDtype(ember.float32),
+                                   transforms.Normalize((fashion_mnist.MEAN,), (fashion_mnist.STD,))])(tensor)
+    np.testing.assert_allclose(preset(tensor).numpy(), expected.numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_num_classes_must_match_the_weights():

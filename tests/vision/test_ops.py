@@ -79,6 +79,8 @@ def test_nms_and_batched_nms(thr):
     assert keep.tolist() == DATA[f"nms/{thr}"].tolist()
     keep = ops.batched_nms(T("nms_boxes"), T("nms_scores"), T("nms_idxs"), thr)
     assert keep.tolist() == DATA[f"batched_nms/{thr}"].tolist()
+    keep = ops.batched_nms(T("big_nms_boxes"), T("big_nms_scores"), T("big_nms_idxs"), thr)
+    assert keep.tolist() == DATA[f"batched_nms_big/{thr}"].tolist()
 
 
 def test_nms_empty():

@@ -28,6 +28,7 @@ from ._dtype import (
 from ._dtype import bool_ as bool  # noqa: A001  (torch.bool)
 from ._tensor import Size, Tensor
 from ._tensor_str import set_printoptions
+from ._type_info import finfo, iinfo
 from .amp.autocast_mode import (  # noqa: F401
     autocast,
     autocast_decrement_nesting,

@@ -26,9 +26,9 @@ import io
 import os
 import pickle
 import secrets
+import stat
 import struct
 import sys
-import tempfile
 import zipfile
 
 import numpy
@@ -281,6 +281,34 @@ def _write_legacy(obj, stream, protocol: int) -> None:
         stream.write(_storage_bytes(ref))
 
 
+def _write_path_atomically(path: str, write) -> None:
+    """Run ``write(stream)`` into a new file beside ``path``, then rename it over ``path``.
+
+    A symlink is written through (its target is replaced); a new file gets the mode
+    ``open()`` would give it (0o666 less the umask), an existing one keeps its mode; a path
+    that is not a regular file (a device, a FIFO) is written in place, as torch does."""
+    path = os.path.realpath(path)
+    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+        with open(path, "wb") as stream:
+            write(stream)
+        return
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}.{secrets.token_hex(8)}.part")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            write(stream)
+        if os.path.exists(path):
+            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True,
          _disable_byteorder_record: bool = False) -> None:
     """Save ``obj`` (tensors inside plain containers, e.g. a ``state_dict()``) to ``f``.
@@ -292,7 +320,9 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_
         _use_new_zipfile_serialization: False writes torch's older non-zip format.
 
     A path is written to a temporary file in the same directory, then renamed over
-    ``f``: an error leaves no half-written file.  Raises RuntimeError for a non-leaf
+    ``f``: an error leaves no half-written file. As with torch's plain ``open``, a symlink
+    is written through, a new file's mode follows the umask and an existing file keeps its
+    mode.  Raises RuntimeError for a non-leaf
     tensor that requires grad (torch's error), and whatever pickling raises for
     objects that cannot be pickled.
     """
@@ -306,19 +336,7 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_
             _write_legacy(obj, stream, pickle_protocol)
 
     if isinstance(f, (str, os.PathLike)):
-        path = os.fspath(f)
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".ember-save-", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as stream:
-                write(stream)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        _write_path_atomically(os.fspath(f), write)
         return
     if not hasattr(f, "write"):
         raise AttributeError(f"expected 'f' to be string, path, or a file-like object with a 'write' attribute, "

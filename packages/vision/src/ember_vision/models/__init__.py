@@ -2,6 +2,7 @@
 enums (torchvision.models): one module per family, each builder registered for
 ``get_model`` / ``list_models``."""
 
+from . import detection  # noqa: F401  (registers the detection builders)
 from ._api import Weights, WeightsEnum, get_model, get_model_builder, get_model_weights, get_weight, list_models
 from .alexnet import *  # noqa: F401,F403
 from .convnext import *  # noqa: F401,F403

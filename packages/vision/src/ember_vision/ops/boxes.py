@@ -172,13 +172,21 @@ def nms(boxes, scores, iou_threshold: float):
         RuntimeError: boxes not ``[N, 4]``, scores not ``[N]``.
     """
     _check_nms_args(boxes, scores)
-    n = boxes.shape[0]
-    if n == 0:
+    if boxes.shape[0] == 0:
         return ember.empty((0,), dtype=ember.int64, device=boxes.device)
-    # The greedy scan is sequential; it runs on host copies (one IoU matrix, then one pass
-    # per kept box over the remaining candidates).
-    b = np.asarray(boxes.detach().cpu().numpy())
-    s = np.asarray(scores.detach().cpu().numpy())
+    keep = _greedy_nms(_host(boxes), _host(scores), iou_threshold)
+    return ember.tensor(keep, device=boxes.device)
+
+
+def _host(t) -> np.ndarray:
+    return np.asarray(t.detach().cpu().numpy())
+
+
+def _greedy_nms(b: np.ndarray, s: np.ndarray, iou_threshold: float) -> np.ndarray:
+    """Indices (int64) of the boxes ``b`` ``[N, 4]`` that greedy NMS keeps, by decreasing
+    score ``s`` (ties: lower index first). The scan is sequential: one vectorised pass per
+    kept box over the candidates still alive."""
+    n = b.shape[0]
     order = np.argsort(-s, kind="stable")
     b = b[order]
     x1, y1, x2, y2 = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
@@ -198,12 +206,13 @@ def nms(boxes, scores, iou_threshold: float):
         with np.errstate(invalid="ignore", divide="ignore"):
             iou = inter / (areas[i] + areas[rest] - inter)
         alive[rest[iou > iou_threshold]] = False
-    return ember.tensor(order[keep].astype(np.int64), device=boxes.device)
+    return order[keep].astype(np.int64)
 
 
 def batched_nms(boxes, scores, idxs, iou_threshold: float):
     """:func:`nms` within each category: boxes of different ``idxs`` never suppress each
-    other (every category is moved apart by an offset larger than all coordinates).
+    other (up to 1000 boxes, every category is moved apart by an offset larger than all
+    coordinates and one scan runs; above, one scan per category).
 
     Args:
         boxes: ``[N, 4]`` ``xyxy``; scores: ``[N]``; idxs: ``[N]`` integer categories.
@@ -212,6 +221,18 @@ def batched_nms(boxes, scores, idxs, iou_threshold: float):
     """
     if boxes.numel() == 0:
         return ember.empty((0,), dtype=ember.int64, device=boxes.device)
-    max_coordinate = boxes.max()
-    offsets = idxs.to(boxes.dtype) * (max_coordinate + 1)
-    return nms(boxes + offsets[:, None], scores, iou_threshold)
+    if boxes.shape[0] <= _PER_CATEGORY_ABOVE:
+        max_coordinate = boxes.max()
+        offsets = idxs.to(boxes.dtype) * (max_coordinate + 1)
+        return nms(boxes + offsets[:, None], scores, iou_threshold)
+    # many boxes (a detector's candidates over dozens of classes): one scan per category is
+    # much shorter than one scan over all of them (torchvision also switches, on CPU)
+    _check_nms_args(boxes, scores)
+    b, s, c = _host(boxes), _host(scores), _host(idxs)
+    kept = [np.flatnonzero(c == k)[_greedy_nms(b[c == k], s[c == k], iou_threshold)] for k in np.unique(c)]
+    kept = np.concatenate(kept)
+    kept = kept[np.lexsort((kept, -s[kept]))]  # decreasing score, ties by lower index
+    return ember.tensor(kept.astype(np.int64), device=boxes.device)
+
+
+_PER_CATEGORY_ABOVE = 1000  # boxes; torchvision's CPU threshold (4000 coordinates)

@@ -1,5 +1,8 @@
-"""The 1000 ImageNet-1k class names in the order of the class indices of models trained on
-ImageNet (the ILSVRC-2012 synset order, with torchvision's human-readable names)."""
+"""Category names of the pretrained weights. ``_IMAGENET_CATEGORIES``: the 1000 ImageNet-1k
+class names in the order of the class indices of models trained on ImageNet (the ILSVRC-2012
+synset order, with torchvision's human-readable names). ``_COCO_CATEGORIES``: the 91 class
+indices of torchvision's COCO detectors (``"__background__"`` is class 0; ``"N/A"`` marks ids
+unused by COCO 2017). Source: torchvision.models._meta."""
 
 _IMAGENET_CATEGORIES = [
     'tench', 'goldfish', 'great white shark', 'tiger shark', 'hammerhead', 'electric ray', 'stingray', 'cock', 'hen',
@@ -127,4 +130,17 @@ _IMAGENET_CATEGORIES = [
     'ballplayer', 'groom', 'scuba diver', 'rapeseed', 'daisy', "yellow lady's slipper", 'corn', 'acorn', 'hip',
     'buckeye', 'coral fungus', 'agaric', 'gyromitra', 'stinkhorn', 'earthstar', 'hen-of-the-woods', 'bolete', 'ear',
     'toilet tissue',
+]
+
+_COCO_CATEGORIES = [
+    "__background__", "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat",
+    "traffic light", "fire hydrant", "N/A", "stop sign", "parking meter", "bench", "bird", "cat", "dog",
+    "horse", "sheep", "cow", "elephant", "bear", "zebra", "giraffe", "N/A", "backpack", "umbrella", "N/A",
+    "N/A", "handbag", "tie", "suitcase", "frisbee", "skis", "snowboard", "sports ball", "kite",
+    "baseball bat", "baseball glove", "skateboard", "surfboard", "tennis racket", "bottle", "N/A",
+    "wine glass", "cup", "fork", "knife", "spoon", "bowl", "banana", "apple", "sandwich", "orange",
+    "broccoli", "carrot", "hot dog", "pizza", "donut", "cake", "chair", "couch", "potted plant", "bed", "N/A",
+    "dining table", "N/A", "N/A", "toilet", "N/A", "tv", "laptop", "mouse", "remote", "keyboard",
+    "cell phone", "microwave", "oven", "toaster", "sink", "refrigerator", "N/A", "book", "clock", "vase",
+    "scissors", "teddy bear", "hair drier", "toothbrush",
 ]

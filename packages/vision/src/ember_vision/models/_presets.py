@@ -14,7 +14,7 @@ from ember.nn import functional as F
 
 from ..transforms import functional as TF
 
-__all__ = ["ImageClassification"]
+__all__ = ["ImageClassification", "ObjectDetection"]
 
 
 def _resized_size(h: int, w: int, size: int) -> tuple[int, int]:
@@ -111,3 +111,20 @@ class ImageClassification(nn.Module):
                 f"``interpolation={self.interpolation}``, then center-cropped to ``crop_size={self.crop_size}``; "
                 f"the values are rescaled to [0.0, 1.0] and normalized with ``mean={self.mean}`` and "
                 f"``std={self.std}``.")
+
+
+class ObjectDetection(nn.Module):
+    """A PIL image or a tensor image (``[C, H, W]`` or ``[B, C, H, W]``) as float32 in [0, 1]
+    (integer images are divided by their type's maximum); no resizing, which the detector does."""
+
+    def forward(self, img) -> ember.Tensor:
+        if not isinstance(img, ember.Tensor):
+            img = TF.pil_to_tensor(img)
+        return TF.convert_image_dtype(img, ember.float32)
+
+    def __repr__(self) -> str:
+        return self.__class__.__name__ + "()"
+
+    def describe(self) -> str:
+        return ("Accepts ``PIL.Image``, batched ``(B, C, H, W)`` and single ``(C, H, W)`` image tensors. The "
+                "images are rescaled to ``[0.0, 1.0]``.")

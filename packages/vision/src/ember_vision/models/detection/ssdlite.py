@@ -17,12 +17,12 @@ import ember
 from ember import nn
 
 from .._api import Weights, WeightsEnum, register_model
+from .._meta import _COCO_CATEGORIES
+from .._presets import ObjectDetection
 from .._utils import _load_weights, _ovewrite_value_param, handle_legacy_interface
 from ..mobilenetv2 import Conv2dNormActivation
 from ..mobilenetv3 import MobileNet_V3_Large_Weights, mobilenet_v3_large
 from . import _utils as det_utils
-from ._meta import _COCO_CATEGORIES
-from ._presets import ObjectDetection
 from .anchor_utils import DefaultBoxGenerator
 from .ssd import SSD, SSDScoringHead
 

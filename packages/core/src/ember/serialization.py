@@ -288,7 +288,11 @@ def _write_path_atomically(path: str, write) -> None:
     ``open()`` would give it (0o666 less the umask), an existing one keeps its mode; a path
     that is not a regular file (a device, a FIFO) is written in place, as torch does."""
     path = os.path.realpath(path)
-    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+    try:
+        existing = os.stat(path).st_mode
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and not stat.S_ISREG(existing):
         with open(path, "wb") as stream:
             write(stream)
         return
@@ -298,8 +302,8 @@ def _write_path_atomically(path: str, write) -> None:
     try:
         with os.fdopen(fd, "wb") as stream:
             write(stream)
-        if os.path.exists(path):
-            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
+        if existing is not None:
+            os.chmod(tmp, stat.S_IMODE(existing))
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -322,9 +326,8 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_
     A path is written to a temporary file in the same directory, then renamed over
     ``f``: an error leaves no half-written file. As with torch's plain ``open``, a symlink
     is written through, a new file's mode follows the umask and an existing file keeps its
-    mode.  Raises RuntimeError for a non-leaf
-    tensor that requires grad (torch's error), and whatever pickling raises for
-    objects that cannot be pickled.
+    mode. Raises RuntimeError for a non-leaf tensor that requires grad (torch's error), and
+    whatever pickling raises for objects that cannot be pickled.
     """
     if pickle_module is not None and pickle_module is not pickle:
         raise ValueError("ember.save supports only the standard pickle module")

@@ -13,6 +13,8 @@ double backward is exact.
 
 from __future__ import annotations
 
+import math
+
 from .._autocast import cast_inputs
 from .._tensor import _make
 from ._helpers import _STATE, be, needs_grad, record
@@ -47,9 +49,7 @@ def _sum_kept(xp, a, axes, b=None):
 
 def _stats(xp, x, axes, eps):
     if _einsum_sums(xp, x):
-        n = 1
-        for ax in axes:
-            n *= x.shape[ax]
+        n = math.prod(x.shape[ax] for ax in axes)
         mean = _sum_kept(xp, x, axes) / n
         xc = x - mean
         var = _sum_kept(xp, xc, axes, xc) / n

@@ -229,7 +229,10 @@ def batched_nms(boxes, scores, idxs, iou_threshold: float):
     # much shorter than one scan over all of them (torchvision also switches, on CPU)
     _check_nms_args(boxes, scores)
     b, s, c = _host(boxes), _host(scores), _host(idxs)
-    kept = [np.flatnonzero(c == k)[_greedy_nms(b[c == k], s[c == k], iou_threshold)] for k in np.unique(c)]
+    kept = []
+    for k in np.unique(c):
+        rows = np.flatnonzero(c == k)
+        kept.append(rows[_greedy_nms(b[rows], s[rows], iou_threshold)])
     kept = np.concatenate(kept)
     kept = kept[np.lexsort((kept, -s[kept]))]  # decreasing score, ties by lower index
     return ember.tensor(kept.astype(np.int64), device=boxes.device)

@@ -45,6 +45,9 @@ def test_made_by_torchvision():
     assert len(SPECS) > 200
 
 
+WARPS = {"affine", "rotate", "perspective"}
+
+
 @pytest.mark.parametrize("i", range(len(SPECS)), ids=_case_id)
 def test_case(i):
     spec = SPECS[i]
@@ -67,6 +70,13 @@ def test_case(i):
         assert got.dtype == expected.dtype
     assert got.shape == expected.shape
     diff = np.abs(got.astype(np.float64) - expected.astype(np.float64))
+    if spec["kind"] == "tensor" and spec["fn"] in WARPS and kwargs.get("interpolation") == F.InterpolationMode.NEAREST:
+        # a sampling point within float32 rounding of a pixel boundary takes either neighbour,
+        # and where it lands depends on the BLAS kernel that computed the grid: another
+        # OpenBLAS kernel moves 1 of 480 pixels of a perspective warp to its neighbour
+        moved = (diff > spec["atol"]).any(axis=tuple(range(diff.ndim - 2))) if diff.ndim > 2 else diff > spec["atol"]
+        assert moved.mean() <= 0.01, f"{moved.sum()} of {moved.size} pixels differ"
+        return
     assert diff.max(initial=0.0) <= spec["atol"], f"max error {diff.max()} > {spec['atol']}"
     if spec["atol"] >= 1.0:  # uint8 off-by-one allowed only for a small share of pixels
         assert (diff > 0).mean() < 0.05

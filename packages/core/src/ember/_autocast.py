@@ -1,8 +1,10 @@
-"""Autocast's per-thread state and the decorator through which an op takes part.
+"""Autocast's per-thread state, the marker through which an op takes part, and the mode
+that casts on the dispatch seam.
 
-An op opts in with ``@autocast_op(policy)``: inside an enabled ``ember.autocast`` region,
-its floating-point tensor arguments on the region's device type (float64 excepted) are
-cast before it runs:
+An op opts in with ``@autocast_op(policy)``, which registers the policy with the op (and
+leaves the function as it is). While autocast is enabled on a thread, a mode on the
+dispatch seam (``ops._dispatch``) intercepts the marked ops, and their floating-point
+tensor arguments on the region's device type (float64 excepted) are cast before they run:
 
 - ``"lower"``: to the region's dtype (bfloat16 or float16): matrix products, convolutions;
 - ``"fp32"``: to float32: losses, reductions and decompositions that need the range;
@@ -15,10 +17,10 @@ CPU autocast op reference: https://pytorch.org/docs/stable/amp.html#cpu-op-speci
 
 from __future__ import annotations
 
-import functools
 import threading
 
 from . import _dtype as D
+from .ops import _dispatch
 
 __all__ = ["autocast_op", "cast_inputs"]
 
@@ -35,6 +37,7 @@ class _State(threading.local):
         self.nesting = 0
         self.cache = {}
         self.any_enabled = False
+        self.mode = None  # the seam mode, entered while any device type is enabled
 
 
 state = _State()
@@ -43,6 +46,11 @@ state = _State()
 def set_enabled(device_type: str, enabled: bool) -> None:
     state.enabled[device_type] = bool(enabled)
     state.any_enabled = any(state.enabled.values())
+    if state.any_enabled and state.mode is None:
+        state.mode = _AutocastMode().__enter__()
+    elif not state.any_enabled and state.mode is not None:
+        state.mode.__exit__(None, None, None)
+        state.mode = None
 
 
 def _target(policy: str, device_type: str, tensors: list):
@@ -115,18 +123,31 @@ def cast_inputs(policy: str, *tensors) -> tuple:
 
 
 def autocast_op(policy: str):
-    """Decorate an op so that autocast regions cast its inputs by ``policy``
-    ('lower', 'fp32' or 'promote'). Outside a region the cost is one flag test."""
+    """Mark an op for autocast: inside autocast regions its inputs are cast by ``policy``
+    ('lower', 'fp32' or 'promote'). The op itself is returned unchanged: outside a region
+    nothing stands between a caller and it."""
     if policy not in ("lower", "fp32", "promote"):
         raise ValueError(f"unknown autocast policy {policy!r}")
 
-    def decorate(fn):
-        @functools.wraps(fn)
-        def op(*args, **kwargs):
-            if state.any_enabled and kwargs.get("out") is None and kwargs.get("dtype") is None:
-                # explicit out= or dtype= calls are not eligible (torch's rule)
-                args, kwargs = _cast_args(policy, args, kwargs)
-            return fn(*args, **kwargs)
-        op.__wrapped_autocast_policy__ = policy
-        return op
-    return decorate
+    def mark(fn):
+        return _dispatch.register(fn, autocast=policy)
+    return mark
+
+
+class _AutocastMode(_dispatch.Mode):
+    """Casts the arguments of the marked ops; calls with an explicit ``out=`` or ``dtype=``
+    are not eligible (torch's rule)."""
+
+    _cache = (-1, frozenset())
+
+    def entries(self):
+        version, entries = _AutocastMode._cache
+        if version != _dispatch.version():
+            entries = frozenset(e for e in _dispatch.registered() if "autocast" in e.meta)
+            _AutocastMode._cache = (_dispatch.version(), entries)
+        return entries
+
+    def __ember_op__(self, op, args, kwargs, proceed):
+        if kwargs.get("out") is None and kwargs.get("dtype") is None:
+            args, kwargs = _cast_args(op.meta["autocast"], args, kwargs)
+        return proceed(args, kwargs)

@@ -4,6 +4,7 @@ The computations live in ``ember.ops.decompositions`` (and ``ops.linalg`` for pr
 this module is the public namespace.
 """
 
+from .ops._dispatch import register_namespace as _register_namespace
 from .ops.decompositions import (  # noqa: F401
     cholesky,
     det,
@@ -43,3 +44,7 @@ def cross(input, other, *, dim=-1):
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     """A view of the diagonals of the matrices in the last two dims (torch.linalg.diagonal)."""
     return _diagonal(A, offset, dim1, dim2)
+
+
+# the ops published here pass through the dispatch seam when a mode listens
+_register_namespace(globals())

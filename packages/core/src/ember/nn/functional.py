@@ -10,6 +10,8 @@ import warnings
 
 from .. import ops as _ops
 from .._autocast import autocast_op, cast_inputs
+from ..ops._dispatch import register_namespace as _register_namespace
+from ..ops._helpers import inplace as _inplace
 from ..ops.activation import (
     alpha_dropout,
     bilinear,
@@ -20,6 +22,8 @@ from ..ops.activation import (
     elu,
     feature_alpha_dropout,
     gelu,
+    hardswish,
+    hardtanh,
     leaky_relu,
     linear,
     silu,
@@ -113,6 +117,7 @@ __all__ += ["kl_div", "huber_loss", "smooth_l1_loss", "soft_margin_loss", "multi
 __all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
             "pixel_unshuffle", "channel_shuffle"]
 __all__ += ["affine_grid", "grid_sample"]
+__all__ += ["hardtanh", "hardswish"]
 __all__ += ["group_norm", "instance_norm", "local_response_norm", "normalize", "rms_norm"]
 __all__ += ["embedding", "embedding_bag", "bilinear"]
 __all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "fold", "unfold"]
@@ -200,26 +205,23 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
-    """``input`` clamped into [min_val, max_val]."""
-    if min_val > max_val:
-        raise ValueError("min_val cannot be greater than max_val")
-    return _ops.clamp(input, min_val, max_val)
-
-
 def relu6(input, inplace: bool = False):
-    """min(max(x, 0), 6)."""
-    return hardtanh(input, 0.0, 6.0)
+    """min(max(x, 0), 6): hardtanh(x, 0, 6), with its gradient (0 at both bounds)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def selu(input, inplace: bool = False):
     """scale * (max(0, x) + min(0, alpha * (exp(x) - 1))) with the self-normalizing alpha and
     scale of Klambauer et al., 2017."""
+    if inplace:
+        return _inplace(input, selu)
     return _SELU_SCALE * elu(input, _SELU_ALPHA)
 
 
 def celu(input, alpha: float = 1.0, inplace: bool = False):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (Barron, 2017)."""
+    if inplace:
+        return _inplace(input, celu, alpha)
     return _ops.where(input > 0, input, alpha * _ops.expm1(input / alpha))
 
 
@@ -230,16 +232,15 @@ def softsign(input):
 
 def hardsigmoid(input, inplace: bool = False):
     """relu6(x + 3) / 6."""
+    if inplace:
+        return _inplace(input, hardsigmoid)
     return relu6(input + 3) / 6
-
-
-def hardswish(input, inplace: bool = False):
-    """x * relu6(x + 3) / 6 (Howard et al., "Searching for MobileNetV3", 2019)."""
-    return input * hardsigmoid(input)
 
 
 def mish(input, inplace: bool = False):
     """x * tanh(softplus(x)) (Misra, 2019)."""
+    if inplace:
+        return _inplace(input, mish)
     return input * _ops.tanh(softplus(input))
 
 
@@ -267,6 +268,8 @@ def hardshrink(input, lambd: float = 0.5):
 
 def threshold(input, threshold: float, value: float, inplace: bool = False):
     """x where x > threshold, else ``value``."""
+    if inplace:
+        return _inplace(input, globals()["threshold"], threshold, value)
     return _ops.where(input > threshold, input, value)
 
 
@@ -301,7 +304,42 @@ def prelu(input, weight):
 def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False):
     """Leaky ReLU with the slope drawn uniformly from [lower, upper] per element in
     training, and (lower + upper) / 2 otherwise (Xu et al., 2015)."""
+    if inplace:
+        return _inplace(input, rrelu, lower, upper, training)
     if not training:
         return leaky_relu(input, (lower + upper) / 2)
     slope = _ops.empty_like(input).uniform_(lower, upper)
     return _ops.where(input >= 0, input, input * slope)
+
+
+# torch's in-place spellings
+def elu_(input, alpha: float = 1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def hardtanh_(input, min_val: float = -1.0, max_val: float = 1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def leaky_relu_(input, negative_slope: float = 0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False):
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def threshold_(input, threshold: float, value: float):
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+def celu_(input, alpha: float = 1.0):
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    return selu(input, inplace=True)
+
+
+# the ops published here pass through the dispatch seam when a mode listens
+_register_namespace(globals())

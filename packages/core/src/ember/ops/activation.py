@@ -9,7 +9,8 @@ import math
 
 from .._autocast import autocast_op
 from .._tensor import Tensor, _make
-from ._helpers import be, check_same_device, needs_grad, record
+from ._helpers import be, check_same_device, needs_grad, record, wrap
+from ._helpers import inplace as _inplace
 
 __all__ = ["gelu", "silu", "leaky_relu", "elu", "softplus", "dropout", "dropout2d", "dropout1d", "dropout3d",
            "alpha_dropout", "feature_alpha_dropout", "linear", "bilinear"]
@@ -50,21 +51,62 @@ def _gelu_rule(g, x, approximate):
 
 
 def silu(input, inplace=False):
-    """``x * sigmoid(x)`` (torch.nn.functional.silu)."""
+    """``x * sigmoid(x)`` (torch.nn.functional.silu); written into ``input`` when ``inplace``."""
     from .elementwise import sigmoid
+    if inplace:
+        return _inplace(input, silu)
     return input * sigmoid(input)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """``x`` where positive, ``negative_slope * x`` elsewhere."""
     from .elementwise import where
+    if inplace:
+        return _inplace(input, leaky_relu, negative_slope)
     return where(input > 0, input, input * negative_slope)
 
 
 def elu(input, alpha=1.0, inplace=False):
     """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
     from .elementwise import expm1, where
+    if inplace:
+        return _inplace(input, elu, alpha)
     return where(input > 0, input, expm1(input.clamp(max=0)) * alpha)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``input`` clamped into [min_val, max_val]. Its gradient is 1 strictly between the
+    bounds and 0 at them (torch's hardtanh_backward; clamp's is 1 at the bounds)."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if inplace:
+        return _inplace(input, hardtanh, min_val, max_val)
+    r = wrap(be(input).xp.clip(input._data, min_val, max_val), input.dtype)
+    if needs_grad(input):
+        record("HardtanhBackward0", _hardtanh_rule, (input,), r, (input, min_val, max_val))
+    return r
+
+
+def _hardtanh_rule(g, x, min_val, max_val):
+    from .elementwise import where
+    return where((x > min_val) & (x < max_val), g, 0.0)
+
+
+def hardswish(input, inplace=False):
+    """``x * relu6(x + 3) / 6`` (Howard et al., "Searching for MobileNetV3", 2019). Its
+    gradient is torch's: 0 up to -3, ``x / 3 + 1/2`` strictly between -3 and 3, 1 from 3 on."""
+    if inplace:
+        return _inplace(input, hardswish)
+    x = input._data
+    r = wrap(x * be(input).xp.clip(x + 3, 0, 6) / 6, input.dtype)
+    if needs_grad(input):
+        record("HardswishBackward0", _hardswish_rule, (input,), r, (input,))
+    return r
+
+
+def _hardswish_rule(g, x):
+    from .elementwise import where
+    return where(x <= -3, 0.0, where(x < 3, g * (x / 3 + 0.5), g))
 
 
 def softplus(input, beta=1.0, threshold=20.0):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from .. import _dtype as D
 from .. import return_types
 from .._autocast import autocast_op
-from .._tensor import Tensor, _make
+from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.graph import record
 from ._helpers import be, needs_grad
 from .linalg import matmul
@@ -386,7 +386,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if dtype is not None:
         A = A.to(dtype)
-    d0, d1 = (d % A.ndim for d in dim)
+    d0, d1 = (_wrap_dim(d, A.ndim) for d in dim)
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)
     M = movedim(A, (d0, d1), (-2, -1))

@@ -404,7 +404,8 @@ def _pow_scalar_rule(g, a, e):
 
 
 def _pow_rule(g, a, e, r):
-    ga = g * e * a ** (e - 1) if _req(a) else None
+    # a zero exponent contributes nothing, even at a = 0 where e * a ** (e - 1) is 0 * inf
+    ga = where(e == 0, 0.0, g * e * a ** (e - 1)) if _req(a) else None
     gb = None
     if _req(e):
         gb = g * where((a == 0) & (e >= 0), 0.0, r * log(a))

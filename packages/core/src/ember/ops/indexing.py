@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import builtins
+import re
 
 from .. import _dtype as D
 from .. import return_types
@@ -41,28 +42,55 @@ def getitem(input, index):
     for i in index if type(index) is tuple else (index,):
         if type(i) is slice and i.step is not None and i.step <= 0:
             raise ValueError("step must be greater than zero")  # torch has no negative strides
-    if type(index) is list:  # a list of ints indexes like an int64 tensor
-        index = (be(input).xp.asarray(index, dtype="int64"),) if not builtins.any(
-            isinstance(i, (Tensor, list, slice)) or i is None or i is Ellipsis for i in index) else tuple(index)
-    if _is_basic(index):
-        if input.ndim == 0 and index not in ((), Ellipsis, None) and not (
-                isinstance(index, tuple) and builtins.all(i is None or i is Ellipsis for i in index)):
-            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
-                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
-        # a trailing Ellipsis makes numpy return a 0-d view, never a scalar copy
-        items = index if isinstance(index, tuple) else (index,)
-        arr = input._data[items if Ellipsis in items else items + (Ellipsis,)]
-        return make_view(input, arr, lambda t: getitem(t, index), _basic_node_name(items, input._data.shape),
-                         _getitem_rule, (input._data.shape, index))
-    idx = _to_array_index(index, be(input).xp)
+    if type(index) is list:  # a list of ints indexes like an int64 tensor, a list of bools like a mask
+        if builtins.any(isinstance(i, (Tensor, list, slice)) or i is None or i is Ellipsis for i in index):
+            index = tuple(index)
+        else:
+            mask = index and builtins.all(type(i) is builtins.bool for i in index)
+            index = (be(input).xp.asarray(index, dtype="bool" if mask else "int64"),)
     try:
-        arr = input._data[idx]
+        if _is_basic(index):
+            if input.ndim == 0 and index not in ((), Ellipsis, None) and not (
+                    isinstance(index, tuple) and builtins.all(i is None or i is Ellipsis for i in index)):
+                raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                                 "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+            # a trailing Ellipsis makes numpy return a 0-d view, never a scalar copy
+            items = index if isinstance(index, tuple) else (index,)
+            arr = input._data[items if Ellipsis in items else items + (Ellipsis,)]
+            return make_view(input, arr, lambda t: getitem(t, index), _basic_node_name(items, input._data.shape),
+                             _getitem_rule, (input._data.shape, index))
+        arr = input._data[_to_array_index(index, be(input).xp)]
     except IndexError as e:
-        raise IndexError(str(e)) from None
+        raise _torch_index_error(e, input.shape, index) from None
     r = wrap(arr, input.dtype)
     if needs_grad(input):
         record("IndexBackward0", _index_rule, (input,), r, (input._data.shape, index))
     return r
+
+
+def _torch_index_error(err: IndexError, shape, index) -> IndexError:
+    """numpy's indexing error in torch's words ("dimension", not "axis"; the mask's shape)."""
+    msg = str(err)
+    m = re.match(r"too many indices for array: array is (\d+)-dimensional", msg)
+    if m:
+        return IndexError(f"too many indices for tensor of dimension {m.group(1)}")
+    m = re.match(r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)", msg)
+    if m:
+        return IndexError(f"index {m.group(1)} is out of bounds for dimension {m.group(2)} with size {m.group(3)}")
+    if msg.startswith("boolean index did not match"):
+        dim = 0
+        for i in index if isinstance(index, tuple) else (index,):
+            is_mask = i.dtype is D.bool_ if isinstance(i, Tensor) else getattr(i, "dtype", None) == builtins.bool
+            if is_mask:
+                mask_shape = tuple(i.shape)
+                for k, n in enumerate(mask_shape):
+                    if dim + k < len(shape) and shape[dim + k] != n:
+                        return IndexError(f"The shape of the mask {list(mask_shape)} at index {k} does not match "
+                                          f"the shape of the indexed tensor {list(shape)} at index {dim + k}")
+                dim += len(mask_shape)
+            elif i is not None:
+                dim += 1
+    return IndexError(msg)
 
 
 def _basic_node_name(items, shape) -> str:
@@ -115,10 +143,13 @@ def index_put(input, indices, values, accumulate=False):
     if isinstance(values, Tensor) and values.dtype is not input.dtype:
         v = v.astype(input.dtype.np)
     arr = input._data.copy()
-    if accumulate:
-        be(input).scatter_add(arr, idx, xp.broadcast_to(v, arr[idx].shape))
-    else:
-        arr[idx] = v
+    try:
+        if accumulate:
+            be(input).scatter_add(arr, idx, xp.broadcast_to(v, arr[idx].shape))
+        else:
+            arr[idx] = v
+    except IndexError as e:
+        raise _torch_index_error(e, input.shape, index) from None
     r = _make(arr, input.dtype)
     if needs_grad(input, values):
         record("IndexPutBackward0", _index_put_rule, (input, values), r, (index, accumulate))
@@ -142,8 +173,15 @@ def gather(input, dim, index, *, sparse_grad=False):
     xp = be(input).xp
     if index.ndim != input.ndim and input.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    arr = xp.take_along_axis(input._data, _bounds(index._data, input.shape[d] if input.ndim else 1), axis=d) \
-        if input.ndim else input._data[index._data]
+    src = input._data
+    if input.ndim and index.shape != input.shape:  # index may be smaller than input apart from dim
+        for k, (n, m) in enumerate(zip(index.shape, input.shape)):
+            if k != d and n > m:
+                raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index.shape)} to be "
+                                   f"no larger than self {list(input.shape)} apart from dimension {d}")
+        src = src[tuple(slice(None) if k == d else slice(0, n) for k, n in enumerate(index.shape))]
+    arr = xp.take_along_axis(src, _bounds(index._data, input.shape[d] if input.ndim else 1), axis=d) \
+        if input.ndim else src[index._data]
     r = _make(arr, input.dtype)
     if needs_grad(input):
         record("GatherBackward0", _gather_rule, (input,), r, (input._data.shape, d, index))

@@ -92,25 +92,24 @@ class _ignore_fp:
 
 
 def _check_index_target(input, target, op):
+    """torch's checks of a class-index target, in torch's order: shapes, then the dtype
+    (int64 or uint8; a float target of another shape than the input's lands here too)."""
     if not isinstance(target, Tensor):
         raise TypeError(f"{op}(): argument 'target' must be Tensor, not {type(target).__name__}")
-    if target.dtype not in (D.int64, D.uint8, D.int32):
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_long(target.dtype)}"
-                           if op == "nll_loss" else
-                           f"expected scalar type Long but found {_long(target.dtype)}")
+    if input.ndim != 1 and target.ndim and input.shape[0] != target.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0]}).")
     if input.ndim == 1:
         if target.ndim != 0:
             raise RuntimeError("1D target tensor expected, multi-target not supported" if target.ndim > 1 else
                                "0D or 1D target tensor expected, multi-target not supported")
-        return
-    if target.ndim != input.ndim - 1:
+    elif target.ndim != input.ndim - 1:
         raise RuntimeError(f"Expected target size {_expected(input)}, got {list(target.shape)}"
                            if input.ndim > 2 else "0D or 1D target tensor expected, multi-target not supported")
-    if input.shape[0] != target.shape[0]:
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0]}).")
-    if tuple(input.shape[2:]) != tuple(target.shape[1:]):
+    elif tuple(input.shape[2:]) != tuple(target.shape[1:]):
         raise RuntimeError(f"Expected target size {_expected(input)}, got {list(target.shape)}")
+    if target.dtype not in (D.int64, D.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_long(target.dtype)}")
 
 
 def _expected(input):
@@ -153,7 +152,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     c_dim = 0 if input.ndim == 1 else 1
     n_classes = input.shape[c_dim]
     _check_weight(weight, n_classes, input)
-    if isinstance(target, Tensor) and target.dtype.is_floating_point:
+    if isinstance(target, Tensor) and target.dtype.is_floating_point and target.shape == input.shape:
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing, c_dim, n_classes)
     _check_index_target(input, target, "cross_entropy")
     x, t, unbatched = _batched(input, target)
@@ -188,10 +187,6 @@ def _ce_rule(g, x, a, lsm, reduction):
 
 def _cross_entropy_probs(input, target, weight, reduction, smoothing, c_dim, n_classes):
     from .reduction import log_softmax
-    if tuple(target.shape) != tuple(input.shape):
-        raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}")
-    if target.dtype is not input.dtype:
-        raise RuntimeError(f"expected scalar type {_long(input.dtype)} but found {_long(target.dtype)}")
     lsm = log_softmax(input, c_dim)
     y = target if not smoothing else target * (1 - smoothing) + smoothing / n_classes
     prod = lsm * y

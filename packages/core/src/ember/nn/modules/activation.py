@@ -168,7 +168,7 @@ def _simple(name, fn_name, doc, **defaults):
 
     def forward(self, input):
         from .. import functional as F
-        return getattr(F, fn_name)(input, **{k: getattr(self, k) for k in defaults if k != "inplace"})
+        return getattr(F, fn_name)(input, **{k: getattr(self, k) for k in defaults})
 
     def extra_repr(self):
         return ", ".join(f"{k}={getattr(self, k)}" for k in defaults if k != "inplace" or getattr(self, k))

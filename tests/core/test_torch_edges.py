@@ -1,0 +1,138 @@
+"""Edges where real PyTorch programs met ember first: masks from Python lists, indexing
+errors in torch's words, gather with a smaller index, loss targets of the wrong dtype,
+gradients exactly at kinks, and activations asked to work in place. Each against torch."""
+
+import pytest
+import torch
+from conftest import assert_same, to_ember
+
+import ember
+
+
+def _both(fn, **tolerance):
+    """fn(lib) for torch and ember; their exceptions, or results compared."""
+    results = []
+    for lib in (torch, ember):
+        try:
+            results.append(fn(lib))
+        except Exception as e:  # noqa: BLE001  (the exception itself is compared)
+            results.append(e)
+    t, e = results
+    if isinstance(t, Exception):
+        assert type(e) is type(t), f"torch raised {type(t).__name__}: {t}; ember gave {e!r}"
+        assert str(e) == str(t)
+    else:
+        assert not isinstance(e, Exception), f"ember raised {e!r}; torch gave {t}"
+        assert_same(e, t, **tolerance)
+
+
+@pytest.mark.parametrize("index", [[True, False, True], [False, False, False], [True, 0, 1], [2, 0]])
+def test_list_index(index):
+    _both(lambda lib: lib.arange(6.0).reshape(3, 2)[index])
+
+
+@pytest.mark.parametrize("code", [
+    "x[:, :, 0]", "x[0, 0, 0]", "x[5]", "x[:, 7]", "x[-9]", "x[lib.tensor([5])]", "x[[0, 5]]",
+    "x[lib.tensor([[True, False]])]", "x[:, lib.tensor([True, False])]", "x[..., 0, 1, 2]",
+])
+def test_indexing_errors_in_torchs_words(code):
+    _both(lambda lib: eval(code, {"lib": lib, "x": lib.arange(6.0).reshape(2, 3)}))
+
+
+@pytest.mark.parametrize("code", ["x[5] = 1", "x[lib.tensor([5])] = 1", "x[lib.tensor([True])] = 1",
+                                  "x[:, :, 1] = 0"])
+def test_setitem_errors_in_torchs_words(code):
+    def run(lib):
+        x = lib.arange(6.0).reshape(2, 3)
+        exec(code, {"lib": lib, "x": x})
+        return x
+    _both(run)
+
+
+def test_gather_with_an_index_smaller_than_the_input():
+    def run(lib):
+        x = lib.arange(12.0).reshape(3, 4).requires_grad_()
+        out = lib.gather(x, 1, lib.tensor([[0, 3], [2, 0]]))
+        (out * lib.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+        return out.detach(), x.grad
+    _both(run)
+    _both(lambda lib: lib.gather(lib.zeros(3, 4), 1, lib.tensor([[0], [1], [2], [0]])))
+
+
+@pytest.mark.parametrize("input_shape,target", [
+    ((4, 3), "[0., 1., 2., 1.]"), ((4, 3), "[0, 1, 2, 1], dtype=lib.int32"), ((3,), "1."), ((4, 3), "[0., 1.]"),
+    ((4, 3), "[[0., 1.], [1., 0.]]"),
+])
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+def test_class_index_targets_of_the_wrong_dtype_or_shape(loss, input_shape, target):
+    _both(lambda lib: getattr(lib.nn.functional, loss)(lib.ones(input_shape), eval(f"lib.tensor({target})",
+                                                                                    {"lib": lib})))
+
+
+def test_probability_targets_promote_with_the_input():
+    probs = torch.softmax(torch.randn(4, 3, dtype=torch.float64), 1)
+    logits = torch.randn(4, 3)
+    # a float64 result of float32 log-probabilities: float32's rounding bounds the difference
+    _both(lambda lib: lib.nn.functional.cross_entropy(*(to_ember(t) if lib is ember else t for t in (logits, probs)),
+                                                      label_smoothing=0.1), rtol=1e-6, atol=1e-6)
+
+
+def _grads(fn, *values):
+    def run(lib):
+        xs = [lib.tensor(v, requires_grad=True) for v in values]
+        fn(lib, *xs).sum().backward()
+        return tuple(x.grad for x in xs)
+    return run
+
+
+def test_pow_gradients_at_zero_to_the_zero():
+    _both(_grads(lambda lib, a, b: a ** b, [0.0, 2.0, 3.0, 0.0, 0.0], [0.0, 0.0, 2.0, 2.0, 0.5]))
+
+
+@pytest.mark.parametrize("name,args", [("hardtanh", ()), ("hardtanh", (-2.0, 0.5)), ("relu6", ()),
+                                       ("hardsigmoid", ()), ("hardswish", ())])
+def test_gradients_exactly_at_the_kinks(name, args):
+    points = [-3.0, -2.0, -1.0, 0.0, 0.5, 1.0, 3.0, 6.0, 7.0]
+    _both(_grads(lambda lib, x: getattr(lib.nn.functional, name)(x, *args), points))
+
+
+@pytest.mark.parametrize("name,args", [
+    ("relu", ()), ("leaky_relu", (0.2,)), ("elu", ()), ("hardtanh", ()), ("relu6", ()), ("silu", ()),
+    ("hardswish", ()), ("hardsigmoid", ()), ("selu", ()), ("celu", (0.5,)), ("mish", ()), ("rrelu", ()),
+    ("threshold", (0.5, -1.0)),
+])
+def test_activations_work_in_place_when_asked(name, args):
+    def run(lib):
+        x = lib.tensor([-3.0, -1.0, 0.0, 2.0, 7.0])
+        out = getattr(lib.nn.functional, name)(x, *args, inplace=True)
+        assert out is x
+        leaf = lib.tensor([-3.0, -1.0, 0.5, 2.0, 7.0], requires_grad=True)
+        y = leaf * 1
+        getattr(lib.nn.functional, name)(y, *args, inplace=True).sum().backward()
+        return x, leaf.grad
+    _both(run)
+
+
+@pytest.mark.parametrize("name,args", [("elu_", ()), ("hardtanh_", ()), ("leaky_relu_", ()), ("rrelu_", ()),
+                                       ("threshold_", (0.5, -1.0)), ("celu_", ()), ("selu_", ())])
+def test_in_place_spellings(name, args):
+    def run(lib):
+        x = lib.tensor([-3.0, -1.0, 0.0, 2.0, 7.0])
+        getattr(lib.nn.functional, name)(x, *args)
+        return x
+    _both(run)
+
+
+@pytest.mark.parametrize("module", ["ReLU6", "Hardtanh", "SELU", "CELU", "Hardswish", "Hardsigmoid", "Mish"])
+def test_activation_modules_in_place(module):
+    def run(lib):
+        x = lib.tensor([-3.0, -1.0, 0.0, 2.0, 7.0])
+        getattr(lib.nn, module)(inplace=True)(x)
+        return x
+    _both(run)
+
+
+@pytest.mark.parametrize("code", ["lib.linalg.norm(x, dim=(0, 3))", "lib.linalg.matrix_norm(x, dim=(0, 3))",
+                                  "lib.linalg.norm(x, ord=2, dim=(-3, 0))"])
+def test_matrix_norm_dims_out_of_range(code):
+    _both(lambda lib: eval(code, {"lib": lib, "x": lib.ones(2, 3)}))

@@ -5,7 +5,7 @@
 
 from . import _allocator, _numpy_warnings, autograd, ops, return_types  # noqa: F401
 from ._blas import get_num_threads, set_num_threads
-from ._device import device
+from ._device import device, get_default_device, set_default_device
 from ._dtype import (
     bfloat16,
     can_cast,
@@ -26,6 +26,16 @@ from ._dtype import (
     uint8,
 )
 from ._dtype import bool_ as bool  # noqa: A001  (torch.bool)
+from ._legacy import TENSOR_TYPES as _TENSOR_TYPES
+from ._settings import (
+    are_deterministic_algorithms_enabled,
+    get_float32_matmul_precision,
+    get_num_interop_threads,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_float32_matmul_precision,
+    set_num_interop_threads,
+    use_deterministic_algorithms,
+)
 from ._tensor import Size, Tensor
 from ._tensor_str import set_printoptions
 from ._type_info import finfo, iinfo
@@ -66,11 +76,20 @@ del _name
 from ._dtype import bfloat16  # noqa: E402,F811,A001
 from ._dtype import bool_ as bool  # noqa: E402,F811,A001
 
+# the legacy typed tensor classes: ember.FloatTensor([1, 2]), isinstance(t, ember.LongTensor)
+FloatTensor, DoubleTensor, HalfTensor = _TENSOR_TYPES["FloatTensor"], _TENSOR_TYPES["DoubleTensor"], \
+    _TENSOR_TYPES["HalfTensor"]
+BFloat16Tensor, LongTensor, IntTensor = _TENSOR_TYPES["BFloat16Tensor"], _TENSOR_TYPES["LongTensor"], \
+    _TENSOR_TYPES["IntTensor"]
+ShortTensor, CharTensor, ByteTensor, BoolTensor = _TENSOR_TYPES["ShortTensor"], _TENSOR_TYPES["CharTensor"], \
+    _TENSOR_TYPES["ByteTensor"], _TENSOR_TYPES["BoolTensor"]
+
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128
 
-__version__ = "0.1.0"
+from . import version  # noqa: E402
+from .version import __version__  # noqa: E402
 
 
 def is_tensor(obj) -> "builtins.bool":
@@ -93,7 +112,7 @@ def _lazy(name):
 def __getattr__(name):
     # subpackages that pull in more code load on first use
     if name in ("nn", "optim", "utils", "cuda", "backends", "testing", "serialization", "hub", "special", "linalg",
-                "distributions", "fft", "amp"):
+                "distributions", "fft", "amp", "compat", "cpu", "accelerator", "distributed"):
         return _lazy(name)
     if name in ("save", "load"):
         return getattr(_lazy("serialization"), name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["device"]
+__all__ = ["device", "set_default_device", "get_default_device"]
 
 _TYPES = ("cpu", "cuda")
 
@@ -78,8 +78,20 @@ CPU = device("cpu")
 
 
 def default_device() -> device:
+    """The device factory functions use: the innermost ``with ember.device(...)``, else what
+    ``set_default_device`` chose on this thread, else the CPU."""
     stack = getattr(_default, "stack", None)
-    return stack[-1] if stack else CPU
+    return stack[-1] if stack else getattr(_default, "base", CPU)
+
+
+def set_default_device(dev) -> None:
+    """Make ``dev`` (a device, str or int; None for the CPU) the default device of factory
+    functions on this thread, as torch.set_default_device does."""
+    _default.base = CPU if dev is None else device(dev)
+
+
+def get_default_device() -> device:
+    return default_device()
 
 
 def to_device(obj) -> device:

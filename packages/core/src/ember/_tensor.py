@@ -321,13 +321,18 @@ class Tensor:
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self.__array__().copy(), self.dtype.name, self._requires_grad))
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """torch's type string ('torch.FloatTensor') without ``dtype``; else this tensor
+        converted to ``dtype``: a dtype, a type string or a legacy type such as FloatTensor."""
+        from . import _legacy
         if dtype is None:
-            return "ember." + {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-                               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
-                               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
-                               "bool": "BoolTensor"}.get(self.dtype.name, self.dtype.name)
-        return self.to(dtype)
+            return _legacy.type_name(self)
+        if isinstance(dtype, str):
+            dtype, device = _legacy.dtype_of_type_name(dtype)
+            return self.to(device=device, dtype=dtype, non_blocking=non_blocking)
+        if isinstance(dtype, _legacy._TensorTypeMeta):
+            return self.to(device=dtype.device_type, dtype=dtype.dtype, non_blocking=non_blocking)
+        return self.to(dtype, non_blocking=non_blocking)
 
     # ---- operators ------------------------------------------------------------------
     def __add__(self, other): return _ops.add(self, other)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._legacy import Variable  # noqa: F401  (deprecated by torch; kept for old programs)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .engine import run_backward
 from .function import Function, FunctionCtx, once_differentiable

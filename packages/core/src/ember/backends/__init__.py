@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from . import cudnn  # noqa: F401  (torch.backends.cudnn's flags)
+from . import cuda, cudnn, mkldnn, mps, openmp  # noqa: F401  (torch.backends' flags and queries)
 from .numpy_backend import NUMPY
 
 __all__ = ["backend_for_device", "backend_of_array", "cpu_backend", "set_cpu_backend", "NUMPY"]

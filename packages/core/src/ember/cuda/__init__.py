@@ -1,28 +1,57 @@
-"""ember.cuda: what torch.cuda answers about GPUs, through cupy when it is installed
-(the ``cuda`` extra). Without cupy or a GPU, ``is_available()`` is False and every call
-that needs a device raises RuntimeError saying so."""
+"""ember.cuda: what torch.cuda answers about GPUs, through cupy when it is installed (the
+``cuda`` extra).
+
+Without cupy, ember.cuda behaves as torch's CPU build: queries answer False, 0 or nothing,
+the memory counters read 0, and calls that need a device raise torch's
+``AssertionError("Torch not compiled with CUDA enabled")``. With cupy but no GPU, they raise
+RuntimeError("No CUDA GPUs are available"), as torch's CUDA build does. The caching
+allocator is cupy's memory pool, reported through the memory calls.
+"""
 
 from __future__ import annotations
 
 import functools
 
-__all__ = ["is_available", "device_count", "current_device", "synchronize", "manual_seed", "manual_seed_all"]
+from .. import _legacy
+from . import amp  # noqa: F401  (torch.cuda.amp, deprecated by torch for ember.amp)
+
+__all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize", "manual_seed",
+           "manual_seed_all", "seed", "seed_all", "initial_seed", "is_initialized", "init", "is_bf16_supported",
+           "get_device_name", "get_device_capability", "get_device_properties", "empty_cache", "memory_allocated",
+           "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
+           "memory_stats", "mem_get_info", "get_arch_list"]
+
+# the legacy typed classes of cuda tensors: ember.cuda.FloatTensor, ...
+globals().update(_legacy.CUDA_TENSOR_TYPES)
+
+_NOT_COMPILED = "Torch not compiled with CUDA enabled"  # torch's words, which programs may match
+
+
+@functools.lru_cache(maxsize=1)
+def _cupy_module():
+    """cupy when it imports, else None."""
+    try:
+        import cupy
+        return cupy
+    except ImportError:
+        return None
 
 
 @functools.lru_cache(maxsize=1)
 def _cupy():
+    """cupy when at least one CUDA device answers, else None."""
+    cp = _cupy_module()
+    if cp is None:
+        return None
     try:
-        import cupy
-        cupy.cuda.runtime.getDeviceCount()
-        return cupy
-    except Exception:  # ImportError, or a CUDA driver error when no GPU is present
+        return cp if cp.cuda.runtime.getDeviceCount() > 0 else None
+    except Exception:  # a CUDA driver error when no GPU is present
         return None
 
 
 def is_available() -> bool:
     """True when cupy is installed and at least one CUDA device answers."""
-    cp = _cupy()
-    return cp is not None and cp.cuda.runtime.getDeviceCount() > 0
+    return _cupy() is not None
 
 
 def device_count() -> int:
@@ -30,15 +59,33 @@ def device_count() -> int:
     return cp.cuda.runtime.getDeviceCount() if cp is not None else 0
 
 
+def is_initialized() -> bool:
+    """Whether ember has used a GPU yet in this process (a cuda tensor was made)."""
+    from ..backends import _cuda_backends
+    return bool(_cuda_backends)
+
+
 def _require():
+    """cupy with a device, or torch's error for the build and machine at hand."""
     cp = _cupy()
     if cp is None:
-        raise RuntimeError("CUDA is not available: install ember-core[cuda] (cupy-cuda12x) on a machine with a GPU")
+        if _cupy_module() is None:
+            raise AssertionError(_NOT_COMPILED)
+        raise RuntimeError("No CUDA GPUs are available")
     return cp
+
+
+def init() -> None:
+    _require()
 
 
 def current_device() -> int:
     return _require().cuda.runtime.getDevice()
+
+
+def set_device(device) -> None:
+    index = device if isinstance(device, int) else getattr(device, "index", None)
+    _require().cuda.runtime.setDevice(0 if index is None else index)
 
 
 def synchronize(device=None) -> None:
@@ -48,6 +95,94 @@ def synchronize(device=None) -> None:
     with cp.cuda.Device(index if index is not None else cp.cuda.runtime.getDevice()):
         cp.cuda.runtime.deviceSynchronize()
 
+
+def get_device_properties(device=None):
+    """cupy's property dict of ``device`` (name, totalGlobalMem, major, minor, ...)."""
+    cp = _require()
+    index = device if isinstance(device, int) else getattr(device, "index", None)
+    return cp.cuda.runtime.getDeviceProperties(index if index is not None else current_device())
+
+
+def get_device_name(device=None) -> str:
+    name = get_device_properties(device)["name"]
+    return name.decode() if isinstance(name, bytes) else name
+
+
+def get_device_capability(device=None) -> tuple[int, int]:
+    props = get_device_properties(device)
+    return props["major"], props["minor"]
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """bfloat16 on the current GPU: compute capability 8.0 or later; False without one."""
+    return is_available() and get_device_capability()[0] >= 8
+
+
+def get_arch_list() -> list:
+    """The architectures ember's kernels were built for: none ahead of time (cupy compiles
+    them at run time), as torch's CPU build reports."""
+    return []
+
+
+# ---- memory: cupy's pool -----------------------------------------------------------
+
+def _pool():
+    return _cupy().get_default_memory_pool() if is_available() and is_initialized() else None
+
+
+def empty_cache() -> None:
+    """Give the pool's unused blocks back to the driver (a no-op without a GPU)."""
+    pool = _pool()
+    if pool is not None:
+        pool.free_all_blocks()
+
+
+def memory_allocated(device=None) -> int:
+    """Bytes held by live cuda tensors (0 before any GPU use, as torch)."""
+    pool = _pool()
+    return pool.used_bytes() if pool is not None else 0
+
+
+def memory_reserved(device=None) -> int:
+    """Bytes the pool holds, used or cached."""
+    pool = _pool()
+    return pool.total_bytes() if pool is not None else 0
+
+
+def _peak_unsupported():
+    if _pool() is not None:
+        raise RuntimeError("ember does not track the peak of cupy's memory pool yet; memory_allocated() gives the "
+                           "current use")
+    return 0
+
+
+def max_memory_allocated(device=None) -> int:
+    """The peak of ``memory_allocated``: 0 before any GPU use."""
+    return _peak_unsupported()
+
+
+def max_memory_reserved(device=None) -> int:
+    return _peak_unsupported()
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Reset the peaks: a no-op before any GPU use (torch's CPU build has no such function
+    and raises AttributeError; ember keeps programs that call it running)."""
+
+
+def memory_stats(device=None) -> dict:
+    """Allocator statistics: empty before any GPU use, as torch."""
+    if _pool() is None:
+        return {}
+    return {"allocated_bytes.all.current": memory_allocated(), "reserved_bytes.all.current": memory_reserved()}
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    """(free, total) bytes of the device."""
+    return tuple(_require().cuda.runtime.memGetInfo())
+
+
+# ---- random ------------------------------------------------------------------------
 
 def manual_seed(seed: int) -> None:
     """Seed the default generator of the current CUDA device (a no-op without CUDA, as torch)."""
@@ -61,3 +196,22 @@ def manual_seed_all(seed: int) -> None:
         from ..random import default_generator
         for i in range(device_count()):
             default_generator(f"cuda:{i}").manual_seed(seed)
+
+
+def seed() -> None:
+    """Seed the current device's generator from the OS (a no-op without CUDA, as torch)."""
+    if is_available():
+        from ..random import default_generator
+        default_generator(f"cuda:{current_device()}").seed()
+
+
+def seed_all() -> None:
+    if is_available():
+        from ..random import default_generator
+        for i in range(device_count()):
+            default_generator(f"cuda:{i}").seed()
+
+
+def initial_seed() -> int:
+    from ..random import default_generator
+    return default_generator(f"cuda:{current_device()}").initial_seed()

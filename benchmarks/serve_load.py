@@ -1,0 +1,161 @@
+"""Loopback load test of ember-serve: the demo's Fashion-MNIST CNN with batching on and off.
+
+    python benchmarks/serve_load.py                    # 64 clients x 20 s per mode
+    python benchmarks/serve_load.py --clients 16 --duration 5
+
+A server process (``python -m ember_serve`` on 127.0.0.1) holds two archives of the demo's
+CNN (random weights): ``b1`` (max_batch_size 0: one request per execution) and ``batched``
+(max_batch_size 64, max_batch_delay_ms 5), one worker thread each. For each mode, ``--clients``
+threads of this process each keep one HTTP/1.1 connection open and send Open Inference
+Protocol requests of one image ``[1, 1, 28, 28]`` (FP32, binary tensor extension) back to back
+for ``--duration`` seconds. Reported per mode: requests answered, throughput, p50/p99 latency,
+errors (any answer but 200), and the mean executed batch (from the server's Triton metrics).
+Clients and server share the machine's cores. Nothing is asserted.
+
+Concurrent generation (tokens/s of 8 streams against 1) comes with the text handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEMO = os.path.join(ROOT, "examples", "fashion_mnist.py")
+
+
+def build_archives(work: str) -> None:
+    sys.path.insert(0, os.path.dirname(DEMO))
+    from fashion_mnist import FashionCNN
+
+    import ember
+    from ember_serve import create_archive
+    ember.manual_seed(0)
+    weights = os.path.join(work, "w.pt")
+    ember.save(FashionCNN().state_dict(), weights)
+    example = os.path.join(work, "ex.npz")
+    np.savez(example, images=np.zeros((2, 1, 28, 28), np.float32))
+    for name, cfg in (("b1", {"max_batch_size": 0}), ("batched", {"max_batch_size": 64, "max_batch_delay_ms": 5})):
+        cfg.update(queue_size=4096)
+        create_archive(os.path.join(work, f"{name}.emar"), name=name, handler="tensor", model_file=DEMO,
+                       model_class="FashionCNN", weights=weights, config=cfg,
+                       example_input=example if cfg["max_batch_size"] else None)
+
+
+def request_body(fixed_batch: bool) -> tuple[bytes, dict]:
+    x = np.random.default_rng(0).standard_normal((1, 1, 28, 28)).astype(np.float32)
+    header = json.dumps({"inputs": [{"name": "images" if fixed_batch else "input__0", "datatype": "FP32",
+                                     "shape": [1, 1, 28, 28], "parameters": {"binary_data_size": x.nbytes}}],
+                         "parameters": {"binary_data_output": True}}).encode()
+    return header + x.tobytes(), {"Inference-Header-Content-Length": str(len(header)),
+                                  "Content-Type": "application/octet-stream"}
+
+
+def client_loop(host: str, port: int, path: str, body: bytes, headers: dict, deadline: float, out: list) -> None:
+    conn = http.client.HTTPConnection(host, port, timeout=60)
+    lat, errors = [], 0
+    while time.perf_counter() < deadline:
+        t0 = time.perf_counter()
+        try:
+            conn.request("POST", path, body, headers)
+            r = conn.getresponse()
+            r.read()
+            ok = r.status == 200
+        except (OSError, http.client.HTTPException):
+            ok = False
+            conn.close()
+            conn = http.client.HTTPConnection(host, port, timeout=60)
+        if ok:
+            lat.append(time.perf_counter() - t0)
+        else:
+            errors += 1
+    conn.close()
+    out.append((lat, errors))
+
+
+def scrape(metrics_url: str, model: str) -> tuple[float, float]:
+    from urllib.request import urlopen
+    text = urlopen(metrics_url + "/metrics").read().decode()
+
+    def value(name):
+        m = re.search(rf'^{name}{{model="{model}",version="1.0"}} (\S+)$', text, re.M)
+        return float(m.group(1)) if m else 0.0
+    return value("nv_inference_count"), value("nv_inference_exec_count")
+
+
+def run_mode(urls: dict, model: str, clients: int, duration: float) -> dict:
+    host, port = urls["inference"].split("//", 1)[1].rsplit(":", 1)
+    body, headers = request_body(fixed_batch=model != "b1")
+    rows0, execs0 = scrape(urls["metrics"], model)
+    results: list = []
+    deadline = time.perf_counter() + duration
+    threads = [threading.Thread(target=client_loop, args=(host, int(port), f"/v2/models/{model}/infer", body,
+                                                          headers, deadline, results)) for _ in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    lat = sorted(x for r in results for x in r[0])
+    rows1, execs1 = scrape(urls["metrics"], model)
+    return {"mode": model, "requests": len(lat), "throughput": len(lat) / elapsed,
+            "p50_ms": 1e3 * statistics.median(lat) if lat else float("nan"),
+            "p99_ms": 1e3 * lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else float("nan"),
+            "errors": sum(r[1] for r in results),
+            "mean_batch": (rows1 - rows0) / (execs1 - execs0) if execs1 > execs0 else float("nan")}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--clients", type=int, default=64, help="concurrent client connections")
+    p.add_argument("--duration", type=float, default=20.0, help="seconds of load per mode")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="ember-serve-load-") as work:
+        build_archives(work)
+        proc = subprocess.Popen([sys.executable, "-m", "ember_serve", "--model-store", work, "--models",
+                                 "b1=b1.emar", "batched=batched.emar", "--port", "0", "--management-port", "0",
+                                 "--metrics-port", "0", "--log-level", "warning"], stdout=subprocess.PIPE, text=True)
+        try:
+            line = proc.stdout.readline()
+            if not line.startswith("ember-serve listening:"):
+                raise SystemExit("the server did not start")
+            urls = dict(x.split("=", 1) for x in line.split(":", 1)[1].split())
+            rows = []
+            for model in ("b1", "batched"):
+                run_mode(urls, model, min(args.clients, 8), 1.0)  # warm up: first calls, allocator
+                rows.append(run_mode(urls, model, args.clients, args.duration))
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}; "
+          f"{args.clients} clients x {args.duration:g} s per mode, one image per request, one worker per model")
+    print()
+    print("| mode | requests | throughput (req/s) | p50 (ms) | p99 (ms) | errors | mean batch |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['mode']} | {r['requests']} | {r['throughput']:.0f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} "
+              f"| {r['errors']} | {r['mean_batch']:.1f} |")
+    b1, batched = rows
+    print()
+    print(f"batching / batch size 1 throughput: {batched['throughput'] / max(b1['throughput'], 1e-9):.2f}x "
+          "(goal: at least 3x, zero errors)")
+    print("concurrent generation: not measured yet (the text_generation handler comes with ember-text)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

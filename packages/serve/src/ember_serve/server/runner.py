@@ -1,0 +1,211 @@
+"""The server process: three listening sockets, one uvicorn server, one event loop.
+
+The inference API, the management API and ``/metrics`` listen on their own ports; one
+uvicorn server serves all three sockets and an ASGI dispatcher picks the application by the
+port a connection arrived on, so that one signal handler, one graceful shutdown and one
+event loop cover everything. On SIGTERM or SIGINT uvicorn stops accepting, finishes the
+requests in flight, then the models' queues are drained and their workers stopped.
+
+Model workers are threads of this process (see ``batcher``): a Python exception in a
+handler is answered 500 and the worker goes on; a crash in native code (a segfault in an
+extension) takes the whole server down, as there is no worker process to lose instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import ipaddress
+import logging
+import signal
+import socket
+import sys
+import threading
+import types
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..archive import DEFAULT_MAX_ARCHIVE_BYTES
+from ..config import DEFAULT_MAX_REQUEST_BYTES
+from .inference_app import build_inference_app
+from .management_app import build_management_app
+from .metrics import Metrics
+from .registry import ModelRegistry
+
+__all__ = ["ServerOptions", "Server", "is_loopback"]
+
+log = logging.getLogger("ember_serve")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclasses.dataclass
+class ServerOptions:
+    """Ports 0 pick free ones (printed once listening). ``models``: ``[(name, path)]``."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    management_host: str = "127.0.0.1"
+    management_port: int = 8081
+    metrics_host: str | None = None  # None: the inference host
+    metrics_port: int = 8082
+    model_store: str | None = None
+    models: list = dataclasses.field(default_factory=list)
+    management_token: str | None = None
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    max_archive_bytes: int = DEFAULT_MAX_ARCHIVE_BYTES
+    graceful_timeout_s: float | None = 30.0
+    model_control: str = "none"  # "explicit": Triton's model repository extension on the inference port
+    log_level: str = "info"
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind((host, port))
+    except OSError as e:
+        s.close()
+        raise OSError(e.errno, f"cannot listen on {host}:{port}: {e.strerror}") from None
+    s.listen(2048)
+    s.setblocking(False)
+    return s
+
+
+class _Uvicorn(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self):
+        # uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown, so the process would end
+        # "killed by signal"; a completed graceful stop exits with status 0 instead
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        originals = {s: signal.signal(s, self.handle_exit) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for s, handler in originals.items():
+                signal.signal(s, handler)
+
+
+class Server:
+    """``Server(options).run()`` serves until a signal; ``urls`` holds the bound addresses."""
+
+    def __init__(self, options: ServerOptions):
+        if not is_loopback(options.management_host) and not options.management_token:
+            raise ValueError(f"the management API would listen on {options.management_host}, beyond loopback, "
+                             "without a token: set --management-token (or EMBER_SERVE_TOKEN) or bind it to 127.0.0.1")
+        if options.model_control not in ("none", "explicit"):
+            raise ValueError(f"model_control must be 'none' or 'explicit', got {options.model_control!r}")
+        if options.model_control == "explicit" and not is_loopback(options.host) and not options.management_token:
+            raise ValueError(f"--model-control explicit would let anyone reaching {options.host} load and unload "
+                             "models: set --management-token (or EMBER_SERVE_TOKEN) or bind to 127.0.0.1")
+        self.options = options
+        self.metrics = Metrics(lambda: self.registry.all())
+        self.registry = ModelRegistry(metrics=self.metrics, max_archive_bytes=options.max_archive_bytes,
+                                      default_max_request_bytes=options.max_request_bytes)
+        self.state = types.SimpleNamespace(registry=self.registry, metrics=self.metrics, ready=False,
+                                           model_store=options.model_store,
+                                           management_token=options.management_token,
+                                           model_control=options.model_control)
+        self.urls: dict[str, str] = {}
+        self._uvicorn: uvicorn.Server | None = None
+
+    def _apps(self):
+        async def metrics(request):
+            return Response(self.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+        return (build_inference_app(self.state), build_management_app(self.state),
+                Starlette(routes=[Route("/metrics", metrics)]))
+
+    def _dispatcher(self, by_port: dict):
+        async def app(scope, receive, send):
+            if scope["type"] == "lifespan":
+                return await self._lifespan(receive, send)
+            port = (scope.get("server") or (None, None))[1]
+            target = by_port.get(port)
+            if target is None:
+                return await Response(status_code=404)(scope, receive, send)
+            return await target(scope, receive, send)
+        return app
+
+    async def _lifespan(self, receive, send):
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self._load_startup_models()
+                except Exception as e:
+                    await send({"type": "lifespan.startup.failed", "message": f"{type(e).__name__}: {e}"})
+                    return
+                self.state.ready = True
+                await send({"type": "lifespan.startup.complete"})
+                print("ember-serve listening: " + " ".join(f"{k}={v}" for k, v in self.urls.items()), flush=True)
+            elif message["type"] == "lifespan.shutdown":
+                self.state.ready = False
+                loop = asyncio.get_running_loop()
+                for m in self.registry.all():
+                    await loop.run_in_executor(None, m.close)
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _load_startup_models(self):
+        loop = asyncio.get_running_loop()
+        for name, path in self.options.models:
+            model = await loop.run_in_executor(None, lambda n=name, p=path: self.registry.load(p, name=n))
+            model.loaded_at_startup = True
+            log.info("loaded %s version %s from %s (%d workers)", model.name, model.version, path,
+                     model.batcher.workers)
+
+    def bind(self) -> list[socket.socket]:
+        o = self.options
+        plan = [("inference", o.host, o.port), ("management", o.management_host, o.management_port),
+                ("metrics", o.metrics_host or o.host, o.metrics_port)]
+        sockets = []
+        try:
+            for _, host, port in plan:
+                sockets.append(_bind(host, port))
+        except OSError:
+            for s in sockets:
+                s.close()
+            raise
+        for (kind, host, _), s in zip(plan, sockets):
+            shown = f"[{host}]" if ":" in host else host
+            self.urls[kind] = f"http://{shown}:{s.getsockname()[1]}"
+        return sockets
+
+    async def serve(self) -> None:
+        sockets = self.bind()
+        apps = self._apps()
+        by_port = {s.getsockname()[1]: a for s, a in zip(sockets, apps)}
+        config = uvicorn.Config(self._dispatcher(by_port), lifespan="on", log_level=self.options.log_level,
+                                access_log=False, timeout_graceful_shutdown=self.options.graceful_timeout_s,
+                                limit_concurrency=None, timeout_keep_alive=30)
+        self._uvicorn = _Uvicorn(config)
+        await self._uvicorn.serve(sockets=sockets)
+        if not self._uvicorn.started:
+            raise RuntimeError("the server did not start (see the log above)")
+
+    def run(self) -> int:
+        try:
+            asyncio.run(self.serve())
+        except (RuntimeError, OSError) as e:
+            print(f"ember-serve: {e}", file=sys.stderr)
+            return 1
+        return 0
+
+    def shutdown(self) -> None:
+        """Ask a running server to stop gracefully (from any thread)."""
+        if self._uvicorn is not None:
+            self._uvicorn.should_exit = True

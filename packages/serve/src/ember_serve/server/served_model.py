@@ -1,0 +1,164 @@
+"""One loaded model version: its archive, handler, effective config, batcher and statistics."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import threading
+import time
+
+from ..archive import LoadedArchive
+from ..config import ModelConfig
+from ..handlers import HandlerContext, InvalidInput, Request, resolve_handler
+from .batcher import Batcher, WorkItem
+
+__all__ = ["ServedModel", "ModelStats"]
+
+log = logging.getLogger("ember_serve.model")
+
+
+@dataclasses.dataclass
+class ModelStats:
+    """Cumulative counters in Triton's sense (durations in microseconds)."""
+
+    request_success: int = 0
+    request_failure: int = 0
+    inference_count: int = 0  # rows run through the model
+    exec_count: int = 0  # batches executed
+    request_duration_us: float = 0.0
+    queue_duration_us: float = 0.0
+    compute_input_duration_us: float = 0.0
+    compute_infer_duration_us: float = 0.0
+    compute_output_duration_us: float = 0.0
+
+
+class ServedModel:
+    """A model version ready to answer: ``await submit(request)`` gives its answer.
+
+    Raises from ``submit``: QueueFull, InvalidInput, TimeoutError, or the handler's exception."""
+
+    def __init__(self, archive: LoadedArchive, config: ModelConfig, name: str, version: str,
+                 source: str, metrics=None):
+        self.archive, self.config, self.name, self.version, self.source = archive, config, name, version, source
+        self.metrics = metrics
+        self.stats = ModelStats()
+        self.lock = threading.Lock()
+        self.loaded_at = time.time()
+        self.loaded_at_startup = False
+        context = HandlerContext(archive=archive, config=config, device=config.device, model_name=name,
+                                 model_version=version, metrics_registry=getattr(metrics, "registry", None))
+        cls = resolve_handler(archive.handler, archive)
+        self.handler = cls()
+        self.handler.initialize(context)
+        self.inputs, self.outputs = self.handler.signature()
+        self.batcher = Batcher(self._run_batch, max_batch_size=config.max_batch_size,
+                               max_batch_delay_ms=config.max_batch_delay_ms, queue_size=config.queue_size,
+                               workers=config.workers, name=f"{name}:{version}")
+
+    @property
+    def ready(self) -> bool:
+        return self.batcher.workers > 0
+
+    def rows(self, request: Request) -> int:
+        """The request's batch rows (may parse its body); InvalidInput when too many."""
+        rows = self.handler.rows(request)
+        limit = self.config.max_batch_size
+        if limit > 0 and rows > limit:
+            raise InvalidInput(f"the request holds {rows} rows; model {self.name} takes at most {limit} per request "
+                               "(max_batch_size)")
+        return rows
+
+    async def submit(self, request: Request):
+        """Queue ``request`` and wait for its answer (the request counters are the caller's:
+        see ``record``)."""
+        loop = asyncio.get_running_loop()
+        request.rows = self.rows(request)
+        item = WorkItem(request, request.rows, loop)
+        self.batcher.submit(item)
+        try:
+            return await asyncio.wait_for(asyncio.shield(item.future), self.config.response_timeout_s)
+        except asyncio.TimeoutError:
+            item.cancelled = True
+            raise TimeoutError(f"model {self.name} version {self.version} gave no answer within "
+                               f"{self.config.response_timeout_s:g} s (response_timeout_s)") from None
+
+    def record(self, ok: bool, seconds: float) -> None:
+        """Count one request answered (``ok``) or failed, and its end-to-end duration."""
+        with self.lock:
+            if ok:
+                self.stats.request_success += 1
+            else:
+                self.stats.request_failure += 1
+            self.stats.request_duration_us += seconds * 1e6
+
+    def _run_batch(self, batch: list[WorkItem]) -> None:
+        live = [w for w in batch if not w.cancelled]
+        if not live:
+            return
+        now = time.perf_counter()
+        for w in live:
+            w.started = now
+        try:
+            answers, timing = self._handle([w.request for w in live])
+        except Exception as e:
+            if len(live) > 1 and isinstance(e, InvalidInput):
+                # one unreadable request must not fail its batch-mates: run each alone
+                for w in live:
+                    self._run_batch([w])
+                return
+            log.warning("model %s:%s: batch of %d failed: %s: %s", self.name, self.version, len(live),
+                        type(e).__name__, e)
+            for w in live:
+                w.resolve(False, e)
+            return
+        rows = sum(w.rows for w in live)
+        with self.lock:
+            s = self.stats
+            s.exec_count += 1
+            s.inference_count += rows
+            for w in live:
+                s.queue_duration_us += (w.started - w.enqueued) * 1e6
+                # Triton credits each request of a batch with the batch's whole compute time
+                s.compute_input_duration_us += timing[0]
+                s.compute_infer_duration_us += timing[1]
+                s.compute_output_duration_us += timing[2]
+        if self.metrics is not None:
+            self.metrics.observe_batch(self.name, self.version, rows)
+        for w, a in zip(live, answers):
+            w.resolve(True, a)
+
+    def _handle(self, requests: list[Request]):
+        h = self.handler
+        t0 = time.perf_counter()
+        batch = h.preprocess(requests)
+        t1 = time.perf_counter()
+        out = h.inference(batch)
+        t2 = time.perf_counter()
+        answers = h.postprocess(out, requests)
+        t3 = time.perf_counter()
+        if not isinstance(answers, list) or len(answers) != len(requests):
+            raise RuntimeError(f"the handler gave {len(answers) if isinstance(answers, list) else type(answers)} "
+                               f"answers for {len(requests)} requests; it must give one per request")
+        return answers, ((t1 - t0) * 1e6, (t2 - t1) * 1e6, (t3 - t2) * 1e6)
+
+    def describe(self) -> dict:
+        """TorchServe's ``describe model`` fields, plus the queue and batch settings."""
+        c = self.config
+        return {"modelName": self.name, "modelVersion": self.version, "modelUrl": self.source,
+                "runtime": "python", "handler": self.archive.handler,
+                "minWorkers": self.batcher.workers, "maxWorkers": self.batcher.workers,
+                "batchSize": c.max_batch_size, "maxBatchDelay": c.max_batch_delay_ms,
+                "responseTimeout": c.response_timeout_s, "maxRequestBytes": c.max_request_bytes,
+                "loadedAtStartup": self.loaded_at_startup,
+                "jobQueueStatus": {"remainingCapacity": c.queue_size - self.batcher.queue_length,
+                                   "pendingRequests": self.batcher.queue_length},
+                "busyWorkers": self.batcher.busy_workers,
+                "workers": [{"id": w["id"], "status": "READY"} for w in self.batcher.worker_info()]}
+
+    def close(self, drain: bool = True) -> None:
+        self.batcher.close(drain=drain, timeout=self.config.response_timeout_s)
+        try:
+            self.handler.close()
+        finally:
+            self.archive.close()

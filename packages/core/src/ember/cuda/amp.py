@@ -5,28 +5,13 @@ from __future__ import annotations
 
 import warnings
 
-from ..amp import GradScaler as _GradScaler
-from ..amp import autocast as _autocast
 from ..amp import custom_bwd as _custom_bwd
 from ..amp import custom_fwd as _custom_fwd
+from ..amp._deprecated import spellings
 
 __all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd"]
 
-
-class autocast(_autocast):  # noqa: N801  (torch's name)
-    def __init__(self, enabled=True, dtype=None, cache_enabled=True):
-        warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cuda', "
-                      "args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cuda", enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
-
-
-class GradScaler(_GradScaler):
-    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
-                 enabled=True):
-        warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use `torch.amp.GradScaler('cuda', "
-                      "args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
-                         backoff_factor=backoff_factor, growth_interval=growth_interval, enabled=enabled)
+autocast, GradScaler = spellings("cuda")
 
 
 def custom_fwd(fwd=None, *, cast_inputs=None):

@@ -112,7 +112,7 @@ def _lazy(name):
 def __getattr__(name):
     # subpackages that pull in more code load on first use
     if name in ("nn", "optim", "utils", "cuda", "backends", "testing", "serialization", "hub", "special", "linalg",
-                "distributions", "fft", "amp", "compat", "cpu", "accelerator", "distributed"):
+                "distributions", "fft", "amp", "compat", "cpu", "accelerator", "distributed", "profiler"):
         return _lazy(name)
     if name in ("save", "load"):
         return getattr(_lazy("serialization"), name)

@@ -83,3 +83,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 from . import functional  # noqa: E402  (it uses grad, defined above)
+
+
+def __getattr__(name):
+    # torch.autograd.profiler, loaded on first use (it pulls in the profiler)
+    if name == "profiler":
+        import importlib
+        return importlib.import_module(".profiler", __name__)
+    raise AttributeError(f"module 'ember.autograd' has no attribute '{name}'")

@@ -67,6 +67,10 @@ def register(fn, name: str | None = None, **meta):
     entry.meta.update(meta)
     global _VERSION
     _VERSION += 1
+    for mode in list(_ENTERED):  # an op registered late (a lazily imported namespace) joins the modes that want it
+        if entry not in mode._entries and mode.wants(entry):
+            mode._entries = mode._entries | {entry}
+            _want((entry,), +1)
     return fn
 
 
@@ -201,6 +205,7 @@ class Mode:
         self._entries = self.entries()
         _STACK.modes.append(self)
         _want(self._entries, +1)
+        _ENTERED.append(self)
         return self
 
     def __exit__(self, *exc):
@@ -209,5 +214,9 @@ class Mode:
             if modes[i] is self:
                 del modes[i]
                 break
+        _ENTERED.remove(self)
         _want(self._entries, -1)
         return False
+
+
+_ENTERED: list[Mode] = []  # the modes entered on any thread, for ops registered while they listen

@@ -407,7 +407,9 @@ class ParameterDict(Module):
                 self[p[0]] = p[1]
 
     def extra_repr(self) -> str:
-        return "\n".join(f"  ({k}): " + _describe(p, lambda t: t.type()) for k, p in self.items())
+        # printed with ember's prefix where torch prints torch's (Tensor.type() itself returns torch's string)
+        return "\n".join(f"  ({k}): " + _describe(p, lambda t: t.type().replace("torch.", "ember.", 1))
+                         for k, p in self.items())
 
     def __call__(self, input):
         raise RuntimeError("ParameterDict should not be called.")

@@ -1,0 +1,14 @@
+"""``ember.utils.tensorboard``: torch.utils.tensorboard's SummaryWriter, writing TensorBoard
+event files through the ``tensorboard`` package's event writer (the ``tensorboard`` extra:
+``pip install 'ember-core[tensorboard]'``).
+
+    from ember.utils.tensorboard import SummaryWriter
+    writer = SummaryWriter()                    # ./runs/<date>_<host>/
+    writer.add_scalar("loss", loss.item(), step)
+
+``tensorboard --logdir runs`` shows them. ``add_graph`` comes with graph capture (ember.fx).
+"""
+
+from ._writer import SummaryWriter
+
+__all__ = ["SummaryWriter"]

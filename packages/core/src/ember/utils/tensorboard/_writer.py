@@ -1,0 +1,126 @@
+"""SummaryWriter (torch.utils.tensorboard.SummaryWriter): summaries to event files."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from datetime import datetime
+
+try:
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+except ImportError as e:  # the extra is not installed
+    raise ImportError("ember.utils.tensorboard needs the 'tensorboard' package: pip install 'ember-core[tensorboard]'"
+                      ) from e
+
+from . import _summary
+
+__all__ = ["SummaryWriter"]
+
+
+class SummaryWriter:
+    """Writes summaries to an event file in ``log_dir`` (default ``runs/<date>_<host><comment>``),
+    as torch's does. Summaries are queued and written every ``flush_secs`` seconds, when
+    ``max_queue`` are waiting, on ``flush()`` and on ``close()``; usable as a context manager.
+
+    Images are [C, H, W] by default (``dataformats``), floats in [0, 1] or uint8 in [0, 255];
+    ``add_images`` takes [N, C, H, W] and tiles them 8 to a row."""
+
+    def __init__(self, log_dir=None, comment="", purge_step=None, max_queue=10, flush_secs=120, filename_suffix=""):
+        if not log_dir:
+            stamp = datetime.now().strftime("%b%d_%H-%M-%S")
+            log_dir = os.path.join("runs", f"{stamp}_{socket.gethostname()}{comment}")
+        self.log_dir = os.fspath(log_dir)
+        self.purge_step = purge_step
+        self.max_queue, self.flush_secs, self.filename_suffix = max_queue, flush_secs, filename_suffix
+        self._writer = EventFileWriter(self.log_dir, max_queue, flush_secs, filename_suffix)
+        self._scalar_writers: dict[str, EventFileWriter] = {}
+        if purge_step is not None:  # tell TensorBoard to drop what an earlier run logged from that step on
+            self._writer.add_event(Event(step=purge_step, file_version="brain.Event:2"))
+        self._closed = False
+
+    def get_logdir(self) -> str:
+        return self.log_dir
+
+    def _add(self, summary, global_step, walltime, writer=None) -> None:
+        if self._closed:
+            raise RuntimeError("SummaryWriter was closed")
+        event = Event(summary=summary, wall_time=time.time() if walltime is None else walltime)
+        if global_step is not None:
+            event.step = int(global_step)
+        (writer or self._writer).add_event(event)
+
+    def add_scalar(self, tag, scalar_value, global_step=None, walltime=None, new_style=False,
+                   double_precision=False) -> None:
+        """One scalar (a number or a one-element tensor) at ``global_step``."""
+        self._add(_summary.scalar(tag, scalar_value, new_style, double_precision), global_step, walltime)
+
+    def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None) -> None:
+        """Several scalars on one chart: each goes to its own run, ``<log_dir>/<main_tag>_<tag>``,
+        under the tag ``main_tag``, as torch writes them."""
+        walltime = time.time() if walltime is None else walltime
+        for tag, value in tag_scalar_dict.items():
+            path = os.path.join(self.log_dir, main_tag.replace("/", "_") + "_" + tag)
+            writer = self._scalar_writers.get(path)
+            if writer is None:
+                writer = self._scalar_writers[path] = EventFileWriter(path, self.max_queue, self.flush_secs,
+                                                                      self.filename_suffix)
+            self._add(_summary.scalar(main_tag, value), global_step, walltime, writer)
+
+    def add_histogram(self, tag, values, global_step=None, bins="tensorflow", walltime=None, max_bins=None) -> None:
+        """The distribution of ``values``; ``bins`` as numpy.histogram takes it, or
+        "tensorflow" for TensorFlow's exponential buckets (torch's default)."""
+        if isinstance(bins, str) and bins == "tensorflow":
+            bins = _summary.TENSORFLOW_BINS
+        self._add(_summary.histogram(tag, values, bins, max_bins), global_step, walltime)
+
+    def add_image(self, tag, img_tensor, global_step=None, walltime=None, dataformats="CHW") -> None:
+        self._add(_summary.image(tag, img_tensor, dataformats), global_step, walltime)
+
+    def add_images(self, tag, img_tensor, global_step=None, walltime=None, dataformats="NCHW") -> None:
+        images = _summary.to_numpy(img_tensor)
+        dataformats = dataformats.upper()
+        if "C" not in dataformats:  # NHW: one gray channel
+            images, dataformats = images[:, None], "NCHW"
+        images = images.transpose([dataformats.index(c) for c in "NCHW"])
+        self._add(_summary.image(tag, _summary.grid(images), "CHW"), global_step, walltime)
+
+    def add_figure(self, tag, figure, global_step=None, close=True, walltime=None) -> None:
+        """A matplotlib figure (or a list of them, tiled) rendered to an image."""
+        import numpy as np
+
+        figures = figure if isinstance(figure, list) else [figure]
+        images = []
+        for fig in figures:
+            fig.canvas.draw()
+            rgba = np.asarray(fig.canvas.buffer_rgba())
+            images.append(rgba[..., :3].transpose(2, 0, 1))
+            if close:
+                import matplotlib.pyplot as plt
+                plt.close(fig)
+        image = images[0] if not isinstance(figure, list) else _summary.grid(np.stack(images))
+        self._add(_summary.image(tag, image, "CHW"), global_step, walltime)
+
+    def add_text(self, tag, text_string, global_step=None, walltime=None) -> None:
+        """Text (Markdown) for TensorBoard's text plugin."""
+        self._add(_summary.text(tag, text_string), global_step, walltime)
+
+    def flush(self) -> None:
+        self._writer.flush()
+        for writer in self._scalar_writers.values():
+            writer.flush()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._writer.close()
+        for writer in self._scalar_writers.values():
+            writer.close()
+        self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

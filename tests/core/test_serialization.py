@@ -338,3 +338,54 @@ def test_save_writes_through_a_symlink(tmp_path):
         assert os.path.islink(link)
     assert ember.load(tmp_path / "e_target.pt")["w"].tolist() == [1.0, 1.0, 1.0]
     assert torch.load(tmp_path / "e_target.pt")["w"].tolist() == torch.load(tmp_path / "t_target.pt")["w"].tolist()
+
+
+def _numpy_checkpoint(tmp_path):
+    """What a program that saved a numpy array with torch.save wrote."""
+    path = tmp_path / "with_numpy.pt"
+    torch.save({"a": np.arange(3), "w": torch.ones(2)}, path)
+    return path
+
+
+def test_weights_only_switches_from_the_environment(tmp_path, monkeypatch):
+    path = _numpy_checkpoint(tmp_path)
+    for lib in (torch, ember):
+        with pytest.raises(pickle.UnpicklingError):
+            lib.load(path)
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    for lib in (torch, ember):
+        with pytest.warns(UserWarning, match="TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected"):
+            loaded = lib.load(path)
+        assert loaded["a"].tolist() == [0, 1, 2] and loaded["w"].tolist() == [1.0, 1.0]
+        with pytest.raises(pickle.UnpicklingError):  # an explicit weights_only wins over that switch
+            lib.load(path, weights_only=True)
+    monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    monkeypatch.setenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "true")
+    for lib in (torch, ember):
+        with pytest.raises(pickle.UnpicklingError):  # and this one wins over weights_only=False
+            lib.load(path, weights_only=False)
+
+
+def test_safe_globals_context_allows_within_the_block_only(tmp_path):
+    path = tmp_path / "linear.pt"
+    ember.save(ember.nn.Linear(2, 3), path)
+    with pytest.raises(pickle.UnpicklingError, match="Linear"):
+        ember.load(path)
+    before = ember.serialization.get_safe_globals()
+    with ember.serialization.safe_globals([ember.nn.Linear]):
+        assert ember.nn.Linear in ember.serialization.get_safe_globals()
+        model = ember.load(path)
+        assert isinstance(model, ember.nn.Linear) and model.weight.shape == (3, 2)
+    assert ember.serialization.get_safe_globals() == before
+    with pytest.raises(pickle.UnpicklingError, match="Linear"):
+        ember.load(path)
+
+
+def test_whole_module_round_trip_when_the_caller_trusts_the_file(tmp_path):
+    model = ember.nn.Sequential(ember.nn.Linear(2, 3), ember.nn.ReLU())
+    path = tmp_path / "model.pt"
+    ember.save(model, path)
+    loaded = ember.load(path, weights_only=False)
+    assert isinstance(loaded, ember.nn.Sequential) and repr(loaded) == repr(model)
+    x = ember.randn(4, 2)
+    assert loaded(x).tolist() == model(x).tolist()

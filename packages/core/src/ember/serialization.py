@@ -37,7 +37,7 @@ from . import _dtype as D
 from ._device import device as _device
 from ._tensor import Size, Tensor, _make
 
-__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
 
 _ALIGN = 64
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -374,6 +374,26 @@ def clear_safe_globals() -> None:
     _safe_globals.clear()
 
 
+class safe_globals:
+    """Allow these globals in ``load`` within the block only (torch.serialization.safe_globals)."""
+
+    def __init__(self, safe_globals: list):
+        self.safe_globals = safe_globals
+
+    def __enter__(self):
+        self._saved = dict(_safe_globals)
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, *exc):
+        _safe_globals.clear()
+        _safe_globals.update(self._saved)
+        return False
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "0").lower() in ("1", "y", "yes", "true")
+
+
 class _Refused(pickle.UnpicklingError):
     pass
 
@@ -645,7 +665,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             string (all storages there), a dict mapping saved locations to new ones, or
             a callable ``fn(storage, location)`` returning a tensor or None.
         weights_only: True or None (torch's default since 2.6): the restricted unpickler;
-            False also allows other globals (only for files you trust).
+            False also allows other globals (only for files you trust). As in torch,
+            TORCH_FORCE_WEIGHTS_ONLY_LOAD=1 forces True, and TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1
+            makes an omitted weights_only False (with a warning).
 
     Returns: the saved object; tensors that shared memory when saved share it again.
 
@@ -657,6 +679,14 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     """
     if pickle_module is not None and pickle_module is not pickle:
         raise ValueError("ember.load supports only the standard pickle module")
+    # torch 2.13's switches: the first takes effect only when weights_only is not passed
+    if _env_flag("TORCH_FORCE_WEIGHTS_ONLY_LOAD"):
+        weights_only = True
+    elif weights_only is None and _env_flag("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"):
+        import warnings
+        warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the`weights_only` "
+                      "argument was not explicitly passed to `torch.load`, forcing weights_only=False.", stacklevel=2)
+        weights_only = False
     restricted = weights_only is not False
     if isinstance(f, (str, os.PathLike)):
         label = repr(os.fspath(f))

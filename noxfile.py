@@ -34,6 +34,7 @@ TEST_DEPS = ["pytest>=8", "hypothesis>=6", "array-api-strict>=2.4", "safetensors
 # Test-only references and clients, per package (installed with the oracle).
 TEST_EXTRAS = {
     "core": ["tensorboard>=2.14", "pillow>=10", "matplotlib>=3.7"],
+    "integration": ["tensorboard>=2.14", "pillow>=10"],
     "text": ["transformers>=4.46"],
     "audio": ["librosa>=0.11,<0.12", "transformers>=4.46", "pillow>=10"],
     "serve": ["tritonclient[http]>=2.40"],
@@ -90,7 +91,8 @@ def tests(session: nox.Session, package: str) -> None:
 
 @nox.session
 def integration(session: nox.Session) -> None:
-    """Across packages: the demo's training on real Fashion-MNIST for a short slice."""
+    """Across packages: the demo's training on real Fashion-MNIST for a short slice, and
+    unmodified PyTorch programs run through ``python -m ember.compat``."""
     _install_tests(session, "integration", PACKAGES["vision"])
     session.run("pytest", "tests/integration", *session.posargs)
 

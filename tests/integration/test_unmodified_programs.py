@@ -1,0 +1,52 @@
+"""Real PyTorch programs (tests/integration/programs/, written against torch, never edited
+for ember) run through ``python -m ember.compat``; what they write is then checked, with
+real torch and TensorBoard's reader where they can read it."""
+
+import os
+import re
+import subprocess
+import sys
+
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
+
+
+def _run(script, *args, env=None, timeout=600):
+    out = subprocess.run([sys.executable, "-m", "ember.compat", os.path.join(PROGRAMS, script), *args],
+                         capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def test_training_with_checkpoints_tensorboard_and_resume(tmp_path):
+    first = _run("train_with_checkpoints.py", "--out", str(tmp_path), "--epochs", "3")
+    accuracies = [float(a) for a in re.findall(r"accuracy ([0-9.]+)", first)]
+    assert len(accuracies) == 3 and accuracies[-1] > 0.8  # three classes from two thresholds: learnable
+    # the checkpoint is torch's format: real torch opens it with its safe loader
+    state = torch.load(tmp_path / "last.pt", weights_only=True)
+    assert state["epoch"] == 2 and sorted(state["model"]) == ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]
+    assert state["optimizer"]["state"][0]["exp_avg"].shape == (32, 8)
+    resumed = _run("train_with_checkpoints.py", "--out", str(tmp_path), "--epochs", "1")
+    assert resumed.startswith("epoch 3 ")
+    reader = EventAccumulator(str(tmp_path / "runs"))
+    reader.Reload()
+    losses = reader.Scalars("train/loss")
+    assert [e.step for e in losses] == list(range(len(losses))) and len(losses) == 4 * 8
+    assert [e.step for e in reader.Scalars("train/accuracy")] == [0, 1, 2, 3]
+    assert losses[-1].value < losses[0].value
+
+
+def test_a_ddp_ready_script_on_one_process(tmp_path):
+    out = _run("ddp_ready.py", env={"OUT": str(tmp_path / "model.pt")})
+    assert re.match(r"rank 0 of 1 on cpu: loss [0-9.]+, cuda False, memory 0$", out.strip()), out
+    state = torch.load(tmp_path / "model.pt", weights_only=True)
+    assert sorted(state) == ["0.bias", "0.weight", "2.bias", "2.weight"]  # no DDP "module." prefix
+
+
+def test_a_nanogpt_style_script_with_its_boilerplate():
+    out = _run("nanogpt_style.py", env={"ITERS": "60"})
+    first, last = (float(v) for v in re.search(r"loss ([0-9.]+) -> ([0-9.]+)", out).groups())
+    assert last < first - 0.5, out  # a repeated sentence: 60 AdamW steps learn much of it
+    assert "torch 2.13.0+ember." in out and "tf32 True" in out

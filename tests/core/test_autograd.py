@@ -405,3 +405,38 @@ def test_one_piece_views_differentiate_twice_as_torch(make):
         results.append((g.detach().numpy(), gg.numpy()))
     np.testing.assert_allclose(results[0][0], results[1][0])
     np.testing.assert_allclose(results[0][1], results[1][1])
+
+
+def _new_style(lib):
+    class MulAdd(lib.autograd.Function):
+        """torch's new style: forward without ctx, setup_context saves."""
+
+        @staticmethod
+        def forward(x, y, scale):
+            return x * y * scale + y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, y, scale = inputs
+            ctx.save_for_backward(x, y)
+            ctx.scale = scale
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            return g * y * ctx.scale, g * (x * ctx.scale + 1), None
+    return MulAdd
+
+
+def test_new_style_function_with_setup_context():
+    results = []
+    for lib in (torch, ember):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = lib.tensor([3.0, -1.0], requires_grad=True)
+        out = _new_style(lib).apply(x, y, 2.0)
+        out.sum().backward()
+        results.append((out.tolist(), x.grad.tolist(), y.grad.tolist(), type(out.grad_fn).__name__))
+        assert lib.autograd.Function.generate_vmap_rule is False
+        with pytest.raises(NotImplementedError, match="override the vmap staticmethod or set generate_vmap_rule"):
+            lib.autograd.Function.vmap(None, (0,), x)
+    assert results[0] == results[1]

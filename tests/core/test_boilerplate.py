@@ -219,3 +219,11 @@ def test_factories_honour_the_default_device(code):
     finally:
         ember.set_default_device(None)
     assert eval(code, {}, _Names(ember)) is not None
+
+
+def test_pinned_memory_without_an_accelerator():
+    for lib in (torch, ember):
+        t = lib.ones(2)
+        assert t.is_pinned() is False
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device when none is available."):
+            t.pin_memory()

@@ -321,6 +321,25 @@ class Tensor:
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self.__array__().copy(), self.dtype.name, self._requires_grad))
 
+    def pin_memory(self, device=None) -> "Tensor":
+        """A copy in page-locked host memory, for fast copies to the GPU (cupy's pinned
+        memory). Without a GPU, torch's RuntimeError."""
+        from . import cuda
+        if not cuda.is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        if self.is_pinned():
+            return self
+        import cupyx
+        pinned = cupyx.empty_pinned(self._data.shape, self._data.dtype)
+        pinned[...] = self._data
+        return _make(pinned, self.dtype)
+
+    def is_pinned(self, device=None) -> bool:
+        """Whether the data lives in page-locked host memory (``pin_memory``)."""
+        from . import cuda
+        base = getattr(self._data, "base", None)
+        return cuda._cupy_module() is not None and type(base).__name__ == "PinnedMemoryPointer"
+
     def type(self, dtype=None, non_blocking=False, **kwargs):
         """torch's type string ('torch.FloatTensor') without ``dtype``; else this tensor
         converted to ``dtype``: a dtype, a type string or a legacy type such as FloatTensor."""

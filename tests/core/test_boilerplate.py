@@ -202,7 +202,7 @@ def test_data_parallel_on_one_device_runs_the_module():
 
 FACTORIES = ["zeros(2)", "ones(2)", "empty(2)", "full((2,), 1.0)", "tensor([1.0])", "as_tensor([1.0])", "arange(3)",
              "linspace(0, 1, 3)", "logspace(0, 1, 3)", "eye(2)", "rand(2)", "randn(2)", "randint(0, 3, (2,))",
-             "randperm(3)", "scalar_tensor(1.0)", "nn.Linear(2, 2)"]
+             "randperm(3)", "scalar_tensor(1.0)", "hann_window(4)", "kaiser_window(4)", "nn.Linear(2, 2)"]
 
 
 @pytest.mark.parametrize("code", FACTORIES)

@@ -121,5 +121,6 @@ nan_to_num nonzero sort std var take_along_dim topk""".split()
 for _name in _OUT_TOO:
     globals()[_name] = _with_out(globals()[_name])
 
-# every op above passes through the dispatch seam when a mode listens (see _dispatch)
-_dispatch.register_namespace(globals())
+# every op above passes through the dispatch seam when a mode listens (see _dispatch); the
+# helpers taken out of __all__ are not ops, except indexing's two
+_dispatch.register_namespace({name: globals()[name] for name in [*__all__, "getitem", "setitem"]})

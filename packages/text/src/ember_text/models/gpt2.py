@@ -160,7 +160,23 @@ def causal_lm_loss(logits, labels):
     return F.cross_entropy(shift_logits, labels[:, 1:].reshape(-1), ignore_index=-100)
 
 
-class GPT2LMHeadModel(PreTrainedModel, GenerationMixin):
+class CausalLMHead:
+    """The forward of a base model (the attribute named ``base_model_prefix``) under an LM
+    head ``lm_head``, shared by the causal language models."""
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None, use_cache=None,
+                labels=None, output_hidden_states=None, return_dict=True, **kwargs):
+        base = getattr(self, self.base_model_prefix)(
+            input_ids, attention_mask=attention_mask, position_ids=position_ids, past_key_values=past_key_values,
+            use_cache=use_cache, output_hidden_states=output_hidden_states)
+        logits = self.lm_head(base.last_hidden_state)
+        loss = causal_lm_loss(logits, labels) if labels is not None else None
+        out = CausalLMOutputWithPast(loss=loss, logits=logits, past_key_values=base.past_key_values,
+                                     hidden_states=base.hidden_states)
+        return out if return_dict else out.to_tuple()
+
+
+class GPT2LMHeadModel(CausalLMHead, PreTrainedModel, GenerationMixin):
     """GPT-2 with its tied LM head: logits ``[B, L, vocab_size]``; ``loss`` when ``labels`` ``[B, L]`` are given."""
 
     config_class = GPT2Config
@@ -174,13 +190,3 @@ class GPT2LMHeadModel(PreTrainedModel, GenerationMixin):
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.post_init()
 
-    def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None, use_cache=None,
-                labels=None, output_hidden_states=None, return_dict=True, **kwargs):
-        base = self.transformer(input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                                past_key_values=past_key_values, use_cache=use_cache,
-                                output_hidden_states=output_hidden_states)
-        logits = self.lm_head(base.last_hidden_state)
-        loss = causal_lm_loss(logits, labels) if labels is not None else None
-        out = CausalLMOutputWithPast(loss=loss, logits=logits, past_key_values=base.past_key_values,
-                                     hidden_states=base.hidden_states)
-        return out if return_dict else out.to_tuple()

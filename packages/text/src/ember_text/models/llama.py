@@ -21,9 +21,9 @@ from .activations import get_activation
 from .cache import DynamicCache
 from .configuration import LlamaConfig
 from .generation import GenerationMixin
-from .gpt2 import causal_lm_loss, causal_mask
+from .gpt2 import CausalLMHead, causal_mask
 from .modeling_utils import PreTrainedModel
-from .outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
+from .outputs import BaseModelOutputWithPast
 
 ROPE_TYPES = ("default", "linear", "llama3")
 
@@ -199,7 +199,7 @@ class LlamaModel(PreTrainedModel):
                                        hidden_states=tuple(states) if states else None)
 
 
-class LlamaForCausalLM(PreTrainedModel, GenerationMixin):
+class LlamaForCausalLM(CausalLMHead, PreTrainedModel, GenerationMixin):
     """Llama with its LM head: logits ``[B, L, vocab_size]``; ``loss`` when ``labels`` are given."""
 
     config_class = LlamaConfig
@@ -213,13 +213,3 @@ class LlamaForCausalLM(PreTrainedModel, GenerationMixin):
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.post_init()
 
-    def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None, use_cache=None,
-                labels=None, output_hidden_states=None, return_dict=True, **kwargs):
-        base = self.model(input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                          past_key_values=past_key_values, use_cache=use_cache,
-                          output_hidden_states=output_hidden_states)
-        logits = self.lm_head(base.last_hidden_state)
-        loss = causal_lm_loss(logits, labels) if labels is not None else None
-        out = CausalLMOutputWithPast(loss=loss, logits=logits, past_key_values=base.past_key_values,
-                                     hidden_states=base.hidden_states)
-        return out if return_dict else out.to_tuple()

@@ -50,3 +50,12 @@ def test_a_nanogpt_style_script_with_its_boilerplate():
     first, last = (float(v) for v in re.search(r"loss ([0-9.]+) -> ([0-9.]+)", out).groups())
     assert last < first - 0.5, out  # a repeated sentence: 60 AdamW steps learn much of it
     assert "torch 2.13.0+ember." in out and "tf32 True" in out
+
+
+def test_hogwild_training_with_torch_multiprocessing():
+    """Two spawned processes train one shared model; the parent, which took no step itself,
+    evaluates it: it learned only if the processes wrote into the parent's memory."""
+    out = _run("hogwild.py", "--num-processes", "2", "--epochs", "5")
+    assert "exit codes [0, 0]" in out
+    before, after = (float(v) for v in re.search(r"accuracy ([0-9.]+) -> ([0-9.]+)", out).groups())
+    assert after > 0.9 and after > before + 0.2, out  # XOR clusters: an untrained model is near chance

@@ -174,6 +174,18 @@ class Tensor:
         t._vc = self._vc
         return t
 
+    def share_memory_(self) -> "Tensor":
+        """Move this tensor's memory into shared memory (in place) so that other processes
+        receiving it through ``ember.multiprocessing`` use the same memory; a no-op when it
+        already is shared or lives on a GPU. See ``multiprocessing.reductions.share_memory_``."""
+        from .multiprocessing.reductions import share_memory_
+        return share_memory_(self)
+
+    def is_shared(self) -> bool:
+        """Whether this tensor's memory is shared between processes (GPU tensors: True)."""
+        from .multiprocessing.reductions import is_shared
+        return is_shared(self)
+
     def detach_(self) -> "Tensor":
         self.grad_fn, self._requires_grad = None, False
         return self

@@ -14,7 +14,9 @@ Nothing is aliased until ``install()`` is called: a venv holding real torch besi
 keeps working. The alias is an import hook at the front of ``sys.meta_path``: ``torch.X``
 is the very module ``ember.X`` (``torch.nn is ember.nn``), so objects, isinstance checks
 and pickled references agree. A name whose ember package is not installed fails to import
-with a message naming the distribution to install.
+with a message naming the distribution to install. Processes started with the ``spawn``
+method (``torch.multiprocessing.spawn``, DataLoader workers under ``spawn``) install the
+alias before they import the program's main module, as the parent has it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import multiprocessing.spawn
 import sys
 
 __all__ = ["install", "uninstall", "is_installed", "ALIASES"]
@@ -88,13 +91,28 @@ def install() -> None:
                                f"ember's alias before anything imports {name}")
     if not is_installed():
         sys.meta_path.insert(0, _FINDER)
+        multiprocessing.spawn.get_command_line = _command_line_with_alias
 
 
 def uninstall() -> None:
     """Remove the alias and the aliased names from ``sys.modules`` (ember's modules stay)."""
     if is_installed():
         sys.meta_path.remove(_FINDER)
+        multiprocessing.spawn.get_command_line = _plain_command_line
     for name in list(sys.modules):
         top = name.partition(".")[0]
         if top in ALIASES and sys.modules[name].__name__ != name:
             del sys.modules[name]
+
+
+_plain_command_line = multiprocessing.spawn.get_command_line
+
+
+def _command_line_with_alias(**kwds):
+    """multiprocessing's command line for a spawned child, whose ``-c`` program first installs
+    the alias: the child re-imports the program's main module, which imports ``torch``."""
+    line = _plain_command_line(**kwds)
+    if "-c" in line:
+        i = line.index("-c") + 1
+        line[i] = "import ember.compat; ember.compat.install(); " + line[i]
+    return line

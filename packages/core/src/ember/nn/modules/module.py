@@ -535,8 +535,9 @@ class Module:
         return self.train(False)
 
     def share_memory(self) -> "Module":
-        """A no-op kept for torch compatibility: ember tensors live in one process."""
-        return self
+        """Move every parameter and buffer into shared memory (``Tensor.share_memory_``), so
+        that processes given this module through ``ember.multiprocessing`` train one copy."""
+        return self._apply(lambda t: t.share_memory_())
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
         for p in self.parameters():

@@ -59,3 +59,12 @@ def test_hogwild_training_with_torch_multiprocessing():
     assert "exit codes [0, 0]" in out
     before, after = (float(v) for v in re.search(r"accuracy ([0-9.]+) -> ([0-9.]+)", out).groups())
     assert after > 0.9 and after > before + 0.2, out  # XOR clusters: an untrained model is near chance
+
+
+def test_per_sample_gradients_with_torch_func():
+    # every op of the model has a batching rule: no per-example fallback warning
+    out = _run("per_example_grads.py", env={"PYTHONWARNINGS": "error::UserWarning"})
+    assert "('conv1.weight', (16, 8, 1, 3, 3))" in out and "('fc2.bias', (16, 10))" in out
+    worst = float(re.search(r"max difference from the per-sample loop ([0-9.e+-]+)", out).group(1))
+    assert worst < 1e-5, out
+    assert "clipped norms <= 1: True" in out

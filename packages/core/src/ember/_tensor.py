@@ -38,6 +38,8 @@ class Tensor:
     __slots__ = ("_data", "dtype", "_requires_grad", "grad", "grad_fn", "_output_nr", "_vc",
                  "_base", "_view_fn", "_acc", "_retains_grad", "__weakref__")
 
+    _vmap_commit = None  # vmap's batched tensors write in-place results through their batch
+
     # ndarray + Tensor hands the op to ember instead of numpy broadcasting over objects.
     __array_ufunc__ = None
     __array_priority__ = 1000

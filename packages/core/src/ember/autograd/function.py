@@ -86,6 +86,9 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         from .._tensor import Tensor
+        if any(isinstance(a, Tensor) and type(a)._vmap_commit is not None for a in args):
+            from ..func._custom_function import apply_batched  # called with vmap's batched tensors
+            return apply_batched(cls, args, kwargs)
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         with grad_mode.no_grad():

@@ -7,7 +7,9 @@ is the gradient, with respect to u, of u^T J t), so they cost about twice a true
 forward-mode pass. Transforms nest (``grad(grad(f))``): an inner transform keeps its results
 differentiable when its inputs come from an outer one. Inputs and outputs may be tensors in
 dicts, lists and tuples. ``functional_call`` and ``stack_module_state`` run modules on
-parameters passed in. ``vmap`` is not built yet.
+parameters passed in. ``vmap`` maps a function of one example over a batch through
+batching rules on the dispatch seam; the transforms compose with it (``vmap(grad(f))``
+gives per-example gradients: inputs not mapped are expanded so each example gets its own).
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ import functools
 from .._tensor import Tensor
 from ..autograd import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
+from ._batched import active_levels, from_base, to_base
 from ._functional_call import functional_call, stack_module_state
 from ._pytree import tree_flatten, tree_map, tree_unflatten
+from ._replace_batch_norm import replace_all_batch_norm_modules_
+from ._vmap import vmap
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize", "functional_call",
-           "stack_module_state"]
+           "stack_module_state", "vmap", "replace_all_batch_norm_modules_"]
 
 
 def _track(x):
@@ -29,7 +34,36 @@ def _track(x):
     is in one (so nested transforms compose), else a fresh leaf."""
     if not isinstance(x, Tensor):
         return x
+    levels = active_levels()
+    if levels:  # under vmap: a leaf holding every level's batch (see _base_grad)
+        base = to_base(x, levels)
+        return from_base(base.view_as(base) if base.requires_grad else base.detach().requires_grad_(True), levels)
     return x.view_as(x) if x.requires_grad else x.detach().requires_grad_(True)
+
+
+def _base_grad(outputs, inputs, grad_outputs, **options):
+    """``autograd.grad``, also under vmap: there the tensors are batched, and the gradient is
+    taken of their bases (every level's batch as leading dimensions). The examples of a
+    batch are independent, so the gradient of the batch is every example's gradient."""
+    levels = active_levels()
+    if not levels:
+        return _autograd_grad(outputs, inputs, grad_outputs, **options)
+    def leaf(x):
+        for _ in levels:
+            x = x._full
+        return x
+    got = _autograd_grad([to_base(o, levels) for o in outputs], [leaf(x) for x in inputs],
+                         [to_base(g, levels) for g in grad_outputs], **options)
+    return tuple(None if g is None else from_base(g, levels) for g in got)
+
+
+def _leaf_like(o):
+    """A zero tensor like ``o`` that requires grad (batched as ``o``'s inputs are, under vmap)."""
+    from ..ops.creation import zeros_like
+    levels = active_levels()
+    if not levels:
+        return zeros_like(o).requires_grad_(True)
+    return from_base(zeros_like(to_base(o, levels)).requires_grad_(True), levels)
 
 
 def _argnums_tuple(argnums, nargs, name):
@@ -49,8 +83,8 @@ def _grads(outputs, inputs, cotangents):
     pairs = [(o, c) for o, c in zip(outputs, cotangents) if isinstance(o, Tensor) and o.requires_grad]
     keep = any(getattr(x, "grad_fn", None) is not None for x in inputs)
     if pairs:
-        got = _autograd_grad([o for o, _ in pairs], inputs, [c for _, c in pairs], retain_graph=True,
-                             create_graph=keep, allow_unused=True)
+        got = _base_grad([o for o, _ in pairs], inputs, [c for _, c in pairs], retain_graph=True,
+                         create_graph=keep, allow_unused=True)
     else:
         got = (None,) * len(inputs)
     return [zeros_like(x) if g is None else g for g, x in zip(got, inputs)]
@@ -157,13 +191,13 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         flat = [_track(x) for x in flat]
         out, aux = _split_aux(func(*tree_unflatten(flat, spec)), has_aux, "jvp")
         outs, out_spec = tree_flatten(out)
-        dummies = [zeros_like(o).requires_grad_(True) for o in outs]
+        dummies = [_leaf_like(o) for o in outs]
         # u^T J, linear in u, kept differentiable so that its gradient in u is J t
-        vjps = _autograd_grad(outs, flat, dummies, create_graph=True, allow_unused=True)
+        vjps = _base_grad(outs, flat, dummies, create_graph=True, allow_unused=True)
         used = [(v, t) for v, t in zip(vjps, tree_flatten(list(tangents))[0]) if v is not None]
         if used:
-            jt = _autograd_grad([v for v, _ in used], dummies, [t for _, t in used], retain_graph=True,
-                                create_graph=any(x.grad_fn is not None for x in flat), allow_unused=True)
+            jt = _base_grad([v for v, _ in used], dummies, [t for _, t in used], retain_graph=True,
+                            create_graph=any(x.grad_fn is not None for x in flat), allow_unused=True)
         else:
             jt = (None,) * len(outs)
         jt = [zeros_like(o) if g is None else g for g, o in zip(jt, outs)]

@@ -228,6 +228,8 @@ def inplace(t: Tensor, fn, *args, **kwargs) -> Tensor:
 def commit(t: Tensor, result: Tensor) -> Tensor:
     """Write ``result`` into ``t`` (broadcasting to ``t``'s shape), bump its version and
     hand it ``result``'s autograd history."""
+    if type(t)._vmap_commit is not None:
+        return t._vmap_commit(result)
     if result.dtype is not t.dtype and not D.can_cast(result.dtype, t.dtype):
         raise RuntimeError(f"result type {_type_name(result.dtype)} can't be cast to the desired "
                            f"output type {_type_name(t.dtype)}")

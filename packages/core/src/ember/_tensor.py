@@ -147,6 +147,8 @@ class Tensor:
             return
         if value and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if value and type(self._vc) is not list and not _STATE.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
@@ -159,7 +161,15 @@ class Tensor:
 
     @property
     def _version(self) -> int:
+        if type(self._vc) is not list:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._vc[0]
+
+    def is_inference(self) -> bool:
+        """Whether this tensor was made under ``inference_mode()`` (or is a view of one):
+        outside inference mode it cannot be changed in place, require grad or be saved for
+        backward (torch's inference tensors)."""
+        return type(self._vc) is not list
 
     @property
     def data(self) -> "Tensor":
@@ -479,6 +489,36 @@ def _make(arr, dtype) -> Tensor:
     t._retains_grad = False
     t._vc = [0]
     return t
+
+
+class InferenceVersion(list):
+    """The version counter of an inference tensor (made under ``inference_mode()``): a mark
+    that the in-place, requires-grad and saved-for-backward checks look for."""
+
+
+def _make_under_inference(arr, dtype) -> Tensor:
+    """``_make`` while some thread is in inference mode (see ``inference_tensors``)."""
+    t = object.__new__(Tensor)
+    t._data = arr
+    t.dtype = dtype
+    t._requires_grad = False
+    t.grad = t.grad_fn = t._base = t._view_fn = t._acc = None
+    t._output_nr = 0
+    t._retains_grad = False
+    t._vc = InferenceVersion((0,)) if _STATE.inference else [0]
+    return t
+
+
+_PLAIN_MAKE = _make.__code__
+_INFERENCE_THREADS = [0]
+
+
+def inference_tensors(entering: bool) -> None:
+    """Count a thread into (or out of) inference mode. While any thread is in it, ``_make``
+    runs the version that marks the tensors made under it; otherwise the plain one, so
+    the hot path pays nothing (the code object is swapped, reaching every caller)."""
+    _INFERENCE_THREADS[0] += 1 if entering else -1
+    _make.__code__ = _make_under_inference.__code__ if _INFERENCE_THREADS[0] else _PLAIN_MAKE
 
 
 def _rebuild(arr, dtype_name, requires_grad):

@@ -83,7 +83,10 @@ class set_grad_enabled(_Mode):
 
 
 class inference_mode(_Mode):
-    """Like no_grad (ember keeps no separate inference tensors); ``mode=False`` is a no-op."""
+    """no_grad whose tensors are *inference tensors* (``Tensor.is_inference()``), as torch's:
+    outside inference mode they cannot be updated in place, require grad, or be saved for
+    backward (clone one to get a normal tensor). ``mode=False`` leaves the mode for its
+    block: tensors made there are normal."""
 
     def __init__(self, mode: bool = True):
         self.mode = mode
@@ -95,10 +98,14 @@ class inference_mode(_Mode):
         return inference_mode(self.mode)
 
     def __enter__(self):
+        from .._tensor import inference_tensors
         self._prev_inf = STATE.inference
         STATE.inference = self.mode
+        inference_tensors(True)
         return super().__enter__()
 
     def __exit__(self, *exc):
+        from .._tensor import inference_tensors
         STATE.inference = self._prev_inf
+        inference_tensors(False)
         super().__exit__(*exc)

@@ -290,9 +290,15 @@ def saved_tensor(t, is_output: bool) -> SavedTensor:
     return _saved_output(t) if is_output else _saved_input(t)
 
 
+_INFERENCE_SAVED = ("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
+                    "mode in computation tracked by autograd. To work around, clone the tensor to get a normal one.")
+
+
 def _saved_input(t) -> SavedTensor:
     s = _new_object(SavedTensor)
     s._vc = vc = t._vc
+    if type(vc) is not list:
+        raise RuntimeError(_INFERENCE_SAVED)
     s._version = vc[0]
     s._tensor = t
     return s

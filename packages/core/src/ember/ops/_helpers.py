@@ -230,6 +230,8 @@ def commit(t: Tensor, result: Tensor) -> Tensor:
     hand it ``result``'s autograd history."""
     if type(t)._vmap_commit is not None:
         return t._vmap_commit(result)
+    if type(t._vc) is not list and not _STATE.inference:
+        raise RuntimeError(_INFERENCE_INPLACE)
     if result.dtype is not t.dtype and not D.can_cast(result.dtype, t.dtype):
         raise RuntimeError(f"result type {_type_name(result.dtype)} can't be cast to the desired "
                            f"output type {_type_name(t.dtype)}")
@@ -251,6 +253,10 @@ def commit(t: Tensor, result: Tensor) -> Tensor:
         else:
             _copy_slices(t, result)
     return t
+
+
+_INFERENCE_INPLACE = ("Inplace update to inference tensor outside InferenceMode is not allowed. You can make a clone "
+                      "to get a normal tensor before doing inplace update.")
 
 
 def _no_grad_rule(g):

@@ -498,6 +498,7 @@ kron cross addmm addmv addr addbmm baddbmm mvlgamma isposinf isneginf isreal bit
 multiply divide subtract det inverse logdet matrix_power pinverse slogdet
 exponential_ geometric_ log_normal_ cauchy_ random_ conj conj_physical resolve_conj angle is_complex stft istft
 fmax fmin frexp ldexp gcd lcm heaviside nextafter signbit
+cov corrcoef histogram dist msort
 """.split()
 
 

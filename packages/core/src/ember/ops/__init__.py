@@ -12,6 +12,7 @@ from . import (
     _dispatch,
     _helpers,
     activation,
+    calculus,
     complex_ops,
     conv,
     conversion,
@@ -28,6 +29,7 @@ from . import (
     pool,
     products,
     reduction,
+    sample_stats,
     sampling,
     shape,
     spectral,
@@ -38,7 +40,7 @@ from . import (
 
 _FAMILIES = (conversion, creation, complex_ops, elementwise, elementwise_math, indexing, layout, linalg, reduction,
              shape, statistics, products, spectral, windows, activation, conv, loss, norm, pool, upsample,
-             numerics)
+             numerics, sample_stats, calculus)
 
 
 # the families of nn.functional: torch's top level holds only some of their functions (not

@@ -14,6 +14,7 @@ from . import (
     activation,
     calculus,
     complex_ops,
+    construction,
     conv,
     conversion,
     creation,
@@ -40,7 +41,7 @@ from . import (
 
 _FAMILIES = (conversion, creation, complex_ops, elementwise, elementwise_math, indexing, layout, linalg, reduction,
              shape, statistics, products, spectral, windows, activation, conv, loss, norm, pool, upsample,
-             numerics, sample_stats, calculus)
+             numerics, sample_stats, calculus, construction)
 
 
 # the families of nn.functional: torch's top level holds only some of their functions (not

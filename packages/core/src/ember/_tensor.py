@@ -499,6 +499,8 @@ multiply divide subtract det inverse logdet matrix_power pinverse slogdet
 exponential_ geometric_ log_normal_ cauchy_ random_ conj conj_physical resolve_conj angle is_complex stft istft
 fmax fmin frexp ldexp gcd lcm heaviside nextafter signbit
 cov corrcoef histogram dist msort
+narrow_copy split_with_sizes unsafe_chunk unsafe_split unsafe_split_with_sizes as_strided_scatter diagonal_scatter
+select_scatter slice_scatter
 """.split()
 
 

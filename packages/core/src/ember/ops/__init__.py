@@ -36,12 +36,13 @@ from . import (
     spectral,
     statistics,
     upsample,
+    view_copies,
     windows,
 )
 
 _FAMILIES = (conversion, creation, complex_ops, elementwise, elementwise_math, indexing, layout, linalg, reduction,
              shape, statistics, products, spectral, windows, activation, conv, loss, norm, pool, upsample,
-             numerics, sample_stats, calculus, construction)
+             numerics, sample_stats, calculus, construction, view_copies)
 
 
 # the families of nn.functional: torch's top level holds only some of their functions (not

@@ -253,7 +253,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     return result if out is None else write_out(result, out, "histogram")
 
 
-def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
+def histogramdd(input, bins, *, range=None, weight=None, density=False):
     """(hist, bin_edges) of the points in the rows of ``input`` ([..., N]: every leading
     dim is flattened into the points, N coordinates each); ``hist`` is [B_1, ..., B_N] and
     ``bin_edges`` a tuple of N 1-d tensors.

@@ -111,8 +111,8 @@ def vander(x, N=None, increasing=False):
     """The Vandermonde matrix [n, N] of a 1-d ``x``: column j holds x ** (N - 1 - j)
     (x ** j when ``increasing``); N defaults to len(x).  Integer and bool inputs give
     int64.  RuntimeError for other than 1-d inputs or N < 0 (torch.vander, numpy.vander).
-    Its gradient is that of the powers; torch's vander raises in backward (it writes its
-    result in place), so ember follows its documented values rather than that."""
+    Its gradient is that of the powers it documents; torch 2.13's vander raises in
+    backward instead (it writes its result in place)."""
     from .creation import ones
     from .shape import cat, flip
     from .statistics import cumprod

@@ -551,6 +551,10 @@ take take_along_dim index_add index_copy index_fill scatter_reduce masked_scatte
 kron cross addmm addmv addr addbmm baddbmm mvlgamma isposinf isneginf isreal bitwise_left_shift bitwise_right_shift
 multiply divide subtract det inverse logdet matrix_power pinverse slogdet
 exponential_ geometric_ log_normal_ cauchy_ random_ conj conj_physical resolve_conj angle is_complex stft istft
+fmax fmin frexp ldexp gcd lcm heaviside nextafter signbit
+cov corrcoef histogram dist msort
+narrow_copy split_with_sizes unsafe_chunk unsafe_split unsafe_split_with_sizes as_strided_scatter diagonal_scatter
+select_scatter slice_scatter
 """.split()
 
 

@@ -95,6 +95,7 @@ from ..ops.pool import (
     max_unpool2d,
     max_unpool3d,
 )
+from ..ops.sample_stats import pdist
 from ..ops.upsample import (
     channel_shuffle,
     interpolate,
@@ -117,6 +118,7 @@ __all__ += ["kl_div", "huber_loss", "smooth_l1_loss", "soft_margin_loss", "multi
 __all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
             "pixel_unshuffle", "channel_shuffle"]
 __all__ += ["affine_grid", "grid_sample"]
+__all__ += ["pdist"]
 __all__ += ["hardtanh", "hardswish"]
 __all__ += ["group_norm", "instance_norm", "local_response_norm", "normalize", "rms_norm"]
 __all__ += ["embedding", "embedding_bag", "bilinear"]

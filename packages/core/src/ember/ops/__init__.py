@@ -12,7 +12,9 @@ from . import (
     _dispatch,
     _helpers,
     activation,
+    calculus,
     complex_ops,
+    construction,
     conv,
     conversion,
     creation,
@@ -24,19 +26,23 @@ from . import (
     linalg,
     loss,
     norm,
+    numerics,
     pool,
     products,
     reduction,
+    sample_stats,
     sampling,
     shape,
     spectral,
     statistics,
     upsample,
+    view_copies,
     windows,
 )
 
 _FAMILIES = (conversion, creation, complex_ops, elementwise, elementwise_math, indexing, layout, linalg, reduction,
-             shape, statistics, products, spectral, windows, activation, conv, loss, norm, pool, upsample)
+             shape, statistics, products, spectral, windows, activation, conv, loss, norm, pool, upsample,
+             numerics, sample_stats, calculus, construction, view_copies)
 
 
 # the families of nn.functional: torch's top level holds only some of their functions (not
@@ -72,7 +78,7 @@ def _with_out(fn):
 
 # families whose ops are written without out=: it is added here, once; views, tuples of
 # views and non-tensor results take none (as in torch)
-_ADD_OUT = (elementwise_math, statistics, layout, products, complex_ops, spectral)
+_ADD_OUT = (elementwise_math, statistics, layout, products, complex_ops, spectral, numerics)
 _NO_OUT = {"broadcast_shapes", "broadcast_tensors", "meshgrid", "tensor_split", "hsplit", "vsplit", "dsplit",
            "atleast_1d", "atleast_2d", "atleast_3d", "is_complex", "positive", "real", "imag", "resolve_conj",
            "view_as_real", "view_as_complex", "diagonal", "unfold", "as_strided", "ravel", "stft", "istft"}
@@ -106,11 +112,11 @@ det, logdet, slogdet, matrix_power = decompositions.det, decompositions.logdet, 
 inverse, pinverse = decompositions.inv, decompositions.pinv
 __all__ += ["det", "inverse", "logdet", "matrix_power", "pinverse", "slogdet"]
 
-# sampling: torch.poisson at the top level; the in-place samplers are Tensor methods only
-poisson = sampling.poisson
+# sampling: torch.poisson and torch.binomial at the top level; the in-place samplers are Tensor methods only
+poisson, binomial = sampling.poisson, sampling.binomial
 exponential_, geometric_, log_normal_, cauchy_, random_ = (
     sampling.exponential_, sampling.geometric_, sampling.log_normal_, sampling.cauchy_, sampling.random_)
-__all__ += ["poisson"]
+__all__ += ["poisson", "binomial"]
 
 # torch's functions that take out= and whose ember ops are written without it (the Tensor
 # methods, which take no out= in torch, keep the plain ops: see _tensor._install_methods)

@@ -356,8 +356,11 @@ def sort(input, dim=-1, descending=False, stable=False):
     """(values, indices) sorted along ``dim``; ties keep their order when stable."""
     d = _wrap_dim(dim, input.ndim)
     xp = be(input).xp
-    if input.ndim == 0:
-        return return_types.sort(input.clone(), _make(xp.zeros((), dtype="int64"), D.int64))
+    if input.ndim == 0:  # a copy, its gradient passed through under torch's node name
+        values = _make(be(input).copy(input._data), input.dtype)
+        if needs_grad(input):
+            record("SortBackward0", _pass_rule, (input,), values)
+        return return_types.sort(values, _make(xp.zeros((), dtype="int64"), D.int64))
     data = input._data
     if descending:
         # a stable descending order: stable sort of the negated key keeps equal elements in order
@@ -371,6 +374,10 @@ def sort(input, dim=-1, descending=False, stable=False):
     if needs_grad(input):
         record("SortBackward0", _take_rule, (input,), values, (input._data.shape, d, indices))
     return return_types.sort(values, indices)
+
+
+def _pass_rule(g):
+    return g
 
 
 def _take_rule(g, shape, d, indices):

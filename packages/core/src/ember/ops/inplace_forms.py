@@ -11,6 +11,7 @@ from . import (
     elementwise_math,
     indexing,
     layout,
+    numerics,
     products,
     reduction,
     statistics,
@@ -18,7 +19,8 @@ from . import (
 from ._helpers import inplace
 from .elementwise import _inplace_method
 
-_SOURCES = (elementwise, elementwise_math, indexing, layout, products, reduction, statistics, decompositions)
+_SOURCES = (elementwise, elementwise_math, indexing, layout, products, reduction, statistics, decompositions,
+            numerics)
 
 # torch's in-place Tensor methods that ember has the op of (the others are defined beside their op)
 NAMES = """
@@ -29,6 +31,7 @@ clamp_max reciprocal square sign floor ceil trunc fix round exp2 log2 log10 log1
 nan_to_num cumsum cumprod logical_and logical_or logical_xor logical_not bitwise_and bitwise_or bitwise_xor
 bitwise_not bitwise_left_shift bitwise_right_shift addmm addmv addr baddbmm addbmm negative absolute multiply
 divide subtract true_divide polygamma_ mvlgamma
+ldexp gcd lcm heaviside nextafter
 """.split()
 
 

@@ -1,4 +1,4 @@
-"""Random sampling beyond the basic factories: poisson, the in-place samplers of torch's
+"""Random sampling beyond the basic factories: poisson, binomial, the in-place samplers of torch's
 Tensor (exponential_, geometric_, log_normal_, cauchy_, random_) and standard_gamma, whose
 samples are differentiable in the shape parameter (implicit reparameterization: the
 derivative of a sample x of Gamma(a, 1) is -(dP(a, x)/da) / p(x; a), with P the
@@ -14,10 +14,10 @@ import numpy
 from .. import _dtype as D
 from .._tensor import Tensor, _make
 from ..autograd.graph import record
-from ._helpers import be, needs_grad
+from ._helpers import _type_name, be, needs_grad
 from .creation import _fill_random, _gen
 
-__all__ = ["poisson", "exponential_", "geometric_", "log_normal_", "cauchy_", "random_", "standard_gamma"]
+__all__ = ["poisson", "binomial", "exponential_", "geometric_", "log_normal_", "cauchy_", "random_", "standard_gamma"]
 
 
 def poisson(input, generator=None):
@@ -28,6 +28,37 @@ def poisson(input, generator=None):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     arr = g.poisson(rates).astype(input.dtype.np)
     return _make(be(input).xp.asarray(arr), input.dtype)
+
+
+def binomial(count, prob, generator=None):
+    """Binomial samples: successes in ``count`` trials of probability ``prob`` (float
+    tensors of one dtype, broadcast together; the result has that dtype).  A count below
+    zero gives 0 and a probability past [0, 1] is clipped into it, as torch's sampler
+    does.  ValueError for a non-float count, RuntimeError for mismatched dtypes; the
+    samples have no derivative (torch.binomial)."""
+    from .numerics import _not_implemented_rule
+    for name, v in (("count", count), ("prob", prob)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"binomial(): argument '{name}' must be Tensor, not {type(v).__name__}")
+    if not count.dtype.is_floating_point:
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
+                         f"{_type_name(count.dtype)}")
+    if prob.dtype is not count.dtype:
+        raise RuntimeError(f"Found dtype {_type_name(prob.dtype)} but expected {_type_name(count.dtype)}")
+    g = _gen(generator, count.device)
+    n = numpy.asarray(count.__array__(), dtype=numpy.float64)
+    p = numpy.asarray(prob.__array__(), dtype=numpy.float64)
+    try:
+        n, p = numpy.broadcast_arrays(n, p)
+    except ValueError:
+        from .elementwise import broadcast_error
+        raise broadcast_error(count, prob) from None
+    trials = numpy.where(numpy.isfinite(n) & (n > 0), numpy.trunc(n), 0).astype(numpy.int64)
+    p = numpy.clip(numpy.nan_to_num(p, nan=0.0), 0.0, 1.0)
+    r = _make(be(count).xp.asarray(g.binomial(trials, p).astype(count.dtype.np)), count.dtype)
+    if needs_grad(count, prob):
+        record("NotImplemented", _not_implemented_rule("binomial"), (count, prob), r)
+    return r
 
 
 def exponential_(self, lambd=1.0, *, generator=None):

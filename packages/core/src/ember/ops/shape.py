@@ -303,6 +303,12 @@ def split(tensor, split_size_or_sections, dim=0):
     """Views of consecutive pieces along ``dim``: equal pieces of ``split_size`` (the last may
     be smaller) or pieces of the given sizes."""
     d = _wrap_dim(dim, tensor.ndim)
+    name = "SplitBackward0" if isinstance(split_size_or_sections, builtins.int) else "SplitWithSizesBackward0"
+    return _views_along(tensor, d, _split_bounds(tensor, split_size_or_sections, d), False, name)
+
+
+def _split_bounds(tensor, split_size_or_sections, d) -> tuple:
+    """The [lo, hi) bounds along dim ``d`` of split's pieces."""
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, builtins.int):
         step = split_size_or_sections
@@ -318,8 +324,7 @@ def split(tensor, split_size_or_sections, dim=0):
     for s in sizes:
         bounds.append((lo, lo + s))
         lo += s
-    name = "SplitBackward0" if isinstance(split_size_or_sections, builtins.int) else "SplitWithSizesBackward0"
-    return _views_along(tensor, d, tuple(bounds), False, name)
+    return tuple(bounds)
 
 
 def chunk(input, chunks, dim=0):

@@ -24,7 +24,7 @@ PACKAGES = {
     "vision": ["./packages/core", "./packages/vision"],
     "text": ["./packages/core", "./packages/text"],
     "audio": ["./packages/core", "./packages/audio"],
-    "serve": ["./packages/core", "./packages/vision", "./packages/serve"],
+    "serve": ["./packages/core", "./packages/vision", "./packages/text", "./packages/serve"],
 }
 # PyTorch 2.13.0 CPU is the test oracle only (about 1.2 GB installed); it is never a
 # dependency of an ember package. Anything that depends on torch is installed in the same

@@ -37,7 +37,7 @@ TEST_EXTRAS = {
     "integration": ["tensorboard>=2.14", "pillow>=10"],
     "text": ["transformers>=4.46"],
     "audio": ["librosa>=0.11,<0.12", "transformers>=4.46", "pillow>=10"],
-    "serve": ["tritonclient[http]>=2.40"],
+    "serve": ["tritonclient[http]>=2.40", "openai>=1.40"],
 }
 
 # Real data some tests read, installed without their dependencies (only the files are

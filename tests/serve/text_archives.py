@@ -113,3 +113,14 @@ def make_text_archives(root) -> dict:
                               hf_folder=folder, config=config)
         out[name] = (path, folder)
     return out
+
+
+def local_continuation(folder, ids: list[int], max_new_tokens: int, **generate_kwargs):
+    """(text, new ids) of ember-text's own ``generate`` on the folder's model: the oracle of the server's answers."""
+    import ember
+    import ember_text
+    tok = ember_text.AutoTokenizer.from_pretrained(folder)
+    model = ember_text.models.AutoModelForCausalLM.from_pretrained(folder)
+    out = model.generate(ember.tensor([ids], dtype=ember.int64), max_new_tokens=max_new_tokens,
+                         **generate_kwargs)[0, len(ids):].tolist()
+    return tok.decode(out, skip_special_tokens=True, clean_up_tokenization_spaces=False), out

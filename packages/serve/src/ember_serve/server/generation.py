@@ -1,4 +1,12 @@
-"""The generation engine of a ``text_generation`` model: one thread that runs every sequence.
+"""The generation engine of a ``text_generation`` model: one thread, one running decode batch.
+
+Sequences share the decoding steps of one ember-text ``DecodeBatch`` (iteration-level
+batching): a waiting job is prefilled alone (its own KV cache) and joins the batch at the
+next step, every step feeds all running sequences one token, and a sequence that finished
+leaves before the next. At most ``max_running`` sequences run together (the model config's
+``max_batch_size``; 0 or 1: one at a time); an idle engine waits ``max_batch_delay_ms``
+after a job's arrival for others to start with it. Each step is reported to ``on_step``
+(the server's ``ember_batch_size`` histogram and Triton's execution counters).
 
 Requests of every route (``/predictions``, the protocol's infer, ``/v1/completions``,
 ``/v1/chat/completions``) become jobs, one per sequence to generate, waiting in one bounded
@@ -33,6 +41,7 @@ class GenerationJob:
                  eos_token_ids=()):
         self.prompt, self.settings, self.stream, self.sink, self.index = prompt, settings, stream, sink, index
         self.eos = set(eos_token_ids)
+        self.enqueued = time.perf_counter()
         self.completion_tokens = 0
         self.finish_reason: str | None = None
         self.cancelled = False  # the client went away: the engine drops the job at its next step
@@ -67,10 +76,6 @@ class GenerationJob:
         if self.finish_reason is None:
             self.finish_reason = "error"
             self.sink((self.index, "error", exc))
-
-
-class _Stop(Exception):
-    """Raised from the streamer to end ``generate`` early (a stop string, a cancelled job)."""
 
 
 class GenerationEngine:
@@ -127,64 +132,82 @@ class GenerationEngine:
             self._cond.notify_all()
         self._thread.join(timeout)
 
-    def _next(self) -> GenerationJob | None:
+    def _admit(self, batch, jobs: dict) -> None:
+        """Prefill waiting jobs into ``batch`` while it has room; an idle engine first waits up to
+        ``delay_ms`` after the oldest job's arrival for company."""
         with self._cond:
             while True:
                 while self._waiting and self._waiting[0].cancelled:
                     self._waiting.popleft()
-                if self._waiting:
-                    self._running = 1
-                    return self._waiting.popleft()
-                if self._closing:
-                    return None
+                if self._waiting or len(batch) or self._closing:
+                    break
                 self._cond.wait()
+            if not len(batch) and self._waiting and self.delay_ms > 0:
+                deadline = self._waiting[0].enqueued + self.delay_ms / 1000.0
+                while len(self._waiting) < self.max_running and not self._closing:
+                    remaining = deadline - time.perf_counter()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+            taken = []
+            while self._waiting and len(batch) + len(taken) < self.max_running:
+                job = self._waiting.popleft()
+                if not job.cancelled:
+                    taken.append(job)
+        for job in taken:
+            s = job.settings
+            sample = s.do_sample and s.temperature > 0
+            try:
+                seq = batch.add(job.prompt, max_new_tokens=s.max_new_tokens, do_sample=sample,
+                                temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
+                                repetition_penalty=s.repetition_penalty, eos_token_id=sorted(job.eos),
+                                generator=s.generator() if sample else None)
+            except Exception as e:
+                log.warning("model %s: prefill failed: %s: %s", self.name, type(e).__name__, e)
+                job.fail(e)
+                continue
+            if not seq.tokens:  # max_new_tokens 0
+                job.finish("length")
+            elif job.take(seq.tokens[0]):  # done with its first token (EOS, a stop string, one token asked)
+                batch.cancel(seq)
+            else:
+                jobs[seq] = job
+        self._running = len(batch)
 
     def _run(self) -> None:
+        from ember_text.models import DecodeBatch
+        batch, jobs = DecodeBatch(self.handler.model), {}
         while True:
-            job = self._next()
-            if job is None:
-                return
-            try:
-                self._run_alone(job)
-            except Exception as e:
-                log.warning("model %s: generation failed: %s: %s", self.name, type(e).__name__, e)
-                job.fail(e)
-            finally:
+            self._admit(batch, jobs)
+            for seq, job in list(jobs.items()):
+                if job.cancelled:  # the client left: its row goes at once
+                    batch.cancel(seq)
+                    del jobs[seq]
+            if not len(batch):
                 self._running = 0
-
-    def _run_alone(self, job: GenerationJob) -> None:
-        import ember
-        s = job.settings
-        if s.max_new_tokens == 0:
-            job.finish("length")
-            return
-        engine = self
-
-        class Streamer:
-            prompt_seen = False
-            last = time.perf_counter()
-
-            def put(self, value):
-                if not self.prompt_seen:
-                    self.prompt_seen = True
-                    return
-                now = time.perf_counter()
-                engine.on_step(1, now - self.last)
-                self.last = now
-                if job.take(int(value.reshape(-1)[0])) or job.cancelled:
-                    raise _Stop
-
-            def end(self):
-                pass
-
-        sample = s.do_sample and s.temperature > 0
-        model = self.handler.model
-        try:
-            model.generate(ember.tensor([job.prompt], dtype=ember.int64), max_new_tokens=s.max_new_tokens,
-                           do_sample=sample, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
-                           repetition_penalty=s.repetition_penalty, eos_token_id=sorted(job.eos) or None,
-                           generator=s.generator() if sample else None, streamer=Streamer())
-        except _Stop:
-            pass
-        if job.finish_reason is None:
-            job.finish("length" if not job.cancelled else "cancelled")
+                with self._cond:
+                    if self._closing and not self._waiting:
+                        return
+                continue
+            start = time.perf_counter()
+            try:
+                stepped = batch.step()
+            except Exception as e:
+                log.warning("model %s: decoding step failed: %s: %s", self.name, type(e).__name__, e)
+                for job in jobs.values():
+                    job.fail(e)
+                batch, jobs = DecodeBatch(self.handler.model), {}
+                continue
+            seconds = time.perf_counter() - start
+            log.debug("model %s: decoding step of %d sequences, %.1f ms", self.name, len(stepped), seconds * 1e3)
+            self.on_step(len(stepped), seconds)
+            for seq in stepped:
+                job = jobs.get(seq)
+                if job is None:
+                    continue
+                if job.take(seq.tokens[-1]) or seq.finished:
+                    if not seq.finished:
+                        batch.cancel(seq)  # a stop string ended it
+                    job.finish(seq.finish_reason or "stop")
+                    del jobs[seq]
+            self._running = len(batch)

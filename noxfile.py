@@ -24,7 +24,7 @@ PACKAGES = {
     "vision": ["./packages/core", "./packages/vision"],
     "text": ["./packages/core", "./packages/text"],
     "audio": ["./packages/core", "./packages/audio"],
-    "serve": ["./packages/core", "./packages/vision", "./packages/text", "./packages/serve"],
+    "serve": ["./packages/core", "./packages/vision", "./packages/text", "./packages/audio", "./packages/serve"],
 }
 # PyTorch 2.13.0 CPU is the test oracle only (about 1.2 GB installed); it is never a
 # dependency of an ember package. Anything that depends on torch is installed in the same
@@ -54,7 +54,7 @@ DEBIAN_PACKAGES = {
     "demo": ["dataset-fashion-mnist"],
     "text": ["fortunes"],
     "audio": ["espeak-ng", "asterisk-core-sounds-en-wav"],
-    "serve": ["curl"],
+    "serve": ["curl", "espeak-ng", "asterisk-core-sounds-en-wav"],
 }
 FASHION_DEB_DIR = "/usr/share/datasets/fashion-mnist"
 

@@ -3,7 +3,7 @@
 Built-in handlers are imported only when a model asks for them, so that ``image_classifier``
 needs ember-vision (``pip install ember-serve[vision]``) only where it is used, and the text
 handlers (``text_classifier``, ``sentence_embedder``, ``text_generation``) need ember-text
-(``ember-serve[text]``) only there.
+(``ember-serve[text]``) and ``audio_classifier`` ember-audio (``ember-serve[audio]``) only there.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ BUILTIN_HANDLERS: dict[str, str | None] = {
     "text_classifier": "ember_serve.handlers.text_classifier:TextClassifierHandler",
     "sentence_embedder": "ember_serve.handlers.sentence_embedder:SentenceEmbedderHandler",
     "text_generation": "ember_serve.handlers.text_generation:TextGenerationHandler",
+    "audio_classifier": "ember_serve.handlers.audio_classifier:AudioClassifierHandler",
 }
 
 

@@ -24,7 +24,7 @@ PACKAGES = {
     "vision": ["./packages/core", "./packages/vision"],
     "text": ["./packages/core", "./packages/text"],
     "audio": ["./packages/core", "./packages/audio"],
-    "serve": ["./packages/core", "./packages/vision", "./packages/serve"],
+    "serve": ["./packages/core", "./packages/vision", "./packages/text", "./packages/audio", "./packages/serve"],
 }
 # PyTorch 2.13.0 CPU is the test oracle only (about 1.2 GB installed); it is never a
 # dependency of an ember package. Anything that depends on torch is installed in the same
@@ -37,7 +37,7 @@ TEST_EXTRAS = {
     "integration": ["tensorboard>=2.14", "pillow>=10"],
     "text": ["transformers>=4.46"],
     "audio": ["librosa>=0.11,<0.12", "transformers>=4.46", "pillow>=10"],
-    "serve": ["tritonclient[http]>=2.40"],
+    "serve": ["tritonclient[http]>=2.40", "openai>=1.40"],
 }
 
 # Real data some tests read, installed without their dependencies (only the files are
@@ -54,7 +54,7 @@ DEBIAN_PACKAGES = {
     "demo": ["dataset-fashion-mnist"],
     "text": ["fortunes"],
     "audio": ["espeak-ng", "asterisk-core-sounds-en-wav"],
-    "serve": ["curl"],
+    "serve": ["curl", "espeak-ng", "asterisk-core-sounds-en-wav"],
 }
 FASHION_DEB_DIR = "/usr/share/datasets/fashion-mnist"
 

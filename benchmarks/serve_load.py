@@ -12,7 +12,12 @@ for ``--duration`` seconds. Reported per mode: requests answered, throughput, p5
 errors (any answer but 200), and the mean executed batch (from the server's Triton metrics).
 Clients and server share the machine's cores. Nothing is asserted.
 
-Concurrent generation (tokens/s of 8 streams against 1) comes with the text handlers.
+Concurrent generation: a second server holds a random 4-layer GPT-2 (n_embd 128, a byte-level
+BPE tokenizer trained here) as ``gen1`` (max_batch_size 1: one sequence at a time) and ``gen8``
+(iteration-level batching of up to 8 sequences); ``--gen-clients`` threads send greedy
+``/v1/completions`` of ``--gen-tokens`` tokens back to back for ``--duration`` seconds. Reported:
+completions, generated tokens per second, p50 latency, errors, and the mean sequences per
+decoding step (``ember_batch_size``). ``--skip-generation`` leaves it out.
 """
 
 from __future__ import annotations
@@ -119,16 +124,147 @@ def run_mode(urls: dict, model: str, clients: int, duration: float) -> dict:
             "mean_batch": (rows1 - rows0) / (execs1 - execs0) if execs1 > execs0 else float("nan")}
 
 
+def server_env(args) -> dict:
+    env = dict(os.environ)
+    if args.blas_threads is not None:
+        for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[key] = str(args.blas_threads)
+    return env
+
+
+def build_generation_archives(work: str) -> None:
+    import ember
+    import ember_text
+    from ember_serve import create_archive
+    from ember_text import models as M
+    corpus = ["The quick brown fox jumps over the lazy dog.", "Serving models over sockets, one token at a time.",
+              "A journey of a thousand miles begins with a single step!"] * 20
+    tok = ember_text.train_byte_level_bpe(iterator=corpus, vocab_size=400, min_frequency=2,
+                                          special_tokens=["<|endoftext|>"])
+    ember.manual_seed(0)
+    config = M.GPT2Config(n_layer=4, n_head=4, n_embd=128, n_positions=256, vocab_size=len(tok),
+                          bos_token_id=None, eos_token_id=None)
+    folder = os.path.join(work, "gpt2")
+    M.GPT2LMHeadModel(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    for name, size in (("gen1", 1), ("gen8", 8)):
+        create_archive(os.path.join(work, f"{name}.emar"), name=name, handler="text_generation", hf_folder=folder,
+                       config={"max_batch_size": size, "queue_size": 4096})
+
+
+def generation_loop(host, port, model, tokens, deadline, out) -> None:
+    conn = http.client.HTTPConnection(host, port, timeout=300)
+    body = json.dumps({"model": model, "prompt": "The quick brown fox", "max_tokens": tokens,
+                       "temperature": 0}).encode()
+    lat, made, errors = [], 0, 0
+    while time.perf_counter() < deadline:
+        t0 = time.perf_counter()
+        try:
+            conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+            r = conn.getresponse()
+            answer = r.read()
+            if r.status == 200:
+                made += json.loads(answer)["usage"]["completion_tokens"]
+                lat.append(time.perf_counter() - t0)
+            else:
+                errors += 1
+        except (OSError, http.client.HTTPException):
+            errors += 1
+            conn.close()
+            conn = http.client.HTTPConnection(host, port, timeout=300)
+    conn.close()
+    out.append((lat, made, errors))
+
+
+def step_histogram(metrics_url: str, model: str) -> tuple[float, float]:
+    from urllib.request import urlopen
+    text = urlopen(metrics_url + "/metrics").read().decode()
+    values = []
+    for series in ("count", "sum"):
+        m = re.search(rf'^ember_batch_size_{series}{{model="{model}",version="1.0"}} (\S+)$', text, re.M)
+        values.append(float(m.group(1)) if m else 0.0)
+    return values[0], values[1]
+
+
+def run_generation(urls: dict, model: str, clients: int, tokens: int, duration: float) -> dict:
+    host, port = urls["inference"].split("//", 1)[1].rsplit(":", 1)
+    steps0, rows0 = step_histogram(urls["metrics"], model)
+    results: list = []
+    deadline = time.perf_counter() + duration
+    threads = [threading.Thread(target=generation_loop, args=(host, int(port), model, tokens, deadline, results))
+               for _ in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    steps1, rows1 = step_histogram(urls["metrics"], model)
+    lat = sorted(x for r in results for x in r[0])
+    return {"mode": model, "completions": len(lat), "tokens_per_s": sum(r[1] for r in results) / elapsed,
+            "p50_ms": 1e3 * statistics.median(lat) if lat else float("nan"), "errors": sum(r[2] for r in results),
+            "mean_step": (rows1 - rows0) / (steps1 - steps0) if steps1 > steps0 else float("nan")}
+
+
+def generation_rows(args) -> list[dict]:
+    with tempfile.TemporaryDirectory(prefix="ember-serve-gen-") as work:
+        build_generation_archives(work)
+        proc = subprocess.Popen([sys.executable, "-m", "ember_serve", "--model-store", work, "--models",
+                                 "gen1=gen1.emar", "gen8=gen8.emar", "--port", "0", "--management-port", "0",
+                                 "--metrics-port", "0", "--log-level", "warning"], stdout=subprocess.PIPE, text=True,
+                                env=server_env(args))
+        try:
+            line = proc.stdout.readline()
+            if not line.startswith("ember-serve listening:"):
+                raise SystemExit("the generation server did not start")
+            urls = dict(x.split("=", 1) for x in line.split(":", 1)[1].split())
+            rows = []
+            for model in ("gen1", "gen8"):
+                run_generation(urls, model, 2, 8, 1.0)  # warm up
+                rows.append(run_generation(urls, model, args.gen_clients, args.gen_tokens, args.duration))
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+    return rows
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--clients", type=int, default=64, help="concurrent client connections")
     p.add_argument("--duration", type=float, default=20.0, help="seconds of load per mode")
+    p.add_argument("--gen-clients", type=int, default=8, help="concurrent generation clients")
+    p.add_argument("--gen-tokens", type=int, default=64, help="tokens per completion")
+    p.add_argument("--skip-generation", action="store_true", help="leave out the generation modes")
+    p.add_argument("--skip-images", action="store_true", help="leave out the image modes")
+    p.add_argument("--blas-threads", type=int, default=None,
+                   help="OPENBLAS/OMP/MKL_NUM_THREADS of the server processes (default: inherited)")
     args = p.parse_args(argv)
+    if not args.skip_images:
+        image_modes(args)
+    if not args.skip_generation:
+        rows = generation_rows(args)
+        print()
+        print(f"generation: {args.gen_clients} clients, greedy completions of {args.gen_tokens} tokens, "
+              f"{args.duration:g} s per mode")
+        print()
+        print("| mode | completions | tokens/s | p50 (ms) | errors | mean sequences per step |")
+        print("|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['mode']} | {r['completions']} | {r['tokens_per_s']:.0f} | {r['p50_ms']:.0f} | {r['errors']} "
+                  f"| {r['mean_step']:.1f} |")
+        print()
+        print(f"iteration-level batching / one sequence at a time: "
+              f"{rows[1]['tokens_per_s'] / max(rows[0]['tokens_per_s'], 1e-9):.2f}x tokens/s")
+    return 0
+
+
+def image_modes(args) -> None:
     with tempfile.TemporaryDirectory(prefix="ember-serve-load-") as work:
         build_archives(work)
         proc = subprocess.Popen([sys.executable, "-m", "ember_serve", "--model-store", work, "--models",
                                  "b1=b1.emar", "batched=batched.emar", "--port", "0", "--management-port", "0",
-                                 "--metrics-port", "0", "--log-level", "warning"], stdout=subprocess.PIPE, text=True)
+                                 "--metrics-port", "0", "--log-level", "warning"], stdout=subprocess.PIPE, text=True,
+                                env=server_env(args))
         try:
             line = proc.stdout.readline()
             if not line.startswith("ember-serve listening:"):
@@ -153,8 +289,6 @@ def main(argv=None) -> int:
     print()
     print(f"batching / batch size 1 throughput: {batched['throughput'] / max(b1['throughput'], 1e-9):.2f}x "
           "(goal: at least 3x, zero errors)")
-    print("concurrent generation: not measured yet (the text_generation handler comes with ember-text)")
-    return 0
 
 
 if __name__ == "__main__":

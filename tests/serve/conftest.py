@@ -280,3 +280,19 @@ def torch_linear(state):
     tl = torch.nn.Linear(4, 3)
     tl.load_state_dict({k[3:]: v for k, v in state.items()})
     return lambda x: tl(torch.from_numpy(np.asarray(x, dtype=np.float32))).detach().numpy()
+
+
+@pytest.fixture(scope="session")
+def text_archives(tmp_path_factory):
+    from text_archives import make_text_archives
+    return make_text_archives(tmp_path_factory.mktemp("text"))
+
+
+@pytest.fixture(scope="session")
+def text_server(text_archives):
+    """A server of the text archives: cls (text_classifier), emb (sentence_embedder), gen
+    (text_generation with a ChatML template) and plain (text_generation, no template)."""
+    server = ServerProcess(["--models", *[f"{name}={path}" for name, (path, _) in text_archives.items()]])
+    server.folders = {name: folder for name, (_, folder) in text_archives.items()}
+    yield server
+    server.stop()

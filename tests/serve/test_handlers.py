@@ -85,12 +85,13 @@ def test_image_classifier_matches_torch(tmp_path):
     arch.close()
 
 
-def test_reserved_text_handlers_say_so(tmp_path):
+def test_builtin_names_and_bad_handler_specs(tmp_path):
     path, _ = make_linear_archive(tmp_path)
     with load_archive(path) as arch:
-        for name in ("text_classifier", "sentence_embedder", "text_generation"):
-            with pytest.raises(ValueError, match=f"'{name}' is not available in this version"):
-                resolve_handler(name, arch)
+        for name, cls in (("text_classifier", "TextClassifierHandler"),
+                          ("sentence_embedder", "SentenceEmbedderHandler"),
+                          ("text_generation", "TextGenerationHandler")):
+            assert resolve_handler(name, arch).__name__ == cls
         with pytest.raises(ValueError, match="defines no 'Nope'"):
             resolve_handler("model_lin_1:Nope", arch)
         with pytest.raises(ValueError, match="not a subclass of ember_serve.handlers.BaseHandler"):

@@ -41,7 +41,8 @@ def _archive_parser() -> argparse.ArgumentParser:
     c.add_argument("--export-path", help="folder to write NAME.emar into (torch-model-archiver's flag)")
     c.add_argument("-f", "--force", action="store_true", help="overwrite an existing archive")
     c.add_argument("--requirements-file", "-r", help=argparse.SUPPRESS)
-    c.add_argument("--hf-folder", help=argparse.SUPPRESS)
+    c.add_argument("--hf-folder", help="a Hugging Face-style folder (config.json, tokenizer files, safetensors "
+                   "weights) packed in place of --model-file/--model-class/--weights (the text handlers)")
     k = sub.add_parser("check", help="load an archive, run its handler on its example batch")
     k.add_argument("archive", help="NAME.emar or an unpacked archive folder")
     return p
@@ -52,9 +53,6 @@ def _create(args) -> int:
     if args.requirements_file:
         print("ember-archive: --requirements-file is refused: an archive never installs packages; install the "
               "model's dependencies into the server's environment instead", file=sys.stderr)
-        return 2
-    if args.hf_folder:
-        print("ember-archive: --hf-folder is not available yet (it comes with the text handlers)", file=sys.stderr)
         return 2
     kwargs = None
     if args.model_kwargs:
@@ -70,7 +68,8 @@ def _create(args) -> int:
     path = create_archive(output, name=args.name, version=args.version, handler=args.handler,
                           model_file=args.model_file, model_class=args.model_class, model_kwargs=kwargs,
                           weights=args.weights, config=args.config, example_input=args.example_input,
-                          extra_files=_split_extra(args.extra_files), force=args.force)
+                          extra_files=_split_extra(args.extra_files), hf_folder=args.hf_folder,
+                          force=args.force)
     print(path)
     return 0
 

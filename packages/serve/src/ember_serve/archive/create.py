@@ -5,6 +5,12 @@ class and kwargs, the sha256 and size of every other member), ``config.json`` (a
 ModelConfig), ``weights.safetensors``, the model file, the extra files (at the archive's
 root under their base names, folders recursively) and ``example_input.npz``. The archive
 is written to a temporary name beside the output and renamed.
+
+In place of a model file and class, ``hf_folder`` packs a Hugging Face-style folder (what
+ember-text's ``save_pretrained`` writes: ``config.json``, the tokenizer files, the
+safetensors weights; a sentence-transformers folder with its module subfolders) under
+``hf/``; the manifest names it (``"hf_folder": "hf"``) and the text handlers load the model
+and tokenizer from it with ember-text.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from .weights import read_weights_file, to_safetensors_bytes
 __all__ = ["create_archive"]
 
 _RESERVED = {MANIFEST_NAME, "config.json", "weights.safetensors", "example_input.npz"}
+HF_PREFIX = "hf"
 
 
 def _versions() -> dict:
@@ -68,6 +75,22 @@ def _add_extra(members: dict, path: str) -> None:
         raise FileNotFoundError(f"extra file {path!r} does not exist")
 
 
+def _add_hf_folder(members: dict, folder: str) -> None:
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"the Hugging Face folder {folder!r} does not exist")
+    if not os.path.isfile(os.path.join(folder, "config.json")):
+        raise ArchiveError(f"{folder!r} holds no config.json: not a Hugging Face model folder (write one with "
+                           "save_pretrained)")
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
+        for fn in sorted(filenames):
+            full = os.path.join(dirpath, fn)
+            if fn.startswith(".") or os.path.islink(full):
+                continue  # hidden files (.gitattributes, lock files) and links are not part of a model
+            rel = "/".join([HF_PREFIX, *os.path.relpath(full, folder).split(os.sep)])
+            _add_file(members, rel, full)
+
+
 def _add_file(members: dict, name: str, path: str) -> None:
     check_member_name(name)
     if name in members or name in _RESERVED:
@@ -80,7 +103,7 @@ def create_archive(output: str | os.PathLike, *, name: str, version: str = "1.0"
                    model_file: str | None = None, model_class: str | None = None,
                    model_kwargs: dict | None = None, weights: str | None = None,
                    config: ModelConfig | dict | str | None = None, example_input: str | None = None,
-                   extra_files: list[str] = (), force: bool = False) -> str:
+                   extra_files: list[str] = (), hf_folder: str | None = None, force: bool = False) -> str:
     """Write an ``.emar`` archive and return its path.
 
     Args:
@@ -95,6 +118,8 @@ def create_archive(output: str | os.PathLike, *, name: str, version: str = "1.0"
         example_input: an ``.npz`` with one array per input; the model runs once on it and
             the input/output signature is written into the config.
         extra_files: files or folders added at the archive's root.
+        hf_folder: a Hugging Face-style folder (config.json, tokenizer files, safetensors
+            weights) packed under ``hf/`` in place of a model file, class and weights.
         force: overwrite an existing output.
 
     Raises ArchiveError (inconsistent arguments, unreadable weights, a failing example),
@@ -111,6 +136,9 @@ def create_archive(output: str | os.PathLike, *, name: str, version: str = "1.0"
         raise FileExistsError(f"{output!r} exists; pass force=True (--force) to overwrite it")
     if (model_file is None) != (model_class is None):
         raise ArchiveError("model_file and model_class go together: give both or neither")
+    if hf_folder is not None and (model_file is not None or weights is not None):
+        raise ArchiveError("hf_folder replaces model_file, model_class and weights: give the folder or those, "
+                           "not both")
     if isinstance(config, str):
         with open(config, encoding="utf-8") as f:
             config = ModelConfig.from_json(f.read())
@@ -129,7 +157,12 @@ def create_archive(output: str | os.PathLike, *, name: str, version: str = "1.0"
         kwargs = dict(model_kwargs or {})
         json.dumps(kwargs)  # TypeError here, not at load time, when they cannot be stored
         model_info = {"file": os.path.basename(model_file), "class": model_class, "kwargs": kwargs}
+    if hf_folder is not None:
+        _add_hf_folder(members, os.fspath(hf_folder))
     for extra in extra_files or ():
+        if os.path.basename(os.path.normpath(extra)) == HF_PREFIX and hf_folder is not None:
+            raise ArchiveError(f"the extra file {extra!r} would land in {HF_PREFIX}/, where the Hugging Face "
+                               "folder goes")
         _add_extra(members, extra)
     _check_handler(handler, members)
     if weights is not None:
@@ -147,6 +180,8 @@ def create_archive(output: str | os.PathLike, *, name: str, version: str = "1.0"
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "name": name, "version": version,
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "ember": _versions(), "handler": handler, "model": model_info, "members": {}}
+    if hf_folder is not None:
+        manifest["hf_folder"] = HF_PREFIX
 
     if example_input is not None and model_info is not None:
         config = _with_signature(members, manifest, config, example)

@@ -42,7 +42,8 @@ class LoadedArchive:
 
     Attributes: ``root`` (the folder), ``manifest`` (dict), ``config`` (ModelConfig),
     ``name``, ``version``, ``handler`` (a built-in name or ``module:Class``), ``source``
-    (the path it was loaded from). ``close()`` removes the folder when it was extracted."""
+    (the path it was loaded from), ``hf_folder`` (the path of the packed Hugging Face folder,
+    or None). ``close()`` removes the folder when it was extracted."""
 
     def __init__(self, root: str, manifest: dict, source: str, owns_root: bool):
         self.root, self.manifest, self.source, self._owns_root = root, manifest, source, owns_root
@@ -53,6 +54,16 @@ class LoadedArchive:
             self.config = ModelConfig.from_json(cfg)
         except ValueError as e:
             raise ArchiveError(f"config.json of {source!r}: {e}") from None
+
+    @property
+    def hf_folder(self) -> str | None:
+        prefix = self.manifest.get("hf_folder")
+        if not prefix:
+            return None
+        if not any(m.startswith(prefix + "/") for m in self.manifest["members"]):
+            raise ArchiveError(f"the manifest of {self.source!r} names the Hugging Face folder {prefix!r}, which "
+                               "holds no files")
+        return self.path(prefix)
 
     def path(self, member: str) -> str:
         return os.path.join(self.root, *check_member_name(member).split("/"))

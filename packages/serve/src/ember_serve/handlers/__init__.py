@@ -1,9 +1,9 @@
 """Handlers: built-in names and ``module:Class`` handlers inside an archive.
 
 Built-in handlers are imported only when a model asks for them, so that ``image_classifier``
-needs ember-vision (``pip install ember-serve[vision]``) only where it is used. The text
-handlers (``text_classifier``, ``sentence_embedder``, ``text_generation``) are reserved names
-that come with ember-text.
+needs ember-vision (``pip install ember-serve[vision]``) only where it is used, and the text
+handlers (``text_classifier``, ``sentence_embedder``, ``text_generation``) need ember-text
+(``ember-serve[text]``) and ``audio_classifier`` ember-audio (``ember-serve[audio]``) only there.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ __all__ = ["BaseHandler", "HandlerContext", "InvalidInput", "Request", "BUILTIN_
 BUILTIN_HANDLERS: dict[str, str | None] = {
     "tensor": "ember_serve.handlers.tensor:TensorHandler",
     "image_classifier": "ember_serve.handlers.image_classifier:ImageClassifierHandler",
-    "text_classifier": None,
-    "sentence_embedder": None,
-    "text_generation": None,
+    "text_classifier": "ember_serve.handlers.text_classifier:TextClassifierHandler",
+    "sentence_embedder": "ember_serve.handlers.sentence_embedder:SentenceEmbedderHandler",
+    "text_generation": "ember_serve.handlers.text_generation:TextGenerationHandler",
+    "audio_classifier": "ember_serve.handlers.audio_classifier:AudioClassifierHandler",
 }
 
 

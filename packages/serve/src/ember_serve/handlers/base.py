@@ -31,9 +31,11 @@ class Request:
     """One client request as a handler sees it.
 
     ``kind`` is ``"infer"`` (Open Inference Protocol: ``inputs`` maps input names to numpy
-    arrays, in the request's order) or ``"predict"`` (TorchServe style: ``body`` holds the raw
-    bytes and ``content_type`` their media type). ``rows`` is how many batch rows it adds.
-    ``outputs`` lists the output names asked for (None: all)."""
+    arrays, in the request's order), ``"predict"`` (TorchServe style: ``body`` holds the raw
+    bytes and ``content_type`` their media type) or ``"openai"`` (the ``/v1`` routes: ``parsed``
+    holds the texts). ``rows`` is how many batch rows it adds. ``outputs`` lists the output
+    names asked for (None: all). ``parsed`` keeps what a handler read from the request
+    between ``rows`` and ``preprocess``."""
 
     id: str
     kind: str
@@ -43,6 +45,7 @@ class Request:
     parameters: dict = dataclasses.field(default_factory=dict)
     outputs: list[str] | None = None
     rows: int = 1
+    parsed: Any = None
 
 
 @dataclasses.dataclass

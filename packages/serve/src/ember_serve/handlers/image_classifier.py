@@ -22,11 +22,9 @@ Needs ember-vision (``pip install ember-serve[vision]``).
 from __future__ import annotations
 
 import io
-import json
-
-import numpy as np
 
 from ..config import TensorSpec
+from ._topk import categories_from, classifier_signature, topk_answers
 from .base import BaseHandler, InvalidInput, Request
 
 __all__ = ["ImageClassifierHandler"]
@@ -66,25 +64,13 @@ class ImageClassifierHandler(BaseHandler):
         if "mean" in pre or "std" in pre:
             steps.append(T.Normalize(pre.get("mean"), pre.get("std")))
         self.transform = T.Compose(steps)
-        self.categories = self._categories(hc, context.archive)
-
-    @staticmethod
-    def _categories(hc: dict, archive) -> list[str] | None:
-        if "categories" in hc:
-            return [str(c) for c in hc["categories"]]
-        if archive.has("index_to_name.json"):
-            mapping = json.loads(archive.read_bytes("index_to_name.json"))
-            return [str(mapping[str(i)]) for i in range(len(mapping))]
-        return None
+        self.categories = categories_from(hc, context.archive)
 
     def signature(self):
         cfg = self.context.config
         if cfg.inputs or cfg.outputs:
             return list(cfg.inputs), list(cfg.outputs)
-        classes = len(self.categories) if self.categories else -1
-        k = min(self.topk, classes) if classes > 0 else -1
-        return ([TensorSpec("image", "BYTES", [-1])],
-                [TensorSpec("probabilities", "FP32", [-1, classes]), TensorSpec("topk", "BYTES", [-1, k])])
+        return classifier_signature(TensorSpec("image", "BYTES", [-1]), self.categories, self.topk)
 
     def _images(self, request: Request) -> list[bytes]:
         if request.kind == "predict":
@@ -119,21 +105,4 @@ class ImageClassifierHandler(BaseHandler):
             return F.softmax(self.model(batch), dim=1)
 
     def postprocess(self, probs, requests: list[Request]) -> list:
-        import ember
-        k = min(self.topk, probs.shape[1])
-        values, indices = ember.topk(probs, k, dim=1)
-        p, v, ix = probs.numpy(), values.numpy(), indices.numpy()
-        names = self.categories or [str(i) for i in range(probs.shape[1])]
-        if len(names) < probs.shape[1]:
-            raise ValueError(f"the model gives {probs.shape[1]} classes but only {len(names)} categories are named")
-        answers, start = [], 0
-        for r in requests:
-            stop = start + r.rows
-            if r.kind == "predict":
-                answers.append({names[j]: float(s) for s, j in zip(v[start], ix[start])})
-            else:
-                topk = np.array([[f"{s:.6f}:{j}:{names[j]}".encode() for s, j in zip(vs, js)]
-                                 for vs, js in zip(v[start:stop], ix[start:stop])], dtype=object)
-                answers.append({"probabilities": p[start:stop], "topk": topk.reshape(stop - start, k)})
-            start = stop
-        return answers
+        return topk_answers(probs, requests, self.categories, self.topk)

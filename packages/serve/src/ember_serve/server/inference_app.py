@@ -132,6 +132,8 @@ def build_inference_app(state) -> Starlette:
         Route("/predictions/{model}/{version}", predictions, methods=["POST", "PUT"]),
         Route("/ping", ping),
     ]
+    from .openai_app import openai_routes
+    routes += openai_routes(state)
     if getattr(state, "model_control", "none") == "explicit":
         from .repository import repository_routes
         routes += repository_routes(state)

@@ -59,7 +59,7 @@ class _ModelGauges(Collector):
                                   labels=["model", "version"])
         workers = GaugeMetricFamily("ember_workers", "Worker threads of the model", labels=["model", "version"])
         for m in self._models():
-            depth.add_metric([m.name, m.version], m.batcher.queue_length)
+            depth.add_metric([m.name, m.version], m.queue_length)
             workers.add_metric([m.name, m.version], m.batcher.workers)
         yield depth
         yield workers

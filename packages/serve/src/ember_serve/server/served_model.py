@@ -12,6 +12,7 @@ from ..archive import LoadedArchive
 from ..config import ModelConfig
 from ..handlers import HandlerContext, InvalidInput, Request, resolve_handler
 from .batcher import Batcher, WorkItem
+from .generation import GenerationEngine, GenerationJob
 
 __all__ = ["ServedModel", "ModelStats"]
 
@@ -55,10 +56,82 @@ class ServedModel:
         self.batcher = Batcher(self._run_batch, max_batch_size=config.max_batch_size,
                                max_batch_delay_ms=config.max_batch_delay_ms, queue_size=config.queue_size,
                                workers=config.workers, name=f"{name}:{version}")
+        # a text_generation handler's requests go through its generation engine, not the batcher
+        self.engine = None
+        if getattr(self.handler, "generates", False):
+            self.engine = GenerationEngine(self.handler, max_running=config.max_batch_size,
+                                           queue_size=config.queue_size, delay_ms=config.max_batch_delay_ms,
+                                           on_step=self._record_step, name=f"{name}:{version}")
 
     @property
     def ready(self) -> bool:
-        return self.batcher.workers > 0
+        return self.batcher.workers > 0 and (self.engine is None or self.engine.alive)
+
+    @property
+    def queue_length(self) -> int:
+        return self.batcher.queue_length + (self.engine.waiting if self.engine is not None else 0)
+
+    # ---- generation ---------------------------------------------------------------------
+    def start_generation(self, specs: list, sink) -> list[GenerationJob]:
+        """Queue one job per ``(prompt ids, GenerationSettings)`` of ``specs`` (job ``i`` reports as
+        index ``i`` to ``sink``, a thread-safe callable); QueueFull when they do not fit."""
+        from ..handlers._text_stream import TextStream
+        h = self.handler
+        jobs = [GenerationJob(prompt, settings, TextStream(h.tokenizer, settings.stop), sink, i, h.eos_token_ids)
+                for i, (prompt, settings) in enumerate(specs)]
+        self.engine.submit(jobs)
+        return jobs
+
+    async def generate(self, specs: list):
+        """Run ``specs`` and yield their events ``(index, kind, value)`` as they come (see
+        ``generation``); the jobs are cancelled when the consumer stops early."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+
+        def sink(event):
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, event)
+            except RuntimeError:  # the loop is closed: nobody listens any more
+                pass
+
+        jobs = self.start_generation(specs, sink)
+        left = len(jobs)
+        try:
+            while left:
+                event = await queue.get()
+                if event[1] in ("done", "error"):
+                    left -= 1
+                yield event
+        finally:
+            for job in jobs:
+                job.cancelled = True
+
+    async def _submit_generation(self, request: Request):
+        specs = self.handler.jobs(request)
+        texts = [""] * len(specs)
+
+        async def collect():
+            async for index, kind, value in self.generate(specs):
+                if kind == "text":
+                    texts[index] += value
+                elif kind == "error":
+                    raise value
+
+        try:
+            await asyncio.wait_for(collect(), self.config.response_timeout_s)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"model {self.name} version {self.version} gave no answer within "
+                               f"{self.config.response_timeout_s:g} s (response_timeout_s)") from None
+        return self.handler.answer(request, texts)
+
+    def _record_step(self, rows: int, seconds: float) -> None:
+        # one decoding step of ``rows`` sequences is one execution of a batch of that many rows
+        with self.lock:
+            self.stats.exec_count += 1
+            self.stats.inference_count += rows
+            self.stats.compute_infer_duration_us += seconds * 1e6
+        if self.metrics is not None:
+            self.metrics.observe_batch(self.name, self.version, rows)
 
     def rows(self, request: Request) -> int:
         """The request's batch rows (may parse its body); InvalidInput when too many."""
@@ -72,6 +145,8 @@ class ServedModel:
     async def submit(self, request: Request):
         """Queue ``request`` and wait for its answer (the request counters are the caller's:
         see ``record``)."""
+        if self.engine is not None and request.kind in ("infer", "predict"):
+            return await self._submit_generation(request)
         loop = asyncio.get_running_loop()
         request.rows = self.rows(request)
         item = WorkItem(request, request.rows, loop)
@@ -151,12 +226,14 @@ class ServedModel:
                 "batchSize": c.max_batch_size, "maxBatchDelay": c.max_batch_delay_ms,
                 "responseTimeout": c.response_timeout_s, "maxRequestBytes": c.max_request_bytes,
                 "loadedAtStartup": self.loaded_at_startup,
-                "jobQueueStatus": {"remainingCapacity": c.queue_size - self.batcher.queue_length,
-                                   "pendingRequests": self.batcher.queue_length},
+                "jobQueueStatus": {"remainingCapacity": c.queue_size - self.queue_length,
+                                   "pendingRequests": self.queue_length},
                 "busyWorkers": self.batcher.busy_workers,
                 "workers": [{"id": w["id"], "status": "READY"} for w in self.batcher.worker_info()]}
 
     def close(self, drain: bool = True) -> None:
+        if self.engine is not None:
+            self.engine.close(drain=drain, timeout=self.config.response_timeout_s)
         self.batcher.close(drain=drain, timeout=self.config.response_timeout_s)
         try:
             self.handler.close()

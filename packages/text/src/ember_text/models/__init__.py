@@ -4,6 +4,7 @@ from .auto import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForSeque
 from .bert import BertForSequenceClassification, BertModel
 from .cache import DynamicCache
 from .configuration import BertConfig, GPT2Config, LlamaConfig, PretrainedConfig
+from .decoding import DecodeBatch, DecodingSequence
 from .gpt2 import GPT2LMHeadModel, GPT2Model
 from .llama import LlamaForCausalLM, LlamaModel
 from .modeling_utils import PreTrainedModel
@@ -12,7 +13,7 @@ from .small import LSTMLanguageModel, PositionalEncoding, TextCNN, TransformerCl
 from .streamers import TextIteratorStreamer, TextStreamer
 
 __all__ = ["AutoConfig", "AutoModel", "AutoModelForCausalLM", "AutoModelForSequenceClassification", "BertConfig",
-           "BertForSequenceClassification", "BertModel", "DynamicCache", "GPT2Config", "GPT2LMHeadModel", "GPT2Model",
-           "LlamaConfig", "LlamaForCausalLM", "LlamaModel", "ModelOutput", "PreTrainedModel", "PretrainedConfig",
-           "TextIteratorStreamer", "TextStreamer", "LSTMLanguageModel", "PositionalEncoding", "TextCNN",
-           "TransformerClassifier"]
+           "BertForSequenceClassification", "BertModel", "DecodeBatch", "DecodingSequence", "DynamicCache",
+           "GPT2Config", "GPT2LMHeadModel", "GPT2Model", "LlamaConfig", "LlamaForCausalLM", "LlamaModel",
+           "ModelOutput", "PreTrainedModel", "PretrainedConfig", "TextIteratorStreamer", "TextStreamer",
+           "LSTMLanguageModel", "PositionalEncoding", "TextCNN", "TransformerClassifier"]

@@ -6,7 +6,7 @@ import threading
 
 __all__ = ["device", "set_default_device", "get_default_device"]
 
-_TYPES = ("cpu", "cuda")
+_TYPES = ("cpu", "cuda", "meta")
 
 
 class device:
@@ -27,7 +27,7 @@ class device:
         kind, _, idx = text.partition(":")
         if kind not in _TYPES or (idx and not idx.isdigit()):
             raise RuntimeError(
-                f"Expected one of cpu, cuda device type at start of device string: {text}")
+                f"Expected one of cpu, cuda, meta device type at start of device string: {text}")
         if idx:
             if index is not None:
                 raise RuntimeError("type (string) must not include an index because index was passed explicitly: "

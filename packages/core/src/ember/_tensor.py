@@ -95,6 +95,11 @@ class Tensor:
     def is_cpu(self) -> bool:
         return self.device.type == "cpu"
 
+    @property
+    def is_meta(self) -> bool:
+        """Whether this tensor is on the meta device (a shape and dtype, no data)."""
+        return self.device.type == "meta"
+
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
@@ -252,8 +257,8 @@ class Tensor:
         if type(self._data) is not numpy.ndarray:
             bk = _backend(self._data)
             if bk.device.type != "cpu" and not force:
-                raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() "
-                                "to copy the tensor to host memory first.")
+                raise TypeError(f"can't convert {bk.device.type}{':0' if bk.device.type == 'cuda' else ''} device "
+                                f"type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.")
             return bk.to_host(self._data)
         return self._data
 

@@ -8,6 +8,11 @@ import numpy
 PRINT_OPTIONS = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sci_mode": None}
 
 
+def _default_dtype():
+    from ._dtype import get_default_dtype
+    return get_default_dtype()
+
+
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
     """torch.set_printoptions."""
     if profile == "default":
@@ -89,6 +94,9 @@ def _body(arr, fmt, width, indent, summarize):
 
 
 def tensor_repr(t) -> str:
+    if t.device.type == "meta":  # no values to show, as torch prints it
+        dtype = "" if t.dtype is _default_dtype() else f", dtype={t.dtype}"
+        return f"tensor(..., device='meta', size={tuple(t.shape)}{dtype})"
     arr = numpy.asarray(t.__array__())
     dtype = t.dtype
     suffix = []

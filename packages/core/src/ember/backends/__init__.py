@@ -63,12 +63,20 @@ def backend_for_device(dev):
     """The backend that stores tensors on ``dev`` (an ember.device)."""
     if dev.type == "cpu":
         return _cpu
+    if dev.type == "meta":
+        return _meta()
     index = dev.index or 0
     be = _cuda_backends.get(index)
     if be is None:
         from .cupy_backend import CupyBackend
         be = _cuda_backends[index] = CupyBackend(index)
     return be
+
+
+def _meta():
+    from .meta_backend import META, MetaArray
+    _array_types[MetaArray] = META
+    return META
 
 
 def backend_of_array(arr):

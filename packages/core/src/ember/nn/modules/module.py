@@ -564,8 +564,8 @@ class Module:
         fn(self)
         return self
 
-    def _apply(self, fn) -> "Module":
-        for m in self.children():
+    def _apply(self, fn, recurse: bool = True) -> "Module":
+        for m in self.children() if recurse else ():
             m._apply(fn)
         for store in (self._parameters, self._buffers):
             for k, t in store.items():
@@ -616,6 +616,13 @@ class Module:
 
     def cpu(self) -> "Module":
         return self._apply(lambda t: t.cpu())
+
+    def to_empty(self, *, device, recurse: bool = True) -> "Module":
+        """Move parameters and buffers to ``device`` without copying their values: new,
+        uninitialized memory of the same shapes and dtypes (how a model built on the meta
+        device gets real memory; initialize or ``load_state_dict`` it next)."""
+        from ...ops.creation import empty_like
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def cuda(self, device=None) -> "Module":
         return self._apply(lambda t: t.cuda(device))

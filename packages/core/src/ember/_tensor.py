@@ -99,6 +99,9 @@ class Tensor:
     def is_complex(self) -> bool:
         return self.dtype.is_complex
 
+    def is_distributed(self) -> bool:
+        return False  # no ember tensor is (torch's legacy query)
+
     def get_device(self) -> int:
         d = self.device
         return -1 if d.type == "cpu" else d.index

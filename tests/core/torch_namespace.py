@@ -156,11 +156,15 @@ class Recorder(TorchFunctionMode):
         full = resolve_name(func) if not self.depth else None
         if full is not None:
             name = canonical(full.rsplit(".", 1)[-1])
-            if name is None:  # resolved to a private alias (F._sym_int): the public one
-                own = getattr(func, "__name__", "")
-                name = canonical(own) if any(getattr(ns, own, None) is func for ns in NAMESPACES) else None
             if name is not None:
                 self.names.add(name)
+            # resolve_name may give another public or private name of the same function
+            # (torch.spmm for torch.mm, F._sym_int for torch.sym_int): its own name counts too
+            own = getattr(func, "__name__", "")
+            if own and any(getattr(ns, own, None) is func for ns in NAMESPACES):
+                name = canonical(own)
+                if name is not None:
+                    self.names.add(name)
         self.depth += 1
         try:
             return func(*args, **(kwargs or {}))

@@ -27,7 +27,7 @@ from ._dtype import (
 )
 from ._dtype import bool_ as bool  # noqa: A001  (torch.bool)
 from ._legacy import TENSOR_TYPES as _TENSOR_TYPES
-from ._queries import is_distributed, is_storage, typename
+from ._queries import get_device, is_distributed, is_storage, typename
 from ._settings import (
     are_deterministic_algorithms_enabled,
     compiled_with_cxx11_abi,

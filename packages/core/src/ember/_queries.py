@@ -1,9 +1,9 @@
-"""torch's questions about arbitrary objects (torch docs, "torch.typename",
-"torch.is_storage", "torch.is_distributed")."""
+"""torch's questions about arbitrary objects and tensors (torch docs, "torch.typename",
+"torch.is_storage", "torch.is_distributed", "torch.get_device")."""
 
 from __future__ import annotations
 
-__all__ = ["typename", "is_storage", "is_distributed"]
+__all__ = ["typename", "is_storage", "is_distributed", "get_device"]
 
 
 def typename(obj, /) -> str:
@@ -40,3 +40,8 @@ def is_distributed(input) -> bool:
         raise TypeError(f"is_distributed(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     return False
+
+
+def get_device(input) -> int:
+    """``input.get_device()``: the CUDA device index, -1 on the CPU."""
+    return input.get_device()

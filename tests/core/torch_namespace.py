@@ -80,21 +80,96 @@ def public_callables() -> frozenset:
     return frozenset(names)
 
 
+# the __torch_function__ protocol's own helpers, which nn.functional's functions call on
+# entry through their module's globals: never wrapped
+_PROTOCOL = {"has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
+             "handle_torch_function"}
+
+
+@functools.cache
+def _unseen_by_modes() -> tuple:
+    """(namespace, attribute, function, counted name) for the public functions of the
+    module namespaces that never reach a TorchFunctionMode: those torch lists as not
+    overridable (settings, seeding, dtype queries) and plain Python helpers."""
+    overridable = {id(f) for fs in torch.overrides.get_overridable_functions().values() for f in fs}
+    found = []
+    for ns in NAMESPACES:
+        if ns is torch.Tensor:  # every method reaches the mode
+            continue
+        for attr in dir(ns):
+            obj = getattr(ns, attr, None)
+            if attr.startswith("_") or obj is None or inspect.isclass(obj) or inspect.ismodule(obj) or \
+                    not callable(obj) or id(obj) in overridable:
+                continue
+            name = canonical(attr)
+            if name is not None and name not in _PROTOCOL:
+                found.append((ns, attr, obj, name))
+    return tuple(found)
+
+
+def _recording(fn, name):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        rec = Recorder.active
+        if rec is None or rec.depth:
+            return fn(*args, **kwargs)
+        rec.names.add(name)
+        rec.depth += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            rec.depth -= 1
+    return wrapper
+
+
+@functools.cache
+def _wrappers() -> tuple:
+    return tuple((ns, attr, fn, _recording(fn, name)) for ns, attr, fn, name in _unseen_by_modes())
+
+
 class Recorder(TorchFunctionMode):
     """Collects the counted names of the torch callables run under it (top-level calls
-    only: torch's own inner calls happen with the mode switched off)."""
+    only: torch's own inner calls happen with the mode switched off).  The functions no
+    mode sees are swapped for recording wrappers while it is active; a call made inside
+    another recorded call is not counted."""
+
+    active = None
 
     def __init__(self):
         super().__init__()
         self.names: set = set()
+        self.depth = 0
+
+    def __enter__(self):
+        for ns, attr, _, wrapper in _wrappers():
+            setattr(ns, attr, wrapper)
+        Recorder.active = self
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        Recorder.active = None
+        for ns, attr, fn, _ in _wrappers():
+            setattr(ns, attr, fn)
+        return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        full = resolve_name(func)
+        full = resolve_name(func) if not self.depth else None
         if full is not None:
             name = canonical(full.rsplit(".", 1)[-1])
             if name is not None:
                 self.names.add(name)
-        return func(*args, **(kwargs or {}))
+            # resolve_name may give another public or private name of the same function
+            # (torch.spmm for torch.mm, F._sym_int for torch.sym_int): its own name counts too
+            own = getattr(func, "__name__", "")
+            if own and any(getattr(ns, own, None) is func for ns in NAMESPACES):
+                name = canonical(own)
+                if name is not None:
+                    self.names.add(name)
+        self.depth += 1
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            self.depth -= 1
 
 
 # names the conformance table has checked against ember in this run (filled by its tests)

@@ -5,7 +5,7 @@
 
 from . import _allocator, _numpy_warnings, autograd, ops, return_types  # noqa: F401
 from ._blas import get_num_threads, set_num_threads
-from ._device import device, get_default_device, set_default_device
+from ._device import device, get_default_device, get_device_module, set_default_device
 from ._dtype import (
     bfloat16,
     can_cast,
@@ -27,18 +27,41 @@ from ._dtype import (
 )
 from ._dtype import bool_ as bool  # noqa: A001  (torch.bool)
 from ._legacy import TENSOR_TYPES as _TENSOR_TYPES
+from ._queries import get_device, is_distributed, is_storage, typename
 from ._settings import (
     are_deterministic_algorithms_enabled,
+    compiled_with_cxx11_abi,
+    get_deterministic_debug_mode,
     get_float32_matmul_precision,
     get_num_interop_threads,
+    init_num_threads,
     is_deterministic_algorithms_warn_only_enabled,
+    is_vulkan_available,
+    is_warn_always_enabled,
+    set_deterministic_debug_mode,
     set_float32_matmul_precision,
+    set_flush_denormal,
     set_num_interop_threads,
+    set_warn_always,
     use_deterministic_algorithms,
+)
+from ._sym import (
+    sym_constrain_range,
+    sym_constrain_range_for_size,
+    sym_float,
+    sym_fresh_size,
+    sym_int,
+    sym_ite,
+    sym_max,
+    sym_min,
+    sym_not,
+    sym_sqrt,
+    sym_sum,
 )
 from ._tensor import Size, Tensor
 from ._tensor_str import set_printoptions
 from ._type_info import finfo, iinfo
+from .amp._deprecated import STATE_FUNCTIONS as _AUTOCAST_SPELLINGS
 from .amp.autocast_mode import (  # noqa: F401
     autocast,
     autocast_decrement_nesting,
@@ -51,8 +74,7 @@ from .amp.autocast_mode import (  # noqa: F401
     set_autocast_dtype,
     set_autocast_enabled,
 )
-from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
-from .autograd.anomaly_mode import set_detect_anomaly as set_anomaly_enabled  # noqa: F401
+from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled  # noqa: F401
 from .autograd.grad_mode import (
     enable_grad,
     inference_mode,
@@ -73,6 +95,7 @@ for _name in ("to", "float", "double", "half", "bfloat16", "long", "int", "short
               "index_put_", "fill_", "zero_", "abs_", "unfold"):
     globals().pop(_name, None)
 del _name
+globals().update(_AUTOCAST_SPELLINGS)  # get_autocast_cpu_dtype() ..., deprecated in torch
 from ._dtype import bfloat16  # noqa: E402,F811,A001
 from ._dtype import bool_ as bool  # noqa: E402,F811,A001
 

@@ -24,14 +24,16 @@ from .ops import _dispatch
 
 __all__ = ["autocast_op", "cast_inputs"]
 
-DEFAULT_DTYPES = {"cpu": D.bfloat16, "cuda": D.float16}
+# ipu and xla hold state only (torch's deprecated spellings set and read it); ember has no
+# tensors on them, so nothing is ever cast there
+DEFAULT_DTYPES = {"cpu": D.bfloat16, "cuda": D.float16, "ipu": D.float16, "xla": D.bfloat16}
 
 
 class _State(threading.local):
     """Per thread: enabled flag and dtype per device type, nesting depth, the cast cache."""
 
     def __init__(self):
-        self.enabled = {"cpu": False, "cuda": False}
+        self.enabled = dict.fromkeys(DEFAULT_DTYPES, False)
         self.dtype = dict(DEFAULT_DTYPES)
         self.cache_enabled = True
         self.nesting = 0

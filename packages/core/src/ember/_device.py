@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["device", "set_default_device", "get_default_device"]
+__all__ = ["device", "set_default_device", "get_default_device", "get_device_module"]
 
 _TYPES = ("cpu", "cuda", "meta")
 
@@ -99,3 +99,29 @@ def to_device(obj) -> device:
     if obj is None:
         return default_device()
     return device(obj)
+
+
+def get_device_module(device=None):
+    """The module of a device type (torch.get_device_module): ``ember.cpu`` for "cpu",
+    ``ember.cuda`` for "cuda" (whether or not a GPU answers); without ``device``, that of
+    the current accelerator, else ``ember.cpu``.
+
+    Raises:
+        RuntimeError: ``device`` is neither a device, a str nor None, or names an unknown type.
+    """
+    import importlib
+
+    from . import accelerator
+    if isinstance(device, _device_cls):
+        kind = device.type
+    elif isinstance(device, str):
+        kind = _device_cls(device).type
+    elif device is None:
+        current = accelerator.current_accelerator()
+        kind = "cpu" if current is None else current.type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or None")
+    return importlib.import_module(f"{__package__}.{kind}")
+
+
+_device_cls = device

@@ -115,8 +115,13 @@ def get_default_dtype() -> dtype:
 
 
 def set_default_dtype(d) -> None:
-    """Set the default floating dtype; only float16, bfloat16, float32 and float64 are allowed."""
-    d = to_dtype(d)
+    """Set the default floating dtype; only float16, bfloat16, float32 and float64 are allowed.
+
+    Raises:
+        TypeError: ``d`` is not a dtype object, or not a floating one.
+    """
+    if not isinstance(d, dtype):
+        raise TypeError("invalid dtype object: only floating-point types are supported as the default type")
     if not d.is_floating_point:
         raise TypeError(f"only floating-point types are supported as the default type, got {d}")
     _state.default = d

@@ -106,6 +106,9 @@ class Tensor:
     def is_complex(self) -> bool:
         return self.dtype.is_complex
 
+    def is_distributed(self) -> bool:
+        return False  # no ember tensor is (torch's legacy query)
+
     def get_device(self) -> int:
         d = self.device
         return -1 if d.type == "cpu" else d.index
@@ -226,7 +229,7 @@ class Tensor:
                     t.grad = grad.detach() if not _STATE.enabled else grad
                 else:
                     t.grad = t.grad + grad
-        self.grad_fn._add_tensor_hook(self._output_nr, keep)
+        self.grad_fn._add_tensor_hook(self._output_nr, keep, last=True)
 
     @property
     def retains_grad(self) -> bool:
@@ -544,7 +547,7 @@ view view_as reshape reshape_as flatten unflatten squeeze unsqueeze permute tran
 split chunk unbind contiguous narrow select movedim flip
 gather scatter scatter_ scatter_add scatter_add_ index_select masked_fill masked_fill_ index_put_ index_put
 sort argsort topk matmul mm bmm mv dot
-to float double half bfloat16 long int short bool byte char type_as cpu cuda clone copy_ fill_ zero_
+to float double half bfloat16 long int short bool byte char cfloat cdouble type_as cpu cuda clone copy_ fill_ zero_
 new_tensor new_zeros new_ones new_full new_empty uniform_ normal_ bernoulli_ softmax log_softmax
 asin acos atan sinh cosh asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh erf erfc erfinv lgamma
 digamma i0 sinc logit frac sgn deg2rad rad2deg positive atan2 arctan2 hypot copysign xlogy logaddexp logaddexp2

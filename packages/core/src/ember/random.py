@@ -53,9 +53,26 @@ class Generator:
         return tensor(list(blob), dtype=D.uint8)
 
     def set_state(self, state) -> "Generator":
-        blob = bytes(state.numpy().tobytes()) if hasattr(state, "numpy") else bytes(state)
-        self._initial_seed, inner = _safe_loads(blob)
-        self.bit_generator.bit_generator.state = inner
+        """Restore a state ``get_state`` returned.
+
+        Raises:
+            TypeError: ``state`` is not a uint8 tensor (torch's ByteTensor).
+            RuntimeError: it is not contiguous, or does not hold a state of this generator.
+        """
+        from ._tensor import Tensor
+        if not isinstance(state, Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(state).__name__}")
+        if state.dtype.name != "uint8":
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        if not state.is_contiguous():
+            raise RuntimeError("RNG state must be contiguous")
+        try:
+            seed, inner = _safe_loads(bytes(state.cpu().numpy().tobytes()))
+            self.bit_generator.bit_generator.state = inner
+        except Exception as e:  # a torch state, or bytes that are none: not this generator's
+            raise RuntimeError(f"Expected a state made by this generator's get_state() ({state.numel()} bytes "
+                               f"that do not hold one)") from e
+        self._initial_seed = seed
         return self
 
 

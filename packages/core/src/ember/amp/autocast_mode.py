@@ -109,13 +109,37 @@ class autocast:
 
 # ---- the state functions of torch's top level ------------------------------------------
 
+def _check_bool(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool (got {type(value).__name__})")
+
+
 def is_autocast_enabled(device_type: str | None = None) -> bool:
-    """Whether autocast is on for ``device_type`` (default 'cuda', as torch) in this thread."""
+    """Whether autocast is on for ``device_type`` (default 'cuda', as torch) in this thread.
+
+    Raises:
+        TypeError: ``device_type`` is not a str.
+    """
+    if device_type is not None and not isinstance(device_type, str):
+        raise TypeError(f"is_autocast_enabled(): argument 'device_type' (position 1) must be str, not "
+                        f"{type(device_type).__name__}")
     return _autocast.state.enabled.get(device_type or "cuda", False)
 
 
-def set_autocast_enabled(device_type: str, enabled: bool) -> None:
+def set_autocast_enabled(device_type, enabled=None) -> None:
+    """Switch autocast on or off for ``device_type`` in this thread; torch's older
+    one-argument form ``set_autocast_enabled(enabled)`` means 'cuda'.
+
+    Raises:
+        TypeError: ``enabled`` is not a bool.
+        RuntimeError: an unsupported ``device_type``.
+    """
+    if enabled is None and isinstance(device_type, bool):
+        device_type, enabled = "cuda", device_type
     _check_device_type(device_type)
+    if not isinstance(enabled, bool):
+        raise TypeError(f"set_autocast_enabled(): argument 'enabled' (position 2) must be bool, not "
+                        f"{type(enabled).__name__}")
     _autocast.set_enabled(device_type, enabled)
 
 
@@ -126,8 +150,17 @@ def get_autocast_dtype(device_type: str):
 
 
 def set_autocast_dtype(device_type: str, dtype) -> None:
+    """Choose the dtype autocast regions on ``device_type`` cast to.
+
+    Raises:
+        TypeError: ``dtype`` is not a dtype object.
+        RuntimeError: an unsupported ``device_type``.
+    """
     _check_device_type(device_type)
-    _autocast.state.dtype[device_type] = D.to_dtype(dtype)
+    if not isinstance(dtype, D.dtype):
+        raise TypeError(f"set_autocast_dtype(): argument 'dtype' (position 2) must be ember.dtype, not "
+                        f"{type(dtype).__name__}")
+    _autocast.state.dtype[device_type] = dtype
 
 
 def is_autocast_cache_enabled() -> bool:
@@ -135,7 +168,8 @@ def is_autocast_cache_enabled() -> bool:
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
-    _autocast.state.cache_enabled = bool(enabled)
+    _check_bool("enabled", enabled)
+    _autocast.state.cache_enabled = enabled
 
 
 def clear_autocast_cache() -> None:

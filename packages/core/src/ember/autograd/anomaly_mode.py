@@ -11,7 +11,8 @@ from __future__ import annotations
 import traceback
 import warnings
 
-__all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+__all__ = ["detect_anomaly", "set_detect_anomaly", "set_anomaly_enabled", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled"]
 
 
 class _Anomaly:
@@ -28,6 +29,18 @@ def is_anomaly_enabled() -> bool:
 
 def is_anomaly_check_nan_enabled() -> bool:
     return STATE.check_nan
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn anomaly detection on or off (torch.set_anomaly_enabled, a plain function).
+
+    Raises:
+        TypeError: ``enabled`` or ``check_nan`` is not a bool.
+    """
+    for name, value in (("enabled", enabled), ("check_nan", check_nan)):
+        if not isinstance(value, bool):
+            raise TypeError(f"set_anomaly_enabled(): argument '{name}' must be bool, not {type(value).__name__}")
+    STATE.enabled, STATE.check_nan = enabled, check_nan
 
 
 class set_detect_anomaly:

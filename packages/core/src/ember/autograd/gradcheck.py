@@ -47,6 +47,8 @@ def _analytical_jacobian(fn, inputs, wrt_list, out_index):
     out = _outputs(fn, inputs)[out_index]
     n = out.numel()
     jacs = [numpy.zeros((w.numel(), n)) for w in wrt_list]
+    if not out.requires_grad:  # a constant output (a zero gradient): its Jacobian is zero, as torch's
+        return jacs
     for j in range(n):
         go = zeros_like(out)
         go._data.reshape(-1)[j] = 1

@@ -69,8 +69,20 @@ class Node:
         """``fn(grad_outputs)`` runs before the node; may return new grad_outputs."""
         return _RemovableHandle(self._hook_lists().pre, fn)
 
-    def _add_tensor_hook(self, output_nr: int, fn):
-        return _RemovableHandle(self._hook_lists().tensor_pre.setdefault(output_nr, []), fn)
+    def _add_tensor_hook(self, output_nr: int, fn, last: bool = False):
+        """Add a hook on output ``output_nr``'s gradient. The one ``retain_grad`` adds
+        (``last=True``) stays after all others, so ``.grad`` holds what the other hooks
+        made of the gradient, as in torch."""
+        hooks = self._hook_lists().tensor_pre.setdefault(output_nr, [])
+        handle = _RemovableHandle(hooks, fn)
+        if last:
+            fn._runs_last = True
+        else:
+            keep = [h for h in hooks if getattr(h, "_runs_last", False)]
+            for h in keep:
+                hooks.remove(h)
+            hooks.extend(keep)
+        return handle
 
     def _unpack_saved(self, retain_graph: bool) -> list:
         saved = self._saved

@@ -12,8 +12,9 @@ class CupyBackend:
         try:
             import cupy
         except ImportError as e:
-            raise RuntimeError(
-                "ember was installed without CUDA support: install the 'cuda' extra (cupy-cuda12x)") from e
+            # torch's CPU build raises AssertionError here, in these words, which programs match
+            raise AssertionError("Torch not compiled with CUDA enabled (ember was installed without CUDA support: "
+                                 "install the 'cuda' extra, cupy-cuda12x)") from e
         if index >= cupy.cuda.runtime.getDeviceCount():
             raise RuntimeError(f"CUDA error: invalid device ordinal {index}")
         self.xp = cupy

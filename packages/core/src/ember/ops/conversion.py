@@ -76,6 +76,8 @@ short = _caster(D.int16, "short")
 char = _caster(D.int8, "char")
 byte = _caster(D.uint8, "byte")
 bool = _caster(D.bool_, "bool")
+cfloat = _caster(D.complex64, "cfloat")
+cdouble = _caster(D.complex128, "cdouble")
 
 
 def type_as(self, other):

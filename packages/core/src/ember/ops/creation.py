@@ -14,7 +14,7 @@ from ..backends import backend_for_device
 from ..random import default_generator
 from ._helpers import be
 
-__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace",
+__all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace",
            "logspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "rand", "randn",
            "randint", "randperm", "normal", "rand_like", "randn_like", "randint_like", "new_tensor",
            "new_zeros", "new_ones", "new_full", "new_empty", "scalar_tensor", "uniform_", "normal_",
@@ -119,18 +119,74 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
-asarray = as_tensor
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> Tensor:
+    """``obj`` (a tensor, numpy array, scalar or nested sequence) as a tensor, sharing its
+    memory when the dtype and device allow (torch.asarray).
+
+    Args:
+        copy: None shares when it can; True always copies; False never copies.
+        requires_grad: True makes the result require grad; None keeps a tensor's flag.
+
+    Raises:
+        ValueError: ``copy=False`` where sharing is impossible (another dtype or device, a
+            Python sequence).
+        RuntimeError: ``requires_grad=True`` for a result that is not floating or complex.
+    """
+    dt = D.to_dtype(dtype) if dtype is not None else None
+    if isinstance(obj, Tensor):
+        same = (dt is None or dt is obj.dtype) and (device is None or to_device(device) == obj.device)
+        if copy is False and not same:
+            raise ValueError(f"can't alias tensor with dtype {obj.dtype} into dtype {dt}")
+        out = obj if same and not copy else obj.to(dtype=dt or obj.dtype, device=device or obj.device, copy=True)
+    elif isinstance(obj, numpy.ndarray) and (device is None or to_device(device).type == "cpu"):
+        native = D.from_numpy_dtype(obj.dtype)
+        if copy is False and dt is not None and dt is not native:
+            raise ValueError(f"can't alias array with dtype {native} into dtype {dt}")
+        out = tensor(obj, dtype=dt) if copy else as_tensor(obj, dtype=dt)
+    else:
+        if copy is False:
+            raise ValueError("can't alias arbitrary sequence into a tensor.")
+        out = tensor(obj, dtype=dt, device=device)
+    if requires_grad and not out.requires_grad:
+        out.requires_grad_()
+    return out
 
 
 def from_numpy(ndarray) -> Tensor:
-    """A CPU tensor sharing memory with ``ndarray`` (TypeError for unsupported dtypes)."""
+    """A CPU tensor sharing memory with ``ndarray`` (TypeError for unsupported dtypes,
+    ValueError for a byte order other than the machine's)."""
     if not isinstance(ndarray, numpy.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if not ndarray.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order; a tensor "
+                         "would need a copy, which from_numpy does not make")
     return _make(ndarray, D.from_numpy_dtype(ndarray.dtype))
 
 
-def scalar_tensor(s, *, dtype=None, device=None) -> Tensor:
-    return full((), s, dtype=dtype or D.get_default_dtype(), device=device)
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A 0-d tensor holding the number ``s``, of ``dtype`` (default: the default dtype).
+
+    Raises:
+        TypeError: ``s`` is not a Python or numpy number (a tensor is not one).
+        RuntimeError: ``s`` does not fit ``dtype`` (a complex into a real dtype, an int out
+            of range, inf or nan into an integer dtype).
+    """
+    if isinstance(s, Tensor) or not isinstance(s, (numbers.Number, numpy.generic)):
+        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {type(s).__name__}")
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    fits = True
+    if isinstance(s, (complex, numpy.complexfloating)) and not dt.is_complex:
+        fits, s = (True, bool(s)) if dt is D.bool_ else (s.imag == 0, s.real)
+    if dt.is_floating_point or dt.is_complex or dt is D.bool_:
+        pass
+    elif not math.isfinite(s):
+        fits = False
+    else:
+        info = numpy.iinfo(dt.np)
+        fits = fits and info.min <= int(s) <= info.max
+    if not fits:
+        raise RuntimeError(f"value cannot be converted to type {dt} without overflow")
+    return full((), s, dtype=dt, device=device, requires_grad=requires_grad)
 
 
 def _factory(size, dtype, device, requires_grad, fill):
@@ -338,24 +394,56 @@ def _fill_random(t: Tensor, arr) -> Tensor:
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
-    """Fill with samples uniform on [a, b)."""
+    """Fill with samples uniform on [a, b).
+
+    Raises:
+        NotImplementedError: an integer or bool tensor (torch's kernels are floating only).
+        RuntimeError: ``a > b``.
+    """
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise NotImplementedError(f"uniform_ is not implemented for {self.dtype} tensors")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
     g = _gen(generator, self.device)
     return _fill_random(self, g.uniform(a, b, size=self.shape))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise NotImplementedError(f"normal_ is not implemented for {self.dtype} tensors")
     g = _gen(generator, self.device)
     return _fill_random(self, g.normal(mean, std, size=self.shape))
 
 
+def _check_probabilities(probs) -> None:
+    values = numpy.asarray(probs.__array__() if isinstance(probs, Tensor) else probs, dtype=numpy.float64)
+    if not ((values >= 0) & (values <= 1)).all():
+        raise RuntimeError(f"bernoulli expects probabilities in [0, 1], but got "
+                           f"{values.item() if values.size == 1 else 'values outside'}")
+
+
 def bernoulli_(self, p=0.5, *, generator=None):
+    """Fill with 1 with probability ``p`` (a number or a tensor broadcast to this one), else 0.
+
+    Raises:
+        RuntimeError: a probability outside [0, 1].
+    """
+    _check_probabilities(p)
     g = _gen(generator, self.device)
     probs = p._data if isinstance(p, Tensor) else p
     return _fill_random(self, g.random(self.shape) < probs)
 
 
 def bernoulli(input, p=None, *, generator=None):
-    """1 with probability ``input`` (or ``p``), else 0; same dtype as ``input``."""
+    """1 with probability ``input`` (or ``p``), else 0; same dtype as ``input``.
+
+    Raises:
+        NotImplementedError: ``input`` holds integers or bools (torch's kernels are floating only).
+        RuntimeError: a probability outside [0, 1].
+    """
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"bernoulli is not implemented for {input.dtype} tensors")
+    _check_probabilities(input if p is None else p)
     g = _gen(generator, input.device)
     probs = input._data if p is None else p
     arr = (g.random(input.shape) < probs).astype(input.dtype.np)
@@ -378,6 +466,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if (rows.sum(-1) <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
     if not replacement and num_samples > rows.shape[-1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     if replacement:

@@ -976,9 +976,27 @@ eq_ = _inplace_method(lambda a, b: eq(a, b).to(a.dtype), "eq_")
 
 
 def copy_(self, src, non_blocking=False):
-    """Copy ``src`` (broadcast, cast) into self; differentiable with respect to both."""
+    """Copy ``src`` (broadcast, cast) into self; differentiable with respect to both
+    (CopyBackwards: self's old values get a zero gradient, ``src`` the gradient summed
+    back to its shape and cast to its dtype)."""
+    if not isinstance(src, Tensor):
+        return inplace(self, lambda s, x: _expand_to(x, s), src)
+    return inplace(self, _copy_from, src)
+
+
+def _copy_from(s, x):
     from .conversion import to
-    return inplace(self, lambda s, x: _expand_to(to(x, s.dtype) if isinstance(x, Tensor) else x, s), src)
+    value = _expand_to(to(x.detach(), s.dtype), s)
+    r = _make(value._data, s.dtype)
+    if needs_grad(s, x):
+        record("CopyBackwards", _copy_rule, (s, x), r, (x.device,))
+    return r
+
+
+def _copy_rule(g, device):
+    from .conversion import to
+    from .creation import zeros_like
+    return zeros_like(g), (g if g.device == device else to(g, device))
 
 
 def _expand_to(x, s):

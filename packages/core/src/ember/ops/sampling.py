@@ -20,8 +20,15 @@ from .creation import _fill_random, _gen
 __all__ = ["poisson", "binomial", "exponential_", "geometric_", "log_normal_", "cauchy_", "random_", "standard_gamma"]
 
 
+def _continuous(t, name: str, exc=RuntimeError) -> None:
+    """torch's refusal of a continuous distribution on an integer or bool tensor."""
+    if not t.dtype.is_floating_point:
+        raise exc(f"{name} expects a floating point dtype (a continuous distribution), but got {t.dtype}")
+
+
 def poisson(input, generator=None):
     """Poisson samples with the rates in ``input`` (same dtype); its gradient is zero."""
+    _continuous(input, "poisson", NotImplementedError)
     g = _gen(generator, input.device)
     rates = numpy.asarray(input.__array__(), dtype=numpy.float64)
     if (rates < 0).any():
@@ -63,6 +70,7 @@ def binomial(count, prob, generator=None):
 
 def exponential_(self, lambd=1.0, *, generator=None):
     """Fill with samples of the exponential distribution of rate ``lambd``."""
+    _continuous(self, "exponential_")
     if lambd <= 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     return _fill_random(self, _gen(generator, self.device).exponential(1.0 / lambd, size=self.shape))
@@ -70,6 +78,8 @@ def exponential_(self, lambd=1.0, *, generator=None):
 
 def geometric_(self, p, *, generator=None):
     """Fill with the number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
+    if self.dtype is D.bool_:
+        raise NotImplementedError("geometric_ is not implemented for bool tensors")
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     return _fill_random(self, _gen(generator, self.device).geometric(p, size=self.shape))
@@ -77,6 +87,7 @@ def geometric_(self, p, *, generator=None):
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Fill with exp of normal samples of ``mean`` and ``std``."""
+    _continuous(self, "log_normal_", NotImplementedError)
     if std <= 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     return _fill_random(self, _gen(generator, self.device).lognormal(mean, std, size=self.shape))
@@ -84,6 +95,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     """Fill with Cauchy samples of ``median`` and scale ``sigma``."""
+    _continuous(self, "cauchy_")
     return _fill_random(self, median + sigma * _gen(generator, self.device).standard_cauchy(size=self.shape))
 
 
@@ -96,6 +108,8 @@ def random_(self, from_=0, to=None, *, generator=None):
                 (2 ** 63 - 1 if self.dtype is D.int64 else numpy.iinfo(self.dtype.np).max + 1)
         else:
             from_, to = 0, from_
+    if from_ >= to:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} >= to={to}")
     return _fill_random(self, _gen(generator, self.device).integers(from_, to, size=self.shape))
 
 

@@ -6,7 +6,9 @@ event files through the ``tensorboard`` package's event writer (the ``tensorboar
     writer = SummaryWriter()                    # ./runs/<date>_<host>/
     writer.add_scalar("loss", loss.item(), step)
 
-``tensorboard --logdir runs`` shows them. ``add_graph`` comes with graph capture (ember.fx).
+``tensorboard --logdir runs`` shows them: scalars, histograms, images, text, hyperparameter
+sessions, embeddings, precision-recall curves, meshes and custom scalar layouts.
+``add_graph`` comes with graph capture (ember.fx).
 """
 
 from ._writer import SummaryWriter

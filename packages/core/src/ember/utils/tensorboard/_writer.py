@@ -14,7 +14,8 @@ except ImportError as e:  # the extra is not installed
     raise ImportError("ember.utils.tensorboard needs the 'tensorboard' package: pip install 'ember-core[tensorboard]'"
                       ) from e
 
-from . import _summary
+from . import _plugins, _summary
+from ._embedding import Projector
 
 __all__ = ["SummaryWriter"]
 
@@ -36,6 +37,7 @@ class SummaryWriter:
         self.max_queue, self.flush_secs, self.filename_suffix = max_queue, flush_secs, filename_suffix
         self._writer = EventFileWriter(self.log_dir, max_queue, flush_secs, filename_suffix)
         self._scalar_writers: dict[str, EventFileWriter] = {}
+        self._projector = None
         if purge_step is not None:  # tell TensorBoard to drop what an earlier run logged from that step on
             self._writer.add_event(Event(step=purge_step, file_version="brain.Event:2"))
         self._closed = False
@@ -105,6 +107,77 @@ class SummaryWriter:
     def add_text(self, tag, text_string, global_step=None, walltime=None) -> None:
         """Text (Markdown) for TensorBoard's text plugin."""
         self._add(_summary.text(tag, text_string), global_step, walltime)
+
+    def add_hparams(self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None,
+                    global_step=None) -> None:
+        """One session of the hparams plugin: the hyperparameters (bool, int, float, str or a
+        one-element tensor; None is left out) and the metrics, each metric also logged as a
+        scalar, all in the sub-run ``<log_dir>/<run_name>`` (default: the current time).
+
+        Raises:
+            TypeError: ``hparam_dict`` or ``metric_dict`` is not a dict, or a discrete domain
+                (``{name: [values]}``) is not a list of values of its hyperparameter's type.
+            ValueError: a hyperparameter of another type.
+        """
+        if type(hparam_dict) is not dict or type(metric_dict) is not dict:
+            raise TypeError("hparam_dict and metric_dict should be dictionary.")
+        summaries = _plugins.hparams(hparam_dict, metric_dict, hparam_domain_discrete)
+        with SummaryWriter(log_dir=os.path.join(self.log_dir, run_name or str(time.time()))) as run:
+            for summary in summaries:
+                run._add(summary, global_step, None)
+            for tag, value in metric_dict.items():
+                run.add_scalar(tag, value, global_step)
+
+    def add_embedding(self, mat, metadata=None, label_img=None, global_step=None, tag="default",
+                      metadata_header=None) -> None:
+        """Data for the embedding projector: ``mat`` [N, D] (one point per row), optional
+        ``metadata`` (N labels, or N rows of ``metadata_header``'s columns) and ``label_img``
+        [N, C, H, W] (floats in [0, 1]) tiled into a sprite; written under
+        ``<log_dir>/<global_step:05d>/<tag>`` with ``projector_config.pbtxt`` beside.
+
+        Raises:
+            AssertionError: the counts of labels or images differ from N, ``mat`` is not 2-d,
+                or the header's length differs from the metadata's columns (torch's type).
+            NotADirectoryError: a file stands where the embedding's folder goes.
+        """
+        if self._projector is None:
+            self._projector = Projector(self.log_dir)
+        self._projector.add(mat, metadata, label_img, global_step, tag, metadata_header)
+
+    def add_pr_curve(self, tag, labels, predictions, global_step=None, num_thresholds=127, weights=None,
+                     walltime=None) -> None:
+        """A precision-recall curve of binary ``labels`` (0/1) against ``predictions`` in
+        [0, 1], at ``num_thresholds`` (at most 127) evenly spaced thresholds."""
+        self._add(_plugins.pr_curve(tag, labels, predictions, num_thresholds, weights), global_step, walltime)
+
+    def add_pr_curve_raw(self, tag, true_positive_counts, false_positive_counts, true_negative_counts,
+                         false_negative_counts, precision, recall, global_step=None, num_thresholds=127,
+                         weights=None, walltime=None) -> None:
+        """A precision-recall curve from counts, precisions and recalls computed elsewhere,
+        each of length ``num_thresholds``; ``weights`` is accepted and unused, as in torch."""
+        self._add(_plugins.pr_curve_raw(tag, true_positive_counts, false_positive_counts, true_negative_counts,
+                                        false_negative_counts, precision, recall, num_thresholds),
+                  global_step, walltime)
+
+    def add_mesh(self, tag, vertices, colors=None, faces=None, config_dict=None, global_step=None,
+                 walltime=None) -> None:
+        """A mesh or point cloud for the mesh plugin: ``vertices`` [B, N, 3], ``colors``
+        [B, N, 3] (uint8 in [0, 255] or floats in [0, 1]), ``faces`` [B, F, 3] (vertex
+        indices); ``config_dict`` holds Three.js camera, light and material settings."""
+        self._add(_plugins.mesh(tag, vertices, colors, faces, config_dict), global_step, walltime)
+
+    def add_custom_scalars(self, layout) -> None:
+        """The custom_scalars plugin's charts of scalars logged under other tags:
+        ``{category: {title: ["Multiline", [tags]] or ["Margin", [value, lower, upper]]}}``."""
+        self._add(_plugins.custom_scalars(layout), None, None)
+
+    def add_custom_scalars_multilinechart(self, tags, category="default", title="untitled") -> None:
+        self.add_custom_scalars({category: {title: ["Multiline", tags]}})
+
+    def add_custom_scalars_marginchart(self, tags, category="default", title="untitled") -> None:
+        if len(tags) != 3:
+            raise AssertionError(f"Expected 3 tags, got {len(tags)}.")
+        self.add_custom_scalars({category: {title: ["Margin", tags]}})
 
     def flush(self) -> None:
         self._writer.flush()

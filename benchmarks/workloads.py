@@ -132,6 +132,26 @@ def transformer(lib):
     return step, "step", 1
 
 
+def per_sample_grads(lib):
+    """torch.func's per-sample-gradient recipe: vmap(grad(loss)) over 64 MNIST-sized
+    samples of a small CNN, one batched call per op."""
+    _need(lib, "func.vmap", "func.grad", "func.functional_call")
+    F = lib.nn.functional
+    lib.manual_seed(0)
+    model = lib.nn.Sequential(lib.nn.Conv2d(1, 8, 3), lib.nn.ReLU(), lib.nn.MaxPool2d(2), lib.nn.Flatten(),
+                              lib.nn.Linear(8 * 13 * 13, 10))
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    x, y = lib.randn(64, 1, 28, 28), lib.randint(0, 10, (64,))
+
+    def loss(p, xi, yi):
+        return F.cross_entropy(lib.func.functional_call(model, p, (xi.unsqueeze(0),)), yi.unsqueeze(0))
+    grads = lib.func.vmap(lib.func.grad(loss), in_dims=(None, 0, 0))
+
+    def step():
+        grads(params, x, y)
+    return step, "step", 1
+
+
 def dataloader(lib, workers: int):
     _need(lib, "utils.data.DataLoader")
     data = np.random.default_rng(0).integers(0, 256, (2048, 32, 32, 3), dtype=np.uint8)
@@ -210,6 +230,7 @@ WORKLOADS = {
     "matmul 1024^3": matmul,
     "LSTM fwd+bwd": lstm,
     "Transformer layer fwd+bwd": transformer,
+    "per-sample grads vmap": per_sample_grads,
     "DataLoader 0 workers": lambda lib: dataloader(lib, 0),
     "DataLoader 2 workers": lambda lib: dataloader(lib, 2),
     "Fashion-MNIST demo epoch": fashion_epoch,

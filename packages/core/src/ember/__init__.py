@@ -135,7 +135,8 @@ def _lazy(name):
 def __getattr__(name):
     # subpackages that pull in more code load on first use
     if name in ("nn", "optim", "utils", "cuda", "backends", "testing", "serialization", "hub", "special", "linalg",
-                "distributions", "fft", "amp", "compat", "cpu", "accelerator", "distributed", "profiler"):
+                "distributions", "fft", "amp", "compat", "cpu", "accelerator", "distributed", "profiler", "func",
+                "multiprocessing"):
         return _lazy(name)
     if name in ("save", "load"):
         return getattr(_lazy("serialization"), name)

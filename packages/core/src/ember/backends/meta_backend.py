@@ -247,11 +247,11 @@ class _MetaGenerator:
             return MetaArray.of(size, dtype or (numpy.int64 if name == "integers" else numpy.float64))
         return draw
 
-    def get_state(self):
-        return {}
+    state = {}  # numpy's bit-generator state: the meta stream has none
 
-    def set_state(self, state):
-        pass
+    @property
+    def bit_generator(self):
+        return self
 
 
 class MetaBackend(NumpyBackend):

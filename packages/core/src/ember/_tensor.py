@@ -414,6 +414,18 @@ class Tensor:
     def mT(self):
         return _ops.transpose(self, -2, -1)
 
+    @property
+    def mH(self):
+        """The conjugate transpose of the last two dims (torch.Tensor.mH)."""
+        return _ops.adjoint(self)
+
+    @property
+    def H(self):
+        """The conjugate transpose of a matrix (torch.Tensor.H; 2-d tensors only)."""
+        if self.ndim != 2:
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.")
+        return _ops.adjoint(self)
+
     def polygamma(self, n):
         """The ``n``-th derivative of digamma at each element (torch.Tensor.polygamma)."""
         return _ops.polygamma(n, self)
@@ -497,6 +509,7 @@ take take_along_dim index_add index_copy index_fill scatter_reduce masked_scatte
 kron cross addmm addmv addr addbmm baddbmm mvlgamma isposinf isneginf isreal bitwise_left_shift bitwise_right_shift
 multiply divide subtract det inverse logdet matrix_power pinverse slogdet
 exponential_ geometric_ log_normal_ cauchy_ random_ conj conj_physical resolve_conj angle is_complex stft istft
+lu lu_solve cholesky_solve cholesky_inverse triangular_solve geqrf ormqr orgqr adjoint matrix_exp symeig eig
 """.split()
 
 

@@ -19,16 +19,19 @@ from . import (
     decompositions,
     elementwise,
     elementwise_math,
+    householder,
     indexing,
     layout,
     linalg,
     loss,
+    matrix_forms,
     norm,
     pool,
     products,
     reduction,
     sampling,
     shape,
+    solvers,
     spectral,
     statistics,
     upsample,
@@ -36,7 +39,8 @@ from . import (
 )
 
 _FAMILIES = (conversion, creation, complex_ops, elementwise, elementwise_math, indexing, layout, linalg, reduction,
-             shape, statistics, products, spectral, windows, activation, conv, loss, norm, pool, upsample)
+             shape, statistics, products, spectral, windows, activation, conv, loss, norm, pool, upsample, solvers,
+             householder, matrix_forms)
 
 
 # the families of nn.functional: torch's top level holds only some of their functions (not
@@ -105,6 +109,10 @@ det, logdet, slogdet, matrix_power = decompositions.det, decompositions.logdet, 
     decompositions.matrix_power
 inverse, pinverse = decompositions.inv, decompositions.pinv
 __all__ += ["det", "inverse", "logdet", "matrix_power", "pinverse", "slogdet"]
+from . import eigen  # noqa: E402
+
+matrix_exp = eigen.matrix_exp
+__all__ += ["matrix_exp"]
 
 # sampling: torch.poisson at the top level; the in-place samplers are Tensor methods only
 poisson = sampling.poisson

@@ -510,6 +510,7 @@ kron cross addmm addmv addr addbmm baddbmm mvlgamma isposinf isneginf isreal bit
 multiply divide subtract det inverse logdet matrix_power pinverse slogdet
 exponential_ geometric_ log_normal_ cauchy_ random_ conj conj_physical resolve_conj angle is_complex stft istft
 lu lu_solve cholesky_solve cholesky_inverse triangular_solve geqrf ormqr orgqr adjoint matrix_exp symeig eig
+resolve_neg
 """.split()
 
 

@@ -79,7 +79,8 @@ def _with_out(fn):
 _ADD_OUT = (elementwise_math, statistics, layout, products, complex_ops, spectral)
 _NO_OUT = {"broadcast_shapes", "broadcast_tensors", "meshgrid", "tensor_split", "hsplit", "vsplit", "dsplit",
            "atleast_1d", "atleast_2d", "atleast_3d", "is_complex", "positive", "real", "imag", "resolve_conj",
-           "view_as_real", "view_as_complex", "diagonal", "unfold", "as_strided", "ravel", "stft", "istft"}
+           "resolve_neg", "view_as_real", "view_as_complex", "diagonal", "unfold", "as_strided", "ravel", "stft",
+           "istft"}
 for _m in _ADD_OUT:
     for _name, _obj in list(vars(_m).items()):
         if (isinstance(_obj, _Function) and not _name.startswith("_") and _obj.__module__ == _m.__name__

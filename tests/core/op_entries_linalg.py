@@ -209,3 +209,46 @@ OPS = [
 # moduli, torch's own graph differs around the complex outputs
 NODE_NAMES_DIFFER = {"householder_product", "linalg.cond", "linalg.cond_rect", "linalg.tensorinv", "chain_matmul",
                      "frobenius_nuclear_norm", "adjoint", "linalg.eig"}
+
+
+def _svd_lowrank(L, a):
+    # q is a's rank here, so the randomized range finder is exact whatever its random sketch
+    U, S, V = L.svd_lowrank(a, q=3)
+    U2, S2, V2 = L.svd_lowrank(a, M=a.mean(-2, keepdim=True))
+    return S, U * U, V * V, (U * S.unsqueeze(-2)) @ V.mT, S2, (U2 * S2.unsqueeze(-2)) @ V2.mT
+
+
+def _pca_lowrank(L, a, q=None):
+    U, S, V = L.pca_lowrank(a, q)
+    return S, U * U, V * V
+
+
+def _f64(a):
+    return a.astype(np.float64)
+
+
+def _lobpcg(L, a, b):
+    s = _sym(L, a)
+    outs = (L.lobpcg(s, k=2), L.lobpcg(s, k=2, largest=False))
+    if not a.requires_grad:  # (torch has no derivative for the generalized problem: see lobpcg_B)
+        outs += (L.lobpcg(s, k=2, B=_sym(L, b)), L.lobpcg(s, k=3, B=_sym(L, b), largest=False))
+    return tuple(x for E, X in outs for x in (E, X * X))  # eigenvectors up to sign
+
+
+def _lobpcg_B_backward(L, a, b):
+    s = _sym(L, a.detach()).requires_grad_()
+    L.lobpcg(s, k=2, B=_sym(L, b))[0].sum().backward()
+
+
+OPS += [
+    Op("svd_lowrank", _svd_lowrank, [Sample((f(5, 3),)), Sample((f(3, 5),)), Sample((f(2, 4, 3),))], rtol=1e-4,
+       atol=1e-4),
+    Op("pca_lowrank", _pca_lowrank, [Sample((f(5, 3),)), Sample((f(2, 4, 3),))], rtol=1e-4, atol=1e-4,
+       errors=[(Sample((f(5, 3), 4)), ValueError)]),
+    # in float64: torch's float32 LOBPCG stops at a residual of about 3e-4, too coarse to compare
+    Op("lobpcg", _lobpcg, [Sample((_f64(spd(9, 9)), _f64(spd(9, 9)))), Sample((_f64(spd(12, 12)), _f64(spd(12, 12))))],
+       rtol=1e-5, atol=1e-5,
+       errors=[(Sample((spd(5, 5), spd(5, 5))), ValueError)]),
+    Op("lobpcg_B", _lobpcg_B_backward, [], grad=False, errors=[(Sample((spd(9, 9), spd(9, 9))), ValueError)]),
+]
+NODE_NAMES_DIFFER |= {"svd_lowrank", "pca_lowrank", "lobpcg"}

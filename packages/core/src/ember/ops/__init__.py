@@ -24,6 +24,7 @@ from . import (
     layout,
     linalg,
     loss,
+    lowrank,
     matrix_forms,
     norm,
     pool,
@@ -40,7 +41,7 @@ from . import (
 
 _FAMILIES = (conversion, creation, complex_ops, elementwise, elementwise_math, indexing, layout, linalg, reduction,
              shape, statistics, products, spectral, windows, activation, conv, loss, norm, pool, upsample, solvers,
-             householder, matrix_forms)
+             householder, matrix_forms, lowrank)
 
 
 # the families of nn.functional: torch's top level holds only some of their functions (not

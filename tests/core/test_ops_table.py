@@ -1227,7 +1227,7 @@ _NODE_NAMES_DIFFER = {"op/reflected", "einsum", "matmul", "special.ndtr", "repea
                       "F.regression_losses", "F.class_losses", "F.multi_margin_args", "F.pair_losses", "F.ctc_loss",
                       "F.ctc_loss_args", "F.scaled_dot_product_attention", "F.multi_head_attention_forward",
                       "linalg.solve",
-                      "linalg.solve_triangular", "linalg.qr", "linalg.eigh", "linalg.svd", "linalg.pinv",
+                      "linalg.qr", "linalg.eigh", "linalg.svd", "linalg.pinv",
                       "linalg.lstsq", "linalg.matrix_power", "linalg.multi_dot", "linalg.norms", "linalg.vecdot",
                       "linalg.det", "linalg.cholesky", "special.gammainc", "inplace_unary", "inplace_binary",
                       "inplace_polygamma"} | _ENTRY_NODES_DIFFER

@@ -446,6 +446,18 @@ class Tensor:
     def mT(self):
         return _ops.transpose(self, -2, -1)
 
+    @property
+    def mH(self):
+        """The conjugate transpose of the last two dims (torch.Tensor.mH)."""
+        return _ops.adjoint(self)
+
+    @property
+    def H(self):
+        """The conjugate transpose of a matrix (torch.Tensor.H; 2-d tensors only)."""
+        if self.ndim != 2:
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.")
+        return _ops.adjoint(self)
+
     def polygamma(self, n):
         """The ``n``-th derivative of digamma at each element (torch.Tensor.polygamma)."""
         return _ops.polygamma(n, self)
@@ -563,6 +575,8 @@ fmax fmin frexp ldexp gcd lcm heaviside nextafter signbit
 cov corrcoef histogram dist msort
 narrow_copy split_with_sizes unsafe_chunk unsafe_split unsafe_split_with_sizes as_strided_scatter diagonal_scatter
 select_scatter slice_scatter
+lu lu_solve cholesky_solve cholesky_inverse triangular_solve geqrf ormqr orgqr adjoint matrix_exp symeig eig
+resolve_neg
 """.split()
 
 

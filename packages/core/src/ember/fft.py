@@ -20,9 +20,10 @@ from .ops.fft import (  # noqa: F401
     rfftfreq,
     rfftn,
 )
+from .ops.hfft import hfft, hfft2, hfftn, ihfft, ihfft2, ihfftn  # noqa: F401
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn",
-           "fftshift", "ifftshift", "fftfreq", "rfftfreq"]
+           "fftshift", "ifftshift", "fftfreq", "rfftfreq", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn"]
 
 
 # the ops published here pass through the dispatch seam when a mode listens

@@ -100,8 +100,9 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         ins, gos = args[:n_in], args[n_in:]
         wrt = _tensors(ins)
         with grad_mode.enable_grad():  # also when the finite differences run under no_grad
-            o = _outputs(func, ins)
-            return autograd_grad(o, wrt, list(gos), create_graph=True, allow_unused=True)
+            pairs = [(o, g) for o, g in zip(_outputs(func, ins), gos) if o.requires_grad]
+            return autograd_grad([o for o, _ in pairs], wrt, [g for _, g in pairs], create_graph=True,
+                                 allow_unused=True)
 
     return gradcheck(lambda *a: tuple(g for g in first_grads(*a) if g is not None),
                      inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)

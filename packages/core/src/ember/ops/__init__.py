@@ -21,10 +21,13 @@ from . import (
     decompositions,
     elementwise,
     elementwise_math,
+    householder,
     indexing,
     layout,
     linalg,
     loss,
+    lowrank,
+    matrix_forms,
     norm,
     numerics,
     pool,
@@ -33,6 +36,7 @@ from . import (
     sample_stats,
     sampling,
     shape,
+    solvers,
     spectral,
     statistics,
     upsample,
@@ -42,7 +46,8 @@ from . import (
 
 _FAMILIES = (conversion, creation, complex_ops, elementwise, elementwise_math, indexing, layout, linalg, reduction,
              shape, statistics, products, spectral, windows, activation, conv, loss, norm, pool, upsample,
-             numerics, sample_stats, calculus, construction, view_copies)
+             numerics, sample_stats, calculus, construction, view_copies, solvers,
+             householder, matrix_forms, lowrank)
 
 
 # the families of nn.functional: torch's top level holds only some of their functions (not
@@ -81,7 +86,8 @@ def _with_out(fn):
 _ADD_OUT = (elementwise_math, statistics, layout, products, complex_ops, spectral, numerics)
 _NO_OUT = {"broadcast_shapes", "broadcast_tensors", "meshgrid", "tensor_split", "hsplit", "vsplit", "dsplit",
            "atleast_1d", "atleast_2d", "atleast_3d", "is_complex", "positive", "real", "imag", "resolve_conj",
-           "view_as_real", "view_as_complex", "diagonal", "unfold", "as_strided", "ravel", "stft", "istft"}
+           "resolve_neg", "view_as_real", "view_as_complex", "diagonal", "unfold", "as_strided", "ravel", "stft",
+           "istft"}
 for _m in _ADD_OUT:
     for _name, _obj in list(vars(_m).items()):
         if (isinstance(_obj, _Function) and not _name.startswith("_") and _obj.__module__ == _m.__name__
@@ -111,6 +117,10 @@ det, logdet, slogdet, matrix_power = decompositions.det, decompositions.logdet, 
     decompositions.matrix_power
 inverse, pinverse = decompositions.inv, decompositions.pinv
 __all__ += ["det", "inverse", "logdet", "matrix_power", "pinverse", "slogdet"]
+from . import eigen  # noqa: E402
+
+matrix_exp = eigen.matrix_exp
+__all__ += ["matrix_exp"]
 
 # sampling: torch.poisson and torch.binomial at the top level; the in-place samplers are Tensor methods only
 poisson, binomial = sampling.poisson, sampling.binomial

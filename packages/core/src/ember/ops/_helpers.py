@@ -102,6 +102,9 @@ def fit_grad(g: Tensor, shape, dtype) -> Tensor:
             raise RuntimeError(f"Function returned an invalid gradient - got shape {list(g.shape)} "
                                f"but expected shape compatible with {list(shape)}") from None
     if g.dtype is not dtype and dtype._category >= 2:
+        if g.dtype.is_complex and not dtype.is_complex:  # a real input takes the real part
+            from .complex_ops import real
+            g = real(g)
         g = g.to(dtype)
     return g
 

@@ -15,8 +15,8 @@ from .._tensor import _make
 from ..autograd.graph import record
 from ._helpers import be, make_view, needs_grad
 
-__all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "angle", "view_as_real", "view_as_complex",
-           "complex", "polar", "is_complex"]
+__all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg", "angle", "view_as_real",
+           "view_as_complex", "complex", "polar", "is_complex"]
 
 
 def is_complex(input) -> bool:
@@ -72,6 +72,11 @@ conj_physical = conj
 
 def resolve_conj(input):
     """The tensor itself: ember's conjugates are always materialized."""
+    return input
+
+
+def resolve_neg(input):
+    """The tensor itself: ember has no lazily negated views (torch's negative bit)."""
     return input
 
 

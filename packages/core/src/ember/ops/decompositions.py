@@ -119,14 +119,13 @@ def solve(A, B, *, left=True, out=None):
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
-    """X with A @ X = B for triangular A (only its upper or lower triangle is read)."""
-    from .layout import tril, triu
-    T = triu(A) if upper else tril(A)
-    if unitriangular:
-        from .creation import eye
-        n = A.shape[-1]
-        T = T - T * eye(n, dtype=A.dtype) + eye(n, dtype=A.dtype)
-    return solve(T, B, left=left)
+    """X with A @ X = B (X @ A = B when not ``left``) for triangular A: only its upper or
+    lower triangle is read (its diagonal taken as ones when ``unitriangular``); batch
+    dims broadcast, complex matrices too (LAPACK's trtrs, see ``factorizations``)."""
+    from .factorizations import _write, solve_tri
+    if B.ndim < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
+    return _write(solve_tri(A, B, upper, left, unitriangular), out, "linalg.solve_triangular")
 
 
 @autocast_op("fp32")

@@ -26,7 +26,7 @@ def _norm(norm):
     if norm is None:
         return "backward"
     if norm not in _DUAL:
-        raise ValueError(f"Invalid normalization mode: {norm}")
+        raise RuntimeError(f'Invalid normalization mode: "{norm}"')  # (torch's type: RuntimeError)
     return norm
 
 
@@ -55,18 +55,24 @@ def _axes(x, s, dim, default_all):
 
 
 def _fit(g, shape_in, dims):
-    """Crop or zero-pad gradient ``g`` along ``dims`` to the input's sizes."""
-    xp = be(g).xp
-    arr = g._data
+    """Crop or zero-pad gradient ``g`` along ``dims`` to the input's sizes (with ember ops,
+    so that the gradient differentiates again)."""
     for d in dims:
-        n_in, n_g = shape_in[d], arr.shape[d]
+        n_in, n_g = shape_in[d], g.shape[d]
         if n_g > n_in:
-            arr = arr[(slice(None),) * d + (slice(0, n_in),)]
+            g = g.narrow(d, 0, n_in)
         elif n_g < n_in:
-            pad = [(0, 0)] * arr.ndim
-            pad[d] = (0, n_in - n_g)
-            arr = xp.pad(arr, pad)
-    return _make(xp.ascontiguousarray(arr), g.dtype)
+            g = _pad_end(g, d, n_in - n_g)
+    return g
+
+
+def _pad_end(g, d, k):
+    """``g`` with ``k`` zeros appended along dim ``d``."""
+    from .creation import zeros
+    from .shape import cat
+    shape = list(g.shape)
+    shape[d] = k
+    return cat([g, zeros(shape, dtype=g.dtype, device=g.device)], d)
 
 
 # ---- complex to complex -------------------------------------------------------------
@@ -153,11 +159,8 @@ def rfftn(input, s=None, dim=None, norm=None):
 def _r2c_rule(g, shape_in, dtype_in, dims, sizes, norm):
     # zero-fill the dropped negative frequencies, then the adjoint of the full transform
     from .complex_ops import real
-    xp = be(g).xp
     last = dims[-1]
-    pad = [(0, 0)] * g.ndim
-    pad[last] = (0, sizes[-1] - g.shape[last])
-    full = _make(xp.pad(g._data, pad), g.dtype)
+    full = _pad_end(g, last, sizes[-1] - g.shape[last]) if sizes[-1] > g.shape[last] else g
     back = _c2c(full, sizes, dims, _DUAL[norm], False, "FftC2CBackward0")
     back = real(back).to(dtype_in if dtype_in.is_floating_point else D.float32)
     return _fit(back, shape_in, dims) if tuple(back.shape) != shape_in else back

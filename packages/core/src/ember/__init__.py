@@ -70,7 +70,8 @@ for _name in ("to", "float", "double", "half", "bfloat16", "long", "int", "short
               "repeat", "new_tensor", "new_zeros", "new_ones", "new_full", "new_empty", "uniform_", "normal_",
               "bernoulli_", "copy_", "add_", "sub_", "mul_", "div_", "pow_", "neg_", "exp_", "log_", "sqrt_",
               "tanh_", "sigmoid_", "clamp_", "clip_", "eq_", "masked_fill_", "scatter_", "scatter_add_",
-              "index_put_", "fill_", "zero_", "abs_", "unfold"):
+              "index_put_", "fill_", "zero_", "abs_", "unfold", "fill_diagonal_", "put_", "index_reduce_", "renorm_",
+              "resize_", "sum_to_size", "new_empty_strided", "apply_", "map_", "map2_"):
     globals().pop(_name, None)
 del _name
 from ._dtype import bfloat16  # noqa: E402,F811,A001
@@ -94,6 +95,24 @@ from .version import __version__  # noqa: E402
 
 def is_tensor(obj) -> "builtins.bool":
     return isinstance(obj, Tensor)
+
+
+def typename(obj) -> str:
+    """A tensor's type string ('torch.FloatTensor', as ``Tensor.type()``), else the
+    object's (or, for an instance, its class's) module and qualified name, without the
+    module for builtins (torch.typename)."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    if hasattr(obj, "__qualname__") or hasattr(obj, "__name__"):
+        module, name = getattr(obj, "__module__", "") or "", getattr(obj, "__qualname__", None) or obj.__name__
+    else:
+        module, name = type(obj).__module__ or "", type(obj).__qualname__
+    return name if module in ("", "builtins") else f"{module}.{name}"
+
+
+def is_storage(obj) -> "builtins.bool":
+    """False: ember has no storage objects (torch.is_storage is True only for those)."""
+    return False
 
 
 def numel(input) -> "builtins.int":

@@ -1,7 +1,10 @@
-"""Tensor methods the conformance table cannot express, checked against torch: resize_
-and resize_as_ (memory kept, found again, grown), post-accumulate-grad hooks, as_subclass,
-empty_strided, and the errors of the in-place and Python-callable methods."""
+"""What the conformance table cannot express, checked against torch: resize_ and
+resize_as_ (memory kept, found again, grown), post-accumulate-grad hooks, as_subclass,
+empty_strided, the errors of the in-place and Python-callable methods, and the random nn
+forms (gumbel_softmax, native_dropout, feature_dropout, fractional max pooling's drawn
+samples) by their distributions and structure."""
 
+import numpy as np
 import pytest
 import torch
 from conftest import assert_same
@@ -262,3 +265,127 @@ def test_apply_writes_through_views_without_a_version_bump():
         return x, x._version, t
     e, t = both(run)
     assert_same(e, t)
+
+
+# ---- random nn forms: distributions and structure, beside torch's --------------------
+
+def test_gumbel_softmax_samples_follow_the_softmax():
+    """Hard samples pick class k with probability softmax(logits)_k (the Gumbel-max trick),
+    in ember as in torch; soft samples sum to 1; hard ones are one-hot at the soft argmax."""
+    logits = np.log(np.array([0.1, 0.2, 0.3, 0.4], np.float32))
+    rows = np.tile(logits, (20000, 1))
+    ember.manual_seed(0)
+    torch.manual_seed(0)
+    freq = {}
+    for L in (ember, torch):
+        x = L.tensor(rows)
+        hard = L.nn.functional.gumbel_softmax(x, tau=0.5, hard=True)
+        soft = L.nn.functional.gumbel_softmax(x, tau=0.5)
+        h, s = np.asarray(hard.tolist()), np.asarray(soft.tolist())
+        assert set(np.unique(h)) == {0.0, 1.0} and (h.sum(1) == 1).all()
+        np.testing.assert_allclose(s.sum(1), 1.0, rtol=1e-5)
+        freq[L] = h.mean(0)
+    # 20000 draws: the standard error of each frequency is below 0.0035
+    np.testing.assert_allclose(freq[ember], np.exp(logits), atol=0.015)
+    np.testing.assert_allclose(freq[ember], freq[torch], atol=0.02)
+
+
+def test_gumbel_softmax_hard_gradient_is_the_soft_one():
+    """With the same noise (the same seed), the hard sample is one-hot at the soft
+    sample's argmax and passes back exactly the soft sample's gradient; in both libraries."""
+    w = [[1.0, 2.0, 3.0], [-1.0, 0.5, 4.0]]
+    for L in (ember, torch):
+        out = {}
+        for hard in (False, True):
+            L.manual_seed(3)
+            x = L.tensor([[0.5, -1.0, 2.0], [0.0, 0.3, -0.2]], requires_grad=True)
+            y = L.nn.functional.gumbel_softmax(x, tau=0.7, hard=hard)
+            (y * L.tensor(w)).sum().backward()
+            out[hard] = np.asarray(y.tolist()), np.asarray(x.grad.tolist())
+        (soft, g_soft), (one_hot, g_hard) = out[False], out[True]
+        np.testing.assert_array_equal(one_hot, np.eye(3)[soft.argmax(1)])
+        np.testing.assert_allclose(g_hard, g_soft, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("p", [0.2, 0.6])
+def test_native_dropout_mask_and_scale(p):
+    keep = {}
+    for L in (ember, torch):
+        L.manual_seed(1)
+        x = L.ones(200, 100, requires_grad=True) * 3.0
+        out, mask = L.native_dropout(x, p, True)
+        assert str(mask.dtype).endswith("bool")
+        o, m = np.asarray(out.tolist()), np.asarray(mask.tolist())
+        np.testing.assert_allclose(o, np.where(m, 3.0 / (1 - p), 0.0), rtol=1e-6)
+        out.sum().backward()
+        keep[L] = m.mean()
+    assert abs(keep[ember] - (1 - p)) < 0.02 and abs(keep[torch] - (1 - p)) < 0.02
+
+
+@pytest.mark.parametrize("train", [True, None])
+def test_native_dropout_gradient_is_the_mask_scaled(train):
+    """The gradient is mask / (1 - p), the derivative of the forward.  torch agrees for
+    train=True; for train=None its backward leaves out the 1 / (1 - p) its forward applied,
+    which ember does not copy (see native_dropout's docstring)."""
+    for L in (ember, torch):
+        L.manual_seed(2)
+        x = L.ones(50, 40, requires_grad=True)
+        out, mask = L.native_dropout(x, 0.5, train)
+        out.sum().backward()
+        scale = 1.0 if L is torch and train is None else 2.0
+        np.testing.assert_allclose(np.asarray(x.grad.tolist()), np.asarray(mask.tolist()) * scale)
+        np.testing.assert_allclose(np.asarray(out.tolist()), np.asarray(mask.tolist()) * 2.0)
+        assert type(out.grad_fn).__name__ == "NativeDropoutBackward0"
+
+
+@pytest.mark.parametrize("shape", [(40, 30, 5), (40, 30)])
+def test_feature_dropout_drops_whole_features(shape):
+    kept = {}
+    for L in (ember, torch):
+        L.manual_seed(4)
+        out = np.asarray(L.feature_dropout(L.ones(*shape), 0.3, True).tolist())
+        flat = out.reshape(shape[0], shape[1], -1)
+        assert (flat == flat[..., :1]).all()  # one draw per (n, c)
+        np.testing.assert_allclose(np.unique(flat), [0.0, 1.0 / 0.7], rtol=1e-6)
+        kept[L] = (flat[..., 0] != 0).mean()
+    assert abs(kept[ember] - 0.7) < 0.04 and abs(kept[torch] - 0.7) < 0.04
+
+
+def test_feature_dropout_in_place_writes_its_input():
+    for L in (ember, torch):
+        L.manual_seed(5)
+        y = L.ones(30, 20, 2)
+        assert L.feature_dropout_(y, 0.5, True) is y
+        v = np.asarray(y.tolist())
+        assert (v == v[..., :1]).all() and set(np.unique(v)) == {0.0, 2.0}
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+def test_fractional_max_pool_with_drawn_samples(nd):
+    """Without _random_samples each plane draws its own: the output is the maximum of some
+    window of the kernel's size, the same for a repeated seed, and matches torch once given
+    the same samples."""
+    F = ember.nn.functional
+    shape = (2, 3) + (7,) * nd
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    fn = getattr(F, f"fractional_max_pool{nd}d")
+    ember.manual_seed(0)
+    a, ia = fn(ember.tensor(x), 2, output_size=(3,) * nd, return_indices=True)
+    ember.manual_seed(0)
+    b = fn(ember.tensor(x), 2, output_size=(3,) * nd)
+    np.testing.assert_array_equal(np.asarray(a.tolist()), np.asarray(b.tolist()))
+    flat = x.reshape(2, 3, -1)
+    got = np.take_along_axis(flat, np.asarray(ia.tolist()).reshape(2, 3, -1), axis=2)
+    np.testing.assert_array_equal(got.reshape(a.shape), np.asarray(a.tolist()))
+    plans = {tuple(np.asarray(fn(ember.tensor(x), 2, output_size=(3,) * nd, return_indices=True)[1].tolist())
+                   .reshape(-1)) for _ in range(6)}
+    assert len(plans) > 1  # the places are random
+    s = np.random.default_rng(1).random((2, 3, nd)).astype(np.float32)
+    t = getattr(torch.nn.functional, f"fractional_max_pool{nd}d")(torch.tensor(x), 2, output_size=(3,) * nd,
+                                                                    _random_samples=torch.tensor(s))
+    assert_same(fn(ember.tensor(x), 2, output_size=(3,) * nd, _random_samples=ember.tensor(s)), t)
+
+
+def test_native_batch_norm_eval_without_running_stats_raises():
+    with pytest.raises(RuntimeError):
+        ember.native_batch_norm(ember.ones(2, 3), None, None, None, None, False, 0.1, 1e-5)

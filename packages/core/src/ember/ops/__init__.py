@@ -23,11 +23,13 @@ from . import (
     layout,
     linalg,
     loss,
+    nn_low_level,
     norm,
     pool,
     products,
     python_map,
     reduction,
+    rnn_flat,
     sampling,
     shape,
     spectral,
@@ -37,7 +39,8 @@ from . import (
 )
 
 _FAMILIES = (conversion, creation, complex_ops, elementwise, elementwise_math, indexing, layout, linalg, reduction,
-             shape, statistics, products, spectral, windows, python_map, activation, conv, loss, norm, pool, upsample)
+             shape, statistics, products, spectral, windows, python_map, nn_low_level, rnn_flat, activation, conv, loss,
+             norm, pool, upsample)
 
 
 # the families of nn.functional: torch's top level holds only some of their functions (not

@@ -129,9 +129,17 @@ def _complex(L, a, b, c, d):
     return tuple(o.abs() for o in outs)
 
 
+def _complex_sample():
+    """Its own seeded values (not the shared stream, which shifts with the entries drawn
+    before): moduli have a kink at 0, and these keep every output's entries away from it."""
+    g = np.random.default_rng(11)
+    parts = [g.uniform(-2, 2, shape).astype(np.float32) for shape in ((3, 3), (3, 3), (3, 2), (3, 2))]
+    parts[0] += 9 * np.eye(3, dtype=np.float32)
+    return Sample(tuple(parts))
+
+
 OPS = [
-    Op("linalg.complex", _complex, [Sample((well_conditioned(3, 3), f(3, 3), f(3, 2), f(3, 2)))], rtol=1e-4,
-       atol=1e-4),
+    Op("linalg.complex", _complex, [_complex_sample()], rtol=1e-4, atol=1e-4),
     Op("linalg.lu_factor", _lu_factor, [Sample((well_conditioned(3, 3),)), Sample((f(2, 4, 4),)),
                                         Sample((f(5, 3),)), Sample((f(3, 5),)), Sample((nc(f(3, 3)),))],
        errors=[(Sample((np.zeros((3, 3), np.float32),)), RuntimeError), (Sample((f(3),)), RuntimeError)]),

@@ -92,7 +92,8 @@ for _name in ("to", "float", "double", "half", "bfloat16", "long", "int", "short
               "repeat", "new_tensor", "new_zeros", "new_ones", "new_full", "new_empty", "uniform_", "normal_",
               "bernoulli_", "copy_", "add_", "sub_", "mul_", "div_", "pow_", "neg_", "exp_", "log_", "sqrt_",
               "tanh_", "sigmoid_", "clamp_", "clip_", "eq_", "masked_fill_", "scatter_", "scatter_add_",
-              "index_put_", "fill_", "zero_", "abs_", "unfold"):
+              "index_put_", "fill_", "zero_", "abs_", "unfold", "fill_diagonal_", "put_", "index_reduce_", "renorm_",
+              "resize_", "sum_to_size", "new_empty_strided", "apply_", "map_", "map2_"):
     globals().pop(_name, None)
 del _name
 globals().update(_AUTOCAST_SPELLINGS)  # get_autocast_cpu_dtype() ..., deprecated in torch

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import _dtype as D
 
-__all__ = ["TENSOR_TYPES", "CUDA_TENSOR_TYPES", "type_name", "dtype_of_type_name", "Variable"]
+__all__ = ["TENSOR_TYPES", "CUDA_TENSOR_TYPES", "type_name", "dtype_of_type_name", "Variable", "new"]
 
 # class name -> dtype name
 _NAMES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
@@ -60,6 +60,37 @@ def _construct(cls, *args, device=None):
     if len(args) == 1 and not isinstance(args[0], int):
         return ops.tensor(args[0], dtype=cls.dtype, device=device)
     return ops.empty(*(args or (0,)), dtype=cls.dtype, device=device)
+
+
+def new(self, *args, device=None, **kwargs):
+    """``Tensor.new``, the legacy constructor, in ``self``'s dtype on ``self``'s device
+    (or ``device``): ``new()`` -> empty; ``new(*sizes)`` or ``new(Size)`` -> uninitialised
+    of that shape; ``new(sequence)`` (a tuple too) -> its values; ``new(tensor)`` -> that
+    tensor when its dtype is ``self``'s.  TypeError for other keywords, a tensor of another
+    dtype or a lone non-sequence such as a float."""
+    from . import ops
+    from ._tensor import Size, Tensor
+    if kwargs:
+        got = ", ".join(f"{k}={type(v).__name__}" for k, v in kwargs.items())
+        raise TypeError(f"new() received an invalid combination of arguments - got ({got}, ), but expected one of: "
+                        "(*, device), (Storage storage), (Tensor other), (tuple of ints size, *, device), "
+                        "(object data, *, device)")
+    device = device or self.device
+    if not args:
+        return ops.empty(0, dtype=self.dtype, device=device)
+    if len(args) == 1:
+        a = args[0]
+        if isinstance(a, Tensor):
+            if a.dtype is not self.dtype:
+                raise TypeError(f"expected {self.dtype} (got {a.dtype})")
+            return a
+        if isinstance(a, Size):
+            return ops.empty(*a, dtype=self.dtype, device=device)
+        if isinstance(a, (int, float, complex, bool)) and not (isinstance(a, int) and not isinstance(a, bool)):
+            raise TypeError(f"new(): data must be a sequence (got {type(a).__name__})")
+        if not isinstance(a, int):
+            return ops.tensor(a, dtype=self.dtype, device=device)
+    return ops.empty(*args, dtype=self.dtype, device=device)
 
 
 def _make_type(name: str, device_type: str):

@@ -113,6 +113,19 @@ class Tensor:
         d = self.device
         return -1 if d.type == "cpu" else d.index
 
+    def ndimension(self) -> int:
+        return self._data.ndim
+
+    def dim_order(self, *, ambiguity_check=False) -> tuple:
+        """The dims from outermost to innermost in memory (torch.Tensor.dim_order): sorted by
+        stride, a size-1 or zero-stride dim keeping its place.  ``ambiguity_check=True``:
+        RuntimeError when another order would describe the memory as well (a size-1 dim,
+        two equal strides).  TypeError for an ``ambiguity_check`` that is not a bool (ember
+        has no memory formats to list)."""
+        if not isinstance(ambiguity_check, bool):
+            raise TypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
+        return _dim_order(tuple(self._data.shape), self.stride(), self.is_contiguous(), ambiguity_check)
+
     def stride(self, dim: int | None = None):
         """Strides in elements, as torch counts them (numpy counts bytes)."""
         arr = self._data
@@ -132,6 +145,9 @@ class Tensor:
         return (_address(self._data) - _address(self._base._data)) // self.dtype.itemsize
 
     def data_ptr(self) -> int:
+        return _address(self._data)
+
+    def const_data_ptr(self) -> int:
         return _address(self._data)
 
     def is_contiguous(self, memory_format=None) -> bool:
@@ -242,6 +258,17 @@ class Tensor:
         from .autograd.graph import edge
         node, nr = edge(self)
         return node._add_tensor_hook(nr, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """``hook(self)`` runs after a backward pass has accumulated into this leaf's
+        ``.grad`` (the optimizer-in-backward pattern); it must return None.  RuntimeError
+        for a tensor that does not require grad or is not a leaf."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        from .autograd.graph import grad_accumulator
+        return grad_accumulator(self)._add_post_accumulate_hook(hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
         """Accumulate d(self)/d(leaf) into each leaf's ``.grad`` (see ember.autograd.backward)."""
@@ -462,6 +489,26 @@ class Tensor:
         """The ``n``-th derivative of digamma at each element (torch.Tensor.polygamma)."""
         return _ops.polygamma(n, self)
 
+    def as_subclass(self, cls):
+        """An alias of ``self`` (same memory and version counter, in the graph through an
+        AliasBackward0 node) whose class is ``cls``, a subclass of Tensor; TypeError
+        otherwise."""
+        if not isinstance(cls, type):
+            raise TypeError(f"cls must be a type (got {type(cls).__name__})")
+        if not issubclass(cls, Tensor):
+            raise TypeError("Creating a Tensor subclass from a class that does not inherit from Tensor is not "
+                            "possible. Make sure your class inherits from Tensor.")
+        alias = _ops.getitem(self, Ellipsis)
+        out = object.__new__(cls)
+        for slot in Tensor.__slots__[:-1]:
+            setattr(out, slot, getattr(alias, slot))
+        return out
+
+    def new(self, *args, **kwargs):
+        """The legacy constructor, with ``self``'s dtype and device (see ``_legacy.new``)."""
+        from ._legacy import new
+        return new(self, *args, **kwargs)
+
     @classmethod
     def _from_tensor(cls, t):
         return t
@@ -478,6 +525,47 @@ def _contiguous_strides(shape) -> tuple:
         strides.append(acc)
         acc *= max(n, 1)
     return tuple(reversed(strides))
+
+
+def _dim_order(shape, strides, contiguous, check) -> tuple:
+    """Tensor.dim_order's answer: an insertion sort of the dims from innermost outwards,
+    where a dim moves inwards past another only when it has the smaller stride (or the
+    same stride and the smaller size); zero strides and ties compare as unordered."""
+    ndim = len(shape)
+    if check and (any(n == 1 for n in shape) or any(a == b for a, b in zip(strides, strides[1:]))):
+        raise RuntimeError("The tensor does not have unique dim order, or cannot map to exact one of the given "
+                           "memory formats.")
+    if ndim <= 1:
+        return tuple(range(ndim))
+    if contiguous:
+        return tuple(range(ndim))
+
+    def at_least(a, b):
+        return b == 0 or (a != 0 and (a >= b or a % b == 0))
+
+    def compare(a, b):  # > 0: dim a belongs outside dim b
+        sa, sb = strides[a], strides[b]
+        if sa == 0 or sb == 0:
+            return 0
+        if sa == sb:
+            return 0 if at_least(shape[b], shape[a]) else 1
+        if at_least(sb, sa):
+            return -1
+        return 1 if at_least(sa, sb) else 0
+
+    perm = list(range(ndim - 1, -1, -1))  # innermost first
+    for i in range(1, ndim):
+        j = i
+        for k in range(i - 1, -1, -1):
+            c = compare(perm[k], perm[j])
+            if c > 0:
+                perm[k], perm[j] = perm[j], perm[k]
+                j = k
+            elif c < 0:
+                break
+    if check and any(compare(perm[k], perm[k + 1]) != -1 for k in range(ndim - 1)):
+        raise RuntimeError("The tensor does not have unique dim order.")
+    return tuple(reversed(perm))
 
 
 def _address(arr) -> int:
@@ -577,6 +665,8 @@ narrow_copy split_with_sizes unsafe_chunk unsafe_split unsafe_split_with_sizes a
 select_scatter slice_scatter
 lu lu_solve cholesky_solve cholesky_inverse triangular_solve geqrf ormqr orgqr adjoint matrix_exp symeig eig
 resolve_neg
+fill_diagonal_ put put_ index_reduce index_reduce_ renorm renorm_ resize_ resize_as_ sum_to_size new_empty_strided
+is_nonzero is_same_size is_signed is_conj is_neg apply_ map_ map2_
 """.split()
 
 

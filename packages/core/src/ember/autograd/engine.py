@@ -186,6 +186,8 @@ def _run_node(node, grads, retain_graph, on_arrays, targets, captured, accumulat
                 accumulate_grad_array(leaf, grads[0])
             else:
                 accumulate_grad(leaf, grads[0])
+            if node._post_accumulate:
+                node._run_post_accumulate_hooks(leaf)
         return None
     if all(g is None for g in grads):
         return (None,) * len(node._edges)

@@ -147,11 +147,25 @@ class AccumulateGrad(Node):
     The leaf holds its accumulator (so hooks registered on the leaf last as long as it
     does) and the accumulator holds the leaf weakly (so neither keeps the other alive)."""
 
-    __slots__ = ("_variable",)
+    __slots__ = ("_variable", "_post_accumulate")
 
     def __init__(self, variable):
         super().__init__(None, (), ())
         self._variable = weakref.ref(variable)
+        self._post_accumulate = None
+
+    def _add_post_accumulate_hook(self, fn):
+        if self._post_accumulate is None:
+            self._post_accumulate = []
+        return _RemovableHandle(self._post_accumulate, fn)
+
+    def _run_post_accumulate_hooks(self, leaf) -> None:
+        """Tensor.register_post_accumulate_grad_hook's hooks, after ``leaf.grad`` is updated."""
+        for hook in list(self._post_accumulate or ()):
+            result = hook(leaf)
+            if result is not None:
+                raise TypeError(f"a post accumulate grad hook must return None, but it returned "
+                                f"'{type(result).__name__}'")
 
     @property
     def variable(self):

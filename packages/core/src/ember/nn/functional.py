@@ -22,6 +22,7 @@ from ..ops.activation import (
     elu,
     feature_alpha_dropout,
     gelu,
+    gumbel_softmax,
     hardswish,
     hardtanh,
     leaky_relu,
@@ -35,6 +36,12 @@ from ..ops.conv import _unfold as unfold
 from ..ops.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from ..ops.ctc import ctc_loss
 from ..ops.embedding import embedding, embedding_bag
+from ..ops.fractional_pool import (
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
 from ..ops.grid_sample import affine_grid, grid_sample
 from ..ops.loss import (
     binary_cross_entropy,
@@ -47,6 +54,7 @@ from ..ops.loss import (
     huber_loss,
     kl_div,
     l1_loss,
+    linear_cross_entropy,
     margin_ranking_loss,
     mse_loss,
     multi_margin_loss,
@@ -60,6 +68,7 @@ from ..ops.loss import (
     triplet_margin_loss,
     triplet_margin_with_distance_loss,
 )
+from ..ops.nn_low_level import conv_tbc, native_channel_shuffle
 from ..ops.norm import (
     batch_norm,
     group_norm,
@@ -120,6 +129,8 @@ __all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", 
 __all__ += ["affine_grid", "grid_sample"]
 __all__ += ["pdist"]
 __all__ += ["hardtanh", "hardswish"]
+__all__ += ["gumbel_softmax", "fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+            "fractional_max_pool3d_with_indices", "linear_cross_entropy", "conv_tbc", "native_channel_shuffle"]
 __all__ += ["group_norm", "instance_norm", "local_response_norm", "normalize", "rms_norm"]
 __all__ += ["embedding", "embedding_bag", "bilinear"]
 __all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "fold", "unfold"]

@@ -28,11 +28,14 @@ from . import (
     loss,
     lowrank,
     matrix_forms,
+    nn_low_level,
     norm,
     numerics,
     pool,
     products,
+    python_map,
     reduction,
+    rnn_flat,
     sample_stats,
     sampling,
     shape,
@@ -45,9 +48,9 @@ from . import (
 )
 
 _FAMILIES = (conversion, creation, complex_ops, elementwise, elementwise_math, indexing, layout, linalg, reduction,
-             shape, statistics, products, spectral, windows, activation, conv, loss, norm, pool, upsample,
-             numerics, sample_stats, calculus, construction, view_copies, solvers,
-             householder, matrix_forms, lowrank)
+             shape, statistics, products, spectral, windows, python_map, nn_low_level, rnn_flat, activation, conv, loss,
+             norm, pool, upsample, numerics, sample_stats, calculus, construction, view_copies, solvers, householder,
+             matrix_forms, lowrank)
 
 
 # the families of nn.functional: torch's top level holds only some of their functions (not
@@ -86,8 +89,8 @@ def _with_out(fn):
 _ADD_OUT = (elementwise_math, statistics, layout, products, complex_ops, spectral, numerics)
 _NO_OUT = {"broadcast_shapes", "broadcast_tensors", "meshgrid", "tensor_split", "hsplit", "vsplit", "dsplit",
            "atleast_1d", "atleast_2d", "atleast_3d", "is_complex", "positive", "real", "imag", "resolve_conj",
-           "resolve_neg", "view_as_real", "view_as_complex", "diagonal", "unfold", "as_strided", "ravel", "stft",
-           "istft"}
+           "view_as_real", "view_as_complex", "diagonal", "unfold", "as_strided", "ravel", "stft", "istft",
+           "is_conj", "is_neg", "resolve_neg", "resize_", "resize_as_"}
 for _m in _ADD_OUT:
     for _name, _obj in list(vars(_m).items()):
         if (isinstance(_obj, _Function) and not _name.startswith("_") and _obj.__module__ == _m.__name__
@@ -133,7 +136,7 @@ __all__ += ["poisson", "binomial"]
 _OUT_TOO = """addcdiv addcmul all amax amin bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift
 bitwise_right_shift cumsum dot eq ne lt le gt ge greater greater_equal less less_equal not_equal gather index_select
 isneginf isposinf lerp logical_and logical_or logical_xor logical_not logsumexp masked_select matrix_power mv
-nan_to_num nonzero sort std var take_along_dim topk""".split()
+nan_to_num nonzero sort std var take_along_dim topk renorm index_reduce""".split()
 for _name in _OUT_TOO:
     globals()[_name] = _with_out(globals()[_name])
 

@@ -365,3 +365,27 @@ def _long(d):
 
 
 
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """A sample from the Gumbel-softmax (Concrete) distribution over ``dim`` of ``logits``
+    ``[*, num_features]`` (Jang et al., arXiv:1611.01144; Maddison et al.,
+    arXiv:1611.00712; torch.nn.functional.gumbel_softmax): ``softmax((logits + g) / tau)``
+    with ``g = -log(E)``, ``E`` standard exponential noise drawn by ``Tensor.exponential_``.
+
+    ``hard``: the one-hot vector of each sample's largest entry, whose gradient is the
+    soft sample's (straight-through: ``y_hard - y_soft.detach() + y_soft``).  ``eps`` is
+    unused, as in torch, which warns when it is given."""
+    import warnings
+
+    from .creation import empty_like, zeros_like
+    from .reduction import softmax
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -empty_like(logits).exponential_().log()
+    y_soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = zeros_like(logits).scatter_(dim, index, value=1.0)
+    return y_hard - y_soft.detach() + y_soft

@@ -15,8 +15,9 @@ from .._tensor import _make
 from ..autograd.graph import record
 from ._helpers import be, make_view, needs_grad
 
-__all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg", "angle", "view_as_real",
-           "view_as_complex", "complex", "polar", "is_complex"]
+__all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "angle", "view_as_real", "view_as_complex",
+           "complex", "polar", "is_complex", "is_conj", "is_neg",
+           "resolve_neg"]
 
 
 def is_complex(input) -> bool:
@@ -72,11 +73,6 @@ conj_physical = conj
 
 def resolve_conj(input):
     """The tensor itself: ember's conjugates are always materialized."""
-    return input
-
-
-def resolve_neg(input):
-    """The tensor itself: ember has no lazily negated views (torch's negative bit)."""
     return input
 
 
@@ -166,3 +162,19 @@ def polar(abs, angle):
     """abs * (cos(angle) + i sin(angle))."""
     from .elementwise import cos, sin
     return complex(abs * cos(angle), abs * sin(angle))
+
+
+def is_conj(input) -> bool:
+    """False: ember has no lazily conjugated tensors (``conj`` materializes), so no tensor
+    carries torch's conjugate bit."""
+    return False
+
+
+def is_neg(input) -> bool:
+    """False: ember has no lazily negated tensors (torch's negative bit)."""
+    return False
+
+
+def resolve_neg(input):
+    """The tensor itself: no ember tensor carries a negative bit to resolve."""
+    return input

@@ -125,3 +125,23 @@ def from_dlpack(ext_tensor):
         index = ext_tensor.__dlpack_device__()[1]
         arr = backend_for_device(device("cuda", index)).xp.from_dlpack(ext_tensor)
     return _make(arr, D.from_numpy_dtype(arr.dtype))
+
+
+def is_nonzero(input) -> builtins.bool:
+    """Whether the single element of ``input`` is not zero (torch.is_nonzero); RuntimeError
+    unless ``input`` has exactly one element."""
+    n = input.numel()
+    if n != 1:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if n == 0 else
+                           "Boolean value of Tensor with more than one value is ambiguous")
+    return builtins.bool(input.item() != 0)
+
+
+def is_same_size(input, other) -> builtins.bool:
+    """Whether the two tensors have the same shape (torch.is_same_size)."""
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_signed(input) -> builtins.bool:
+    """Whether ``input``'s dtype is signed: every dtype but uint8 and bool (torch.is_signed)."""
+    return input.dtype.is_signed

@@ -18,7 +18,7 @@ __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "ful
            "logspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "rand", "randn",
            "randint", "randperm", "normal", "rand_like", "randn_like", "randint_like", "new_tensor",
            "new_zeros", "new_ones", "new_full", "new_empty", "scalar_tensor", "uniform_", "normal_",
-           "bernoulli_", "bernoulli", "multinomial"]
+           "bernoulli_", "bernoulli", "multinomial", "empty_strided", "new_empty_strided"]
 
 
 def _size(size) -> tuple:
@@ -210,6 +210,32 @@ def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=Fa
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           memory_format=None, pin_memory=False) -> Tensor:
     return _factory(size, dtype, device, requires_grad, None)
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False) -> Tensor:
+    """An uninitialised tensor of shape ``size`` whose strides (in elements) are ``stride``,
+    over a buffer just large enough to hold it (torch.empty_strided).  RuntimeError for
+    ``size`` and ``stride`` of different lengths, a negative size or a negative stride."""
+    shape, stride = _size((size,)), tuple(int(s) for s in stride)
+    if len(shape) != len(stride):
+        raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match dimensionality of strides "
+                           f"({len(stride)})")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)} and strides={list(stride)}")
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    bk = backend_for_device(to_device(device))
+    extent = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+    buf = bk.xp.empty(extent, dtype=bk.storage_dtype(dt))
+    arr = bk.xp.lib.stride_tricks.as_strided(buf, shape, tuple(s * buf.itemsize for s in stride))
+    return _finish(arr, dt, requires_grad)
+
+
+def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, pin_memory=False,
+                      requires_grad=False):
+    """``empty_strided`` with ``self``'s dtype and device unless given."""
+    return empty_strided(size, stride, dtype=dtype or self.dtype, device=device or self.device,
+                         requires_grad=requires_grad)
 
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:

@@ -531,3 +531,189 @@ def masked_scatter(input, mask, source):
         raise RuntimeError("masked_scatter: expected source to have at least as many elements as ones in mask")
     flat_src = reshape(source, (-1,))[:n]
     return index_put(input, (m,), flat_src)
+
+
+# ---- fill_diagonal_, put, index_reduce ------------------------------------------------
+
+def _diagonal_run(t, row, count):
+    """A view of ``count`` elements of ``t`` starting at (row, 0, ..., 0) and stepping one
+    along every dim at once (any layout: the step is the sum of the strides)."""
+    data = t._data[row:]
+    arr = be(t).xp.lib.stride_tricks.as_strided(data, (count,), (builtins.sum(data.strides),))
+    return make_view(t, arr, lambda u: _diagonal_run(u, row, count), "AsStridedBackward0", _diagonal_run_rule,
+                     (tuple(t.shape), row, count))
+
+
+def _diagonal_run_rule(g, shape, row, count):
+    from .creation import zeros
+    out = zeros(shape, dtype=g.dtype, device=g.device)
+    from .elementwise import copy_
+    copy_(_diagonal_run(out, row, count), g)
+    return out
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Fill the main diagonal of ``self`` (2-d, or n-d with all sizes equal) with
+    ``fill_value`` in place and return ``self`` (torch.Tensor.fill_diagonal_).
+
+    ``wrap``: for a 2-d matrix taller than it is wide (``h > w + 1``), the diagonal starts
+    again at row ``w + 1``, as numpy's ``fill_diagonal(wrap=True)``.  Differentiable on
+    non-leaf tensors (the filled entries get no gradient).  RuntimeError for fewer than
+    2 dims or unequal sizes beyond 2 dims."""
+    if self.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    h, w = self.shape[0], self.shape[1]
+    if self.ndim > 2 and builtins.any(n != h for n in self.shape):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    from .elementwise import fill_
+    n_main = builtins.min(self.shape)
+    fill_(_diagonal_run(self, 0, n_main), fill_value)
+    if wrap and self.ndim == 2 and h > w + 1:
+        step = w + 1
+        fill_(_diagonal_run(self, step, (self.numel() + step - 1) // step - n_main), fill_value)
+    return self
+
+
+def _type_word(dtype) -> str:
+    from ._helpers import _type_name
+    return _type_name(dtype)
+
+
+def put(input, index, source, accumulate=False):
+    """A copy of ``input`` with ``source``'s elements written at the flat positions
+    ``index`` (as if ``input`` were 1-d; negative positions count from the end), summed
+    into them when ``accumulate`` (torch.put).
+
+    ``index`` int64 of any shape, ``source`` as many elements and ``input``'s dtype:
+    RuntimeError for another index dtype or source dtype, IndexError for another count or
+    a position out of range."""
+    if index.dtype is not D.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {_type_word(index.dtype)}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{_type_word(input.dtype)} and source.dtype = {_type_word(source.dtype)}")
+    if index.numel() != source.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    n = input.numel()
+    idx = index._data.reshape(-1)
+    if idx.size:
+        bad = idx[(idx >= n) | (idx < -n)]
+        if bad.size:
+            raise IndexError(f"out of range: tried to access index {int(bad[0])} on a tensor of {n} elements.")
+    pos = _make(idx % builtins.max(n, 1), D.int64)
+    xp = be(input).xp
+    arr = xp.ascontiguousarray(input._data).copy().reshape(-1)
+    vals = source._data.reshape(-1)
+    if accumulate:
+        be(input).scatter_add(arr, (pos._data,), vals)
+    else:
+        arr[pos._data] = vals
+    r = _make(arr.reshape(input._data.shape), input.dtype)
+    if needs_grad(input, source):
+        record("PutBackward0", _put_rule, (input, source), r, (pos, accumulate, tuple(source.shape)))
+    return r
+
+
+def _put_rule(g, pos, accumulate, src_shape):
+    from .creation import zeros
+    g_in = g if accumulate else put(g, pos, zeros(src_shape, dtype=g.dtype, device=g.device))
+    return g_in, take(g, pos).reshape(src_shape)
+
+
+def put_(self, index, source, accumulate=False):
+    return inplace(self, put, index, source, accumulate)
+
+
+_INDEX_REDUCE = ("prod", "mean", "amax", "amin")
+
+
+def _check_index_reduce(input, d, index, source, reduce):
+    if reduce not in _INDEX_REDUCE:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    if index.dtype not in (D.int64, D.int32):
+        raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: {_type_word(index.dtype)}")
+    if index.ndim > 1:
+        raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: {index.ndim} with type: "
+                         f"{_type_word(index.dtype)} and size: {list(index.shape)}")
+    n_src = source.shape[d] if source.ndim else 1
+    if index.numel() != n_src:
+        raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be equal to "
+                           f"source.size(dim): ({n_src}), for dim: {d}")
+    n = input.shape[d] if input.ndim else 1
+    idx = index._data.reshape(-1)
+    if idx.size and (idx.max() >= n or idx.min() < -n):
+        raise IndexError("index out of range in self")
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """A copy of ``input`` whose slices at ``index`` along ``dim`` are combined with the
+    slices of ``source`` by ``reduce``: 'prod', 'mean', 'amax' or 'amin'
+    (torch.index_reduce).  ``include_self=False`` leaves the old values of the indexed
+    slices out.  Integer 'mean' rounds down, as torch.
+
+    ``index`` is 1-d int64/int32 with ``source.size(dim)`` entries; ``source`` has
+    ``input``'s shape elsewhere.  Gradients as torch's: 'amax'/'amin' share the gradient
+    evenly among the tied extremes; 'prod' is exact where entries are zero.
+    RuntimeError for another ``reduce`` or index dtype or count, IndexError for a 2-d
+    index or one out of range."""
+    d = _wrap_dim(dim, builtins.max(input.ndim, 1))
+    _check_index_reduce(input, d, index, source, reduce)
+    xp = be(input).xp
+    arr = input._data.copy() if input.ndim else input._data.reshape(1).copy()
+    view = xp.moveaxis(arr, d, 0)
+    src = xp.moveaxis(source._data if source.ndim else source._data.reshape(1), d, 0).astype(arr.dtype, copy=False)
+    idx = index._data.reshape(-1).astype("int64") % view.shape[0]
+    if not include_self:
+        view[idx] = {"prod": 1, "mean": 0, "amax": _lowest(xp, arr.dtype), "amin": _highest(xp, arr.dtype)}[reduce]
+    if reduce == "mean":
+        count = xp.zeros(view.shape[0], dtype="int64")
+        xp.add.at(count, idx, 1)
+        total = count + (1 if include_self else 0)
+        total[count == 0] = 1
+        xp.add.at(view, idx, src)
+        shape = (-1,) + (1,) * (view.ndim - 1)
+        if arr.dtype.kind == "f" or arr.dtype.kind == "c":
+            view /= total.reshape(shape).astype(arr.dtype)
+        else:
+            view //= total.reshape(shape).astype(arr.dtype)
+    else:
+        {"prod": xp.multiply, "amax": xp.maximum, "amin": xp.minimum}[reduce].at(view, idx, src)
+    r = _make(arr.reshape(input._data.shape), input.dtype)
+    if needs_grad(input, source):
+        record("IndexReduceBackward0", _index_reduce_rule, (input, source), r,
+               (input, source, r, d, _make(idx, D.int64), reduce, include_self))
+    return r
+
+
+def _index_reduce_rule(g, x, src, r, d, idx, reduce, include_self):
+    from .creation import zeros_like
+    from .elementwise import where
+    dt = g.dtype
+    if reduce == "mean":
+        count = index_add(zeros_like(x) + (1.0 if include_self else 0.0), d, idx, zeros_like(src) + 1.0)
+        share = g / where(count == 0, 1.0, count)  # slots left alone (count 0) keep their gradient
+        g_self = share
+        g_src = index_select(share, d, idx)
+    elif reduce in ("amax", "amin"):
+        self_is = (x == r).to(dt)
+        src_is = (src == index_select(r, d, idx)).to(dt)
+        share = g / index_add(self_is, d, idx, src_is)
+        g_self = self_is * share
+        g_src = src_is * index_select(share, d, idx)
+    else:
+        masked_self = where(x == 0, 1.0, x)
+        g_self = g * index_reduce(masked_self, d, idx, src, "prod", include_self=include_self) / masked_self
+        src_zero = src == 0
+        zeros_per_slot = index_select(index_add(zeros_like(x), d, idx, src_zero.to(dt)), d, idx)
+        single_zero = src_zero & (zeros_per_slot == 1)
+        others = index_reduce(x, d, idx, where(single_zero, 1.0, src), "prod", include_self=include_self)
+        g_src = where(single_zero, index_select(g * others, d, idx),
+                      index_select(g * r, d, idx) / where(src_zero, 1.0, src))
+    if not include_self:
+        g_self = index_fill(g_self, d, idx, 0.0)
+    return g_self, g_src
+
+
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    return inplace(self, index_reduce, dim, index, source, reduce, include_self=include_self)

@@ -22,7 +22,7 @@ __all__ = [
     "roll", "rot90", "fliplr", "flipud", "tile", "repeat_interleave", "tril", "triu", "diagonal", "diag_embed",
     "diag", "diagflat", "trace", "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "dstack",
     "column_stack", "row_stack", "tensor_split", "hsplit", "vsplit", "dsplit", "meshgrid", "broadcast_tensors",
-    "broadcast_shapes", "ravel", "unfold", "as_strided",
+    "broadcast_shapes", "ravel", "unfold", "as_strided", "resize_", "resize_as_",
 ]
 
 
@@ -477,6 +477,66 @@ def _as_strided_rule(g, in_shape, size, stride, start):
     out = zeros((numel,), dtype=g.dtype, device=g.device)
     index = _make(be(g).xp.asarray(idx.reshape(-1)), D.int64)
     return reshape(out.scatter_add(0, index, reshape(g, (-1,))), in_shape)
+
+
+# ---- resize_ ------------------------------------------------------------------------
+
+def _storage(t):
+    """(the flat array of the memory ``t`` lives in, ``t``'s offset in it in elements), or
+    (None, 0) when that memory is not one contiguous array ember can re-view."""
+    from .._tensor import _address
+    root = t._base._data if t._base is not None else t._data
+    while getattr(root, "base", None) is not None and hasattr(root.base, "dtype") and \
+            root.base.dtype == root.dtype:
+        root = root.base
+    flags = getattr(root, "flags", None)
+    if flags is None or not flags.c_contiguous or not flags.writeable:
+        return None, 0
+    offset = (_address(t._data) - _address(root)) // t.dtype.itemsize if t._data.size else 0
+    return root.reshape(-1), offset
+
+
+def resize_(self, *sizes, memory_format=None):
+    """Give ``self`` the shape ``sizes``, contiguous, over its own memory from its storage
+    offset on (torch.Tensor.resize_): shrinking keeps the leading elements of that memory
+    and growing back within it finds them again; growing beyond it moves ``self`` to new
+    memory holding the old elements first, the new ones uninitialised.
+
+    Differences from torch: memory shared with other tensors does not follow a move to new
+    memory (torch's storages do), so growing a view (``_base`` set) beyond its base's
+    memory raises RuntimeError instead.  RuntimeError for a tensor that requires grad, as
+    torch, and for a negative size."""
+    size = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
+    size = tuple(builtins.int(n) for n in size)
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if builtins.any(n < 0 for n in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {builtins.min(size)}: {list(size)}")
+    if size == tuple(self._data.shape):
+        return self  # torch leaves the layout (and the version) as it is
+    n = 1
+    for k in size:
+        n *= k
+    flat, offset = _storage(self)
+    if flat is not None and offset + n <= flat.size:
+        self._data = flat[offset:offset + n].reshape(size)
+    elif self._base is not None:
+        raise RuntimeError(f"resize_: a view of {self._base._data.size} elements cannot grow to {offset + n}: its "
+                           "memory is shared with its base (resize the base, or a copy)")
+    else:
+        xp = be(self).xp
+        old = flat[offset:] if flat is not None else xp.ascontiguousarray(self._data).reshape(-1)
+        arr = xp.empty(n, dtype=self._data.dtype)
+        keep = builtins.min(n, old.size)
+        arr[:keep] = old[:keep]
+        self._data = arr.reshape(size)
+    self._vc[0] += 1
+    return self
+
+
+def resize_as_(input, the_template, *, memory_format=None):
+    """``input.resize_(the_template.shape)`` (torch.resize_as_)."""
+    return resize_(input, tuple(the_template.shape))
 
 
 # ---- padding ------------------------------------------------------------------------

@@ -737,3 +737,27 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction)
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",
+                         ignore_index=None, label_smoothing=0.0, options=None):
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``
+    (torch.nn.functional.linear_cross_entropy, its reference path).
+
+    ``input`` ``[in]`` or ``[N, in]``; ``linear_weight`` ``[C, in]`` or ``[C, d1, ..., in]``
+    (logits ``[N, C, d1, ...]``, batched input only), ``linear_bias`` of the weight's shape
+    without ``in``; ``ignore_index=None`` means -100.  ``options`` (torch's chunking
+    strategy, which saves memory, not results) is accepted and the logits are made whole.
+    RuntimeError for an input of other dims; otherwise cross_entropy's errors."""
+    from .activation import linear
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.ndim}")
+    classes, *out_features, in_features = linear_weight.shape
+    rows = math.prod(out_features) * classes
+    w = linear_weight.reshape(rows, in_features) if out_features else linear_weight
+    b = linear_bias.reshape(rows) if linear_bias is not None and out_features else linear_bias
+    logits = linear(input, w, b)
+    if out_features:
+        logits = logits.reshape(tuple(input.shape[:-1]) + (classes, *out_features))
+    return cross_entropy(logits, target, weight=weight, reduction=reduction,
+                         ignore_index=-100 if ignore_index is None else ignore_index, label_smoothing=label_smoothing)

@@ -509,3 +509,54 @@ def log_softmax(input, dim, dtype=None, _stacklevel=3):
 def _log_softmax_rule(g, r, d):
     from .elementwise import exp
     return g - exp(r) * sum(g, d, keepdim=True)
+
+
+def renorm(input, p, dim, maxnorm):
+    """``input`` with every slice along ``dim`` whose ``p``-norm (over the other dims)
+    exceeds ``maxnorm`` scaled to norm ``maxnorm`` (by ``maxnorm / (norm + 1e-7)``), the
+    others unchanged (torch.renorm).  Floating inputs of 2 or more dims; RuntimeError for
+    ``p <= 0``, ``maxnorm < 0``, fewer dims or an integer input, IndexError for ``dim``."""
+    if input.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
+    d = _wrap_dim(dim, input.ndim)
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    axes = tuple(k for k in range(input.ndim) if k != d)
+    n = norm(input.detach(), p, axes, keepdim=True)
+    xp = be(input).xp
+    factor = xp.where(n._data > maxnorm, maxnorm / (n._data + 1e-7), 1.0).astype(input._data.dtype)
+    r = _make(input._data * factor, input.dtype)
+    if needs_grad(input):
+        record("RenormBackward0", _renorm_rule, (input,), r, (input, p, axes, maxnorm))
+    return r
+
+
+def _renorm_rule(g, x, p, axes, maxnorm):
+    from .elementwise import where
+    n = norm(x, p, axes, keepdim=True)
+    inv = 1.0 / (n + 1e-7)
+    factor = inv * maxnorm
+    dot = sum(g * x, axes, keepdim=True)
+    dn = _norm2_rule(dot, x, n, axes, True) if p == 2 else _norm_rule(dot, x, n, axes, True, p)
+    return where(n > maxnorm, factor * g - factor * inv * dn, g)
+
+
+def renorm_(self, p, dim, maxnorm):
+    from ._helpers import inplace
+    return inplace(self, renorm, p, dim, maxnorm)
+
+
+def sum_to_size(self, *size):
+    """``self`` summed over the dims that broadcasting ``size`` to ``self.shape`` would
+    stretch or add, so that the result has ``size`` (torch.Tensor.sum_to_size); ``self``
+    itself when the sizes agree.  RuntimeError when ``size`` does not broadcast to
+    ``self``'s shape."""
+    from ._helpers import sum_to
+    size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+    shape = tuple(self.shape)
+    lead = len(shape) - len(size)
+    if lead < 0 or builtins.any(s != 1 and s != shape[lead + k] for k, s in enumerate(size)):
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
+    return sum_to(self, size)

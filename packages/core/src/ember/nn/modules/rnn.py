@@ -14,10 +14,9 @@ import numbers
 import warnings
 
 from ... import _dtype as D
-from ...ops.activation import dropout as _dropout
 from ...ops.creation import empty, zeros
-from ...ops.rnn import gru_cell, lstm_cell, rnn_cell, rnn_layer
-from ...ops.shape import cat, stack
+from ...ops.rnn import gru_cell, lstm_cell, rnn_cell
+from ...ops.rnn_flat import _stack_layers
 from .. import init
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
@@ -205,24 +204,12 @@ class RNNBase(Module):
             batch_sizes = [batch] * t_len
             flat = x.reshape(t_len * batch, x.shape[2])
         dirs = 2 if self.bidirectional else 1
-        hns, cns = [], []
-        weights = self.all_weights
-        for layer in range(self.num_layers):
-            outs = []
-            for d in range(dirs):
-                k = layer * dirs + d
-                w = dict(zip((n.rsplit("_l", 1)[0] for n in self._all_weights[k]), weights[k]))
-                out, hn, cn = rnn_layer(self.mode, flat, batch_sizes, hx[k], None if cx is None else cx[k],
-                                        w["weight_ih"], w["weight_hh"], w.get("bias_ih"), w.get("bias_hh"),
-                                        w.get("weight_hr"), reverse=d == 1)
-                outs.append(out)
-                hns.append(hn)
-                cns.append(cn)
-            flat = outs[0] if dirs == 1 else cat(outs, 1)
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                flat = _dropout(flat, self.dropout, True)
-        h_n = hns[0].unsqueeze(0) if len(hns) == 1 else stack(hns, 0)
-        c_n = None if cx is None else (cns[0].unsqueeze(0) if len(cns) == 1 else stack(cns, 0))
+        weights = []
+        for k, group in enumerate(self.all_weights):
+            w = dict(zip((n.rsplit("_l", 1)[0] for n in self._all_weights[k]), group))
+            weights.append((w["weight_ih"], w["weight_hh"], w.get("bias_ih"), w.get("bias_hh"), w.get("weight_hr")))
+        flat, h_n, c_n = _stack_layers(self.mode, flat, batch_sizes, hx, cx, weights, self.num_layers, dirs,
+                                       self.dropout, self.training)
         if packed:
             return flat, h_n, c_n
         out = flat.reshape(len(batch_sizes), batch_sizes[0] if batch_sizes else 0, flat.shape[1])

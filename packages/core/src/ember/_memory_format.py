@@ -86,6 +86,10 @@ def to_format(arr, ndim: int, fmt):
 def keep_format(source, out):
     """``out`` laid out channels-last when ``source`` is (the result of a layer that keeps
     its input's format), in place; other tensors are left as they are."""
+    if isinstance(out, tuple):  # (values, indices)
+        for o in out:
+            keep_format(source, o)
+        return out
     if type(out._data) is numpy.ndarray and out.ndim == source.ndim and is_channels_last(source) \
             and not is_channels_last(out):
         out._data = to_format(out._data, out.ndim, channels_last if out.ndim == 4 else channels_last_3d)

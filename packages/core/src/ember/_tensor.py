@@ -151,6 +151,14 @@ class Tensor:
         return _address(self._data)
 
     def is_contiguous(self, memory_format=None) -> bool:
+        """Whether the elements lie densely in row-major order, or in ``memory_format``'s order
+        (``ember.channels_last``: [N, C, H, W] indexed, NHWC in memory)."""
+        if memory_format is not None and memory_format.name in ("channels_last", "channels_last_3d"):
+            from ._memory_format import channels_last_strides
+            if self.ndim != (4 if memory_format.name == "channels_last" else 5):
+                return False
+            shape = tuple(self.shape)
+            return all(n == 1 or s == e for n, s, e in zip(shape, self.stride(), channels_last_strides(shape)))
         arr = self._data
         c = arr.flags.c_contiguous if type(arr) is numpy.ndarray else _backend(arr).is_c_contiguous(arr)
         return c or arr.size <= 1 or self.stride() == _contiguous_strides(arr.shape)

@@ -17,6 +17,7 @@ import itertools
 import math
 
 from .._autocast import autocast_op
+from .._memory_format import keep_format
 from .._tensor import Tensor, _make
 from ._helpers import be, check_same_device, needs_grad, record
 
@@ -520,7 +521,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     groups, bias size or dtypes, non-positive stride/dilation/groups, negative padding,
     'same' with a stride above 1, and a kernel larger than the padded input.
     """
-    return _convnd(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+    return keep_format(input, _convnd(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d"))
 
 
 @autocast_op("lower")
@@ -531,7 +532,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     ``[O, C/groups, kD, kH, kW]``, bias ``[O]``; returns ``[N, O, D_out, H_out, W_out]``.
     Arguments and errors as :func:`conv2d`.
     """
-    return _convnd(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+    return keep_format(input, _convnd(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d"))
 
 
 def _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
@@ -599,8 +600,9 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     channels, groups, bias size or dtypes, non-positive stride/dilation/groups, negative
     padding, too large output_padding and an empty output.
     """
-    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
-                             "conv_transpose2d")
+    out = _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
+        "conv_transpose2d")
+    return keep_format(input, out)
 
 
 @autocast_op("lower")
@@ -610,8 +612,9 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     returns ``[N, C_out, D_out, H_out, W_out]``.  Arguments and errors as
     :func:`conv_transpose2d`.
     """
-    return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
-                             "conv_transpose3d")
+    out = _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
+        "conv_transpose3d")
+    return keep_format(input, out)
 
 
 # ---- sliding blocks: unfold (im2col) and fold (col2im) ------------------------------

@@ -38,6 +38,10 @@ def to(self, *args, **kwargs):
     """Return self converted to a dtype and/or device (``to(dtype)``, ``to(device)``,
     ``to(other)``, ``to(device, dtype)``); self when nothing changes and ``copy`` is False."""
     dtype, device, copy = _parse_to_args(args, dict(kwargs))
+    fmt = kwargs.get("memory_format")
+    if fmt is not None and fmt.name != "preserve_format":
+        return to(self, *args, **{k: v for k, v in kwargs.items() if k != "memory_format"}).contiguous(
+            memory_format=fmt)
     dtype = D.to_dtype(dtype) if dtype is not None else self.dtype
     src_be = be(self)
     dst_be = backend_for_device(_device_cls(device)) if device is not None else src_be
@@ -93,8 +97,21 @@ def cuda(self, device=None, non_blocking=False, memory_format=None):
 
 
 def contiguous(self, memory_format=None):
-    """self if already contiguous, else a contiguous copy (differentiable)."""
+    """self if already contiguous (in ``memory_format``, default row-major), else a copy
+    laid out so (differentiable). RuntimeError for ``preserve_format``, as torch."""
     bk = be(self)
+    if memory_format is not None and memory_format.name != "contiguous_format":
+        if memory_format.name == "preserve_format":
+            if self.is_contiguous():
+                return self
+            raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+        if self.is_contiguous(memory_format=memory_format):
+            return self
+        from .._memory_format import to_format
+        r = _make(to_format(self._data, self.ndim, memory_format), self.dtype)
+        if needs_grad(self):
+            record("CloneBackward0", lambda g: g, (self,), r)
+        return r
     if bk.is_c_contiguous(self._data):
         return self
     r = _make(bk.ascontiguousarray(self._data), self.dtype)

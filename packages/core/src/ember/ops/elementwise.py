@@ -934,8 +934,18 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 # ---- copies and in-place forms -----------------------------------------------------
 
 def clone(input, *, memory_format=None):
-    """A copy with its own memory; differentiable (CloneBackward0)."""
-    r = _make(be(input).copy(input._data), input.dtype)
+    """A copy with its own memory; differentiable (CloneBackward0). By default
+    (``preserve_format``) a dense tensor keeps its strides (a channels-last tensor stays
+    channels-last), as torch's; ``memory_format`` asks for a layout."""
+    data = input._data
+    if memory_format is not None and memory_format.name != "preserve_format":
+        from .._memory_format import to_format
+        arr = to_format(data, input.ndim, memory_format)
+    elif type(data) is numpy.ndarray and data.ndim in (4, 5):
+        arr = data.copy(order="K")
+    else:
+        arr = be(input).copy(data)
+    r = _make(arr, input.dtype)
     if needs_grad(input):
         record("CloneBackward0", lambda g: g, (input,), r)
     return r

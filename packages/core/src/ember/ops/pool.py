@@ -16,6 +16,7 @@ import math
 
 from .. import _dtype as D
 from .._autocast import autocast_op
+from .._memory_format import keep_format
 from .._tensor import _make
 from ..backends import NUMPY, backend_of_array
 from ._helpers import _ndarray, be, needs_grad, record, wrap
@@ -311,7 +312,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """2-d max pooling: ``[N, C, H, W]`` (or ``[C, H, W]``) to ``[N, C, H_out, W_out]``, each
     size as in ``max_pool1d``; indices (int64) are flat into ``H*W``
     (torch.nn.functional.max_pool2d)."""
-    return _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool2d")
+    out = _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool2d")
+    return keep_format(input, out)
 
 
 @autocast_op("fp32")
@@ -319,7 +321,8 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """3-d max pooling: ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) to ``[N, C, D_out, H_out, W_out]``,
     each size as in ``max_pool1d``; indices (int64) are flat into ``D*H*W``
     (torch.nn.functional.max_pool3d)."""
-    return _max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool3d")
+    out = _max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool3d")
+    return keep_format(input, out)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -413,8 +416,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     """2-d average pooling: ``[N, C, H, W]`` (or ``[C, H, W]``) to ``[N, C, H_out, W_out]``, as
     ``avg_pool1d``; ``divisor_override`` (non-zero) replaces every divisor
     (torch.nn.functional.avg_pool2d)."""
-    return _avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
-                     "avg_pool2d")
+    out = _avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
+        "avg_pool2d")
+    return keep_format(input, out)
 
 
 @autocast_op("fp32")
@@ -422,8 +426,9 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                divisor_override=None):
     """3-d average pooling: ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) to
     ``[N, C, D_out, H_out, W_out]``, as ``avg_pool2d`` (torch.nn.functional.avg_pool3d)."""
-    return _avg_pool(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
-                     "avg_pool3d")
+    out = _avg_pool(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
+        "avg_pool3d")
+    return keep_format(input, out)
 
 
 # ---- adaptive pools ----------------------------------------------------------------
@@ -495,14 +500,14 @@ def adaptive_avg_pool2d(input, output_size):
     """Adaptive average pooling ``[N, C, H, W]`` (or ``[C, H, W]``) to ``[N, C, oH, oW]``;
     ``output_size`` is an int or a pair, None keeping that size; windows as
     ``adaptive_avg_pool1d`` along each axis (torch.nn.functional.adaptive_avg_pool2d)."""
-    return _adaptive_avg(input, output_size, 2, "adaptive_avg_pool2d")
+    return keep_format(input, _adaptive_avg(input, output_size, 2, "adaptive_avg_pool2d"))
 
 
 @autocast_op("fp32")
 def adaptive_avg_pool3d(input, output_size):
     """Adaptive average pooling ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) to
     ``[N, C, oD, oH, oW]``, as ``adaptive_avg_pool2d`` (torch.nn.functional.adaptive_avg_pool3d)."""
-    return _adaptive_avg(input, output_size, 3, "adaptive_avg_pool3d")
+    return keep_format(input, _adaptive_avg(input, output_size, 3, "adaptive_avg_pool3d"))
 
 
 def _adaptive_max(input, output_size, nd, return_indices, name):

@@ -596,10 +596,18 @@ class Module:
                 raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                                 f"dtype={dtype}")
 
+        fmt = kwargs.get("memory_format")
+
         def convert(t):
             if dtype is not None and (t.dtype.is_floating_point or t.dtype.is_complex):
-                return t.to(device=device, dtype=dtype) if device is not None else t.to(dtype)
-            return t.to(device) if device is not None else t
+                t = t.to(device=device, dtype=dtype) if device is not None else t.to(dtype)
+            elif device is not None:
+                t = t.to(device)
+            # a memory format applies to the 4-d (5-d) weights, as torch's Module.to does
+            if fmt is not None and fmt.name in ("channels_last", "channels_last_3d") and \
+                    t.ndim == (4 if fmt.name == "channels_last" else 5):
+                t = t.contiguous(memory_format=fmt)
+            return t
         return self._apply(convert)
 
     def float(self) -> "Module":

@@ -2,6 +2,7 @@
 errors in torch's words, gather with a smaller index, loss targets of the wrong dtype,
 gradients exactly at kinks, and activations asked to work in place. Each against torch."""
 
+import numpy as np
 import pytest
 import torch
 from conftest import assert_same, to_ember
@@ -136,3 +137,35 @@ def test_activation_modules_in_place(module):
                                   "lib.linalg.norm(x, ord=2, dim=(-3, 0))"])
 def test_matrix_norm_dims_out_of_range(code):
     _both(lambda lib: eval(code, {"lib": lib, "x": lib.ones(2, 3)}))
+
+
+def test_view_dtype_reads_the_same_bytes_as_torch():
+    values = np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5
+    e, t = ember.tensor(values), torch.tensor(values)
+    for name in ("int32", "int16", "uint8", "float16", "bfloat16", "float64"):
+        got, want = e.view(getattr(ember, name)), t.view(getattr(torch, name))
+        assert tuple(got.shape) == tuple(want.shape) and str(got.dtype)[6:] == str(want.dtype)[6:]
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    shared = e.view(ember.int32)
+    shared[0, 0] = 0
+    assert e[0, 0].item() == 0.0  # the same memory
+    for bad in (lambda L, x: x[:, :3].view(L.float64), lambda L, x: x.t().view(L.int16),
+                lambda L, x: x[0, 0].view(L.int16)):
+        with pytest.raises(RuntimeError) as t_err:
+            bad(torch, t)
+        with pytest.raises(RuntimeError) as e_err:
+            bad(ember, e)
+        assert str(e_err.value).split(" to view")[0] == str(t_err.value).split(" to view")[0]
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, out: L.maximum(L.tensor([1.0, 5.0]), L.tensor([3.0, 2.0]), out=out),
+    lambda L, out: L.minimum(L.tensor([1.0, 5.0]), L.tensor([3.0, 2.0]), out=out),
+    lambda L, out: L.zeros(2, out=out),
+    lambda L, out: L.ones(2, out=out),
+    lambda L, out: L.full((2,), 7.0, out=out),
+])
+def test_out_is_written_as_torch(call):
+    e_out, t_out = ember.empty(2), torch.empty(2)
+    assert call(ember, e_out) is e_out and call(torch, t_out) is t_out
+    assert e_out.tolist() == t_out.tolist()

@@ -189,6 +189,13 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return full((), s, dtype=dt, device=device, requires_grad=requires_grad)
 
 
+def _into(out, result, name):
+    if out is None:
+        return result
+    from ._helpers import write_out
+    return write_out(result, out, name)
+
+
 def _factory(size, dtype, device, requires_grad, fill):
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     bk = backend_for_device(to_device(device))
@@ -199,17 +206,20 @@ def _factory(size, dtype, device, requires_grad, fill):
 
 
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor of zeros of shape ``size`` (default dtype float32)."""
-    return _factory(size, dtype, device, requires_grad, 0)
+    """A tensor of zeros of shape ``size`` (default dtype float32); written into ``out`` when given."""
+    return _into(out, _factory(size, dtype if dtype is not None or out is None else out.dtype, device, requires_grad,
+                                0), "zeros")
 
 
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
-    return _factory(size, dtype, device, requires_grad, 1)
+    return _into(out, _factory(size, dtype if dtype is not None or out is None else out.dtype, device, requires_grad,
+                                1), "ones")
 
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           memory_format=None, pin_memory=False) -> Tensor:
-    return _factory(size, dtype, device, requires_grad, None)
+    return _into(out, _factory(size, dtype if dtype is not None or out is None else out.dtype, device, requires_grad,
+                                None), "empty")
 
 
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
@@ -241,9 +251,10 @@ def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=Non
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """A tensor filled with ``fill_value``; its dtype is inferred from the value as torch does."""
     if dtype is None:
-        dtype = D.result_type(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
-    return _factory(size if isinstance(size, (tuple, list)) else (size,), dtype, device, requires_grad,
-                    fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
+        dtype = out.dtype if out is not None else \
+            D.result_type(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
+    return _into(out, _factory(size if isinstance(size, (tuple, list)) else (size,), dtype, device, requires_grad,
+                               fill_value.item() if isinstance(fill_value, Tensor) else fill_value), "full")
 
 
 def _like(t: Tensor, dtype, device):

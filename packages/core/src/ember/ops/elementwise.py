@@ -432,12 +432,12 @@ negative = neg
 
 def maximum(input, other, *, out=None):
     """Elementwise max; a tie sends half the gradient to each side, as torch does."""
-    return _minmax(input, other, "maximum", "MaximumBackward0")
+    return _out(_minmax(input, other, "maximum", "MaximumBackward0"), out)
 
 
 def minimum(input, other, *, out=None):
     """Elementwise min; a tie sends half the gradient to each side."""
-    return _minmax(input, other, "minimum", "MinimumBackward0")
+    return _out(_minmax(input, other, "minimum", "MinimumBackward0"), out)
 
 
 def _minmax(a, b, fname, node):

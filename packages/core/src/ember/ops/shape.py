@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 
+from .. import _dtype as D
 from .._autocast import autocast_op
 from .._tensor import _make, _wrap_dim
 from ..autograd.graph import on_arrays, record
@@ -46,14 +47,36 @@ def _reshape_rule(g, shape):
 def view(self, *shape):
     """A view with a new shape; RuntimeError when the strides do not allow one (use reshape)."""
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, builtins.int)):
-        from .conversion import to
-        return to(self, shape[0])  # view(dtype) of the same itemsize is rare; treated as a cast
+        return _view_as_dtype(self, D.to_dtype(shape[0]))
     new = _infer_shape(_dims(shape), self._data.size)
     arr = be(self).reshape_view(self._data, new)
     if arr is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.") from None
     return make_view(self, arr, lambda t: view(t, new), "ViewBackward0", _reshape_rule, (self._data.shape,))
+
+
+def _view_as_dtype(self, dtype):
+    """``view(dtype)``: the same bytes read as ``dtype`` (torch's rule: a different element
+    size scales the last dimension, which must then have stride 1 and a divisible size).
+    Not differentiable, as in torch; shares memory and the version counter."""
+    old, new = self.dtype.itemsize, dtype.itemsize
+    if old != new:
+        what = f"to view {_type_word(self.dtype)} as {_type_word(dtype)} (different element sizes)"
+        if self.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        if self.stride(-1) != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {self.stride(-1)}")
+        if new > old and self.shape[-1] % (new // old):
+            raise RuntimeError(f"self.size(-1) must be divisible by {new // old} {what}, but got {self.shape[-1]}")
+    t = _make(self._data.view(dtype.np), dtype)
+    t._vc = self._vc
+    return t
+
+
+def _type_word(d):
+    from ._helpers import _type_name
+    return _type_name(d)
 
 
 def view_as(self, other):
@@ -346,7 +369,6 @@ def cat(tensors, dim=0, *, out=None):
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
-    from .. import _dtype as D
     dt = tensors[0].dtype
     for x in tensors[1:]:
         dt = D.promote_types(dt, x.dtype)
@@ -395,7 +417,6 @@ def stack(tensors, dim=0, *, out=None):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
                                f"and {list(x.shape)} at entry {i}")
     d = _wrap_dim(dim, len(shape) + 1)
-    from .. import _dtype as D
     dt = tensors[0].dtype
     for x in tensors[1:]:
         dt = D.promote_types(dt, x.dtype)

@@ -72,3 +72,11 @@ def test_example_runs_end_to_end(tmp_path, monkeypatch):
     assert SpokenDigitBundle(str(out)).get_model().classifier.out_features == 10
     with Image.open(png) as img:
         assert img.size == (2 * (10 * 28 + 80), 10 * 28 + 80)
+
+
+def test_a_clips_features_do_not_depend_on_its_batch():
+    features = SPOKEN_DIGITS_KWS.get_features()
+    quiet, loud = ember.randn(8000) * 1e-3, ember.randn(8000)
+    alone = features(quiet)
+    batched = features(ember.stack([quiet, loud]))
+    assert ember.allclose(batched[0], alone, atol=1e-5)

@@ -40,7 +40,9 @@ class SpokenDigitFeatures(nn.Module):
         return nn.functional.pad(waveform, (left, self.num_samples - n - left))
 
     def forward(self, waveform):
-        feats = self.mfcc(self.fit_length(waveform))
+        # one channel axis per clip: the decibel floor (``top_db``) of a 3-d or larger
+        # spectrogram is taken per leading item, so each clip of a batch keeps its own
+        feats = self.mfcc(self.fit_length(waveform).unsqueeze(-2)).squeeze(-3)
         mean = feats.mean(-1, keepdim=True)
         std = feats.std(-1, keepdim=True)
         return ((feats - mean) / (std + 1e-5)).unsqueeze(-3)

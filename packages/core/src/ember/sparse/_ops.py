@@ -8,12 +8,18 @@ import numbers
 from .._tensor import Tensor, _wrap_dim
 from ._coo import SparseTensor, linear_index, make, unravel
 
-__all__ = ["mm", "matmul", "sum", "addmm", "softmax", "add", "mul", "neg", "t"]
+__all__ = ["mm", "matmul", "sum", "addmm", "softmax", "add", "mul", "div", "neg", "t", "to", "clone"]
 
 
 def _unsupported(op: str, detail: str):
     raise NotImplementedError(f"Could not run '{op}' with arguments from the 'SparseCPU' backend: {detail} is not "
                               "implemented for tensors of layout ember.sparse_coo. Call .to_dense() first.")
+
+
+def _scalar_name(dtype) -> str:
+    # torch's ScalarType names, as its errors print them
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(dtype.name, dtype.name)
 
 
 def mm(mat1, mat2) -> Tensor:
@@ -38,7 +44,7 @@ def mm(mat1, mat2) -> Tensor:
     if mat2.shape[0] != mat1.shape[1]:
         raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {mat1.shape[1]}, got {mat2.shape[0]}")
     if mat2.dtype is not mat1.dtype:
-        raise RuntimeError(f"mm: expected mat1 and mat2 to have the same dtype, but got {mat1.dtype} and {mat2.dtype}")
+        raise RuntimeError(f"expected scalar type {_scalar_name(mat1.dtype)} but found {_scalar_name(mat2.dtype)}")
     from ..ops import index_add, zeros
     vector = mat2.ndim == 1
     dense = mat2.unsqueeze(1) if vector else mat2
@@ -172,12 +178,17 @@ def _merge(a: list, b: list):
 
 
 def mul(input, other):
-    """``input * other`` for a sparse tensor and a number (or 0-d dense tensor)."""
+    """``input * other`` for a sparse tensor and a number, a 0-d tensor, or a dense tensor
+    of the same size (then sparse, with the sparse operand's pattern)."""
     if isinstance(input, SparseTensor) and isinstance(other, SparseTensor):
         _unsupported("mul", "the product of two sparse tensors")
     s, k = (input, other) if isinstance(input, SparseTensor) else (other, input)
     if isinstance(k, Tensor) and k.ndim != 0:
-        _unsupported("mul", "multiplying a sparse tensor by a dense tensor that is not 0-d")
+        if tuple(k.shape) != tuple(s.shape):
+            _unsupported("mul", f"multiplying a sparse tensor of size {list(s.shape)} by a dense tensor of size "
+                                f"{list(k.shape)} (broadcasting)")
+        picked = k[tuple(s._ind[d] for d in range(s.sparse_dim()))]
+        return make(s._ind, s._val * picked, s.shape, s._coal)
     return _follow(make(s._ind, s._val * k, s.shape, s._coal), s, lambda d: d * k)
 
 
@@ -186,6 +197,20 @@ def div(input, other):
     if isinstance(other, SparseTensor) or (isinstance(other, Tensor) and other.ndim != 0):
         _unsupported("div", "dividing by a sparse or non-0-d tensor")
     return _follow(make(input._ind, input._val / other, input.shape, input._coal), input, lambda d: d / other)
+
+
+def to(input, *args, **kwargs):
+    """``input`` with its values converted as ``Tensor.to`` converts (dtype, device); the
+    indices follow the values' device."""
+    vals = input._val.to(*args, **kwargs)
+    if vals is input._val:
+        return input
+    ind = input._ind if vals.device == input._ind.device else input._ind.to(vals.device)
+    return make(ind, vals, input.shape, input._coal)
+
+
+def clone(input, *, memory_format=None):
+    return make(input._ind.clone(), input._val.clone(), input.shape, input._coal)
 
 
 def neg(input):
@@ -217,10 +242,21 @@ def _sum_method(self, dim=None, keepdim=False, dtype=None):
     return sum(self, dim, dtype)
 
 
+def _cast(dtype_name: str):
+    def cast(self, memory_format=None):
+        from .. import _dtype
+        return to(self, getattr(_dtype, dtype_name))
+    return cast
+
+
 def _install() -> None:
     # the sparse tensor's methods and operators: this module's ops
     S = SparseTensor
     S.t = t
+    S.to, S.clone = to, clone
+    for name, dtype in (("float", "float32"), ("double", "float64"), ("half", "float16"), ("bfloat16", "bfloat16"),
+                        ("long", "int64"), ("int", "int32"), ("bool", "bool_")):
+        setattr(S, name, _cast(dtype))
     S.neg = S.__neg__ = neg
     S.add = S.__add__ = add
     S.mul = S.__mul__ = S.__rmul__ = mul

@@ -13,6 +13,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:Sparse invariant checks")
 rng = np.random.default_rng(0)
 IND = [[0, 1, 1, 0, 2], [2, 0, 2, 2, 1]]  # (0, 2) twice: uncoalesced
 VAL = [3.0, 4.0, 5.0, 1.0, -2.0]
+DENSE = rng.standard_normal((3, 2)).astype(np.float32)
+_R = rng.standard_normal((3, 3)).astype(np.float32)
 
 
 def both(fn):
@@ -122,7 +124,7 @@ def test_unsupported_op_names_the_op():
     lambda L, s: L.tensor(DENSE.T) @ s.t(),
     lambda L, s: L.sparse.addmm(L.ones(3, 2), s, L.tensor(DENSE), beta=2, alpha=0.5),
     lambda L, s: L.addmm(L.ones(3, 2), s, L.tensor(DENSE)),
-    lambda L, s: L.tensor(rng_dense(3, 3)).sparse_mask(s.coalesce()),
+    lambda L, s: L.tensor(_R).sparse_mask(s.coalesce()),
     lambda L, s: L.sparse.softmax(s, 1), lambda L, s: L.sparse.softmax(s, 0),
     lambda L, s: s.to_dense().to_sparse(), lambda L, s: s.to_dense().to_sparse_coo(),
     lambda L, s: s.to(L.float64), lambda L, s: s.double(), lambda L, s: s.clone(), lambda L, s: s.long(),
@@ -135,14 +137,6 @@ def test_unsupported_op_names_the_op():
 def test_ops_match_torch(op):
     e, t = both(lambda L: op(L, coo(L)))
     close(e, t)
-
-
-DENSE = rng.standard_normal((3, 2)).astype(np.float32)
-_R = rng.standard_normal((3, 3)).astype(np.float32)
-
-
-def rng_dense(*shape):
-    return _R
 
 
 def test_hybrid_to_sparse_and_sum():
@@ -192,6 +186,18 @@ def test_softmax_gradient():
         return v
     e, t = both(run)
     close(e.grad, t.grad)
+
+
+def test_derived_sparse_tensors_are_not_leaves():
+    def run(L):
+        s = coo(L, requires_grad=True)
+        u = s.t()
+        (u @ L.tensor(DENSE[:, :1].T.repeat(3, 0))).sum().backward()
+        return s, u
+    (es, eu), (ts, tu) = both(run)
+    assert eu.is_leaf == tu.is_leaf and eu.requires_grad == tu.requires_grad
+    assert es.grad.layout.name == str(ts.grad.layout).split(".")[1]
+    close(es.grad, ts.grad)
 
 
 def test_gradient_to_values_tensor():

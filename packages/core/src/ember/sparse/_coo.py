@@ -146,7 +146,7 @@ class SparseTensor(Tensor):
         gradient of each position (duplicates share theirs); strided where ``ember.mm`` /
         ``matmul`` / ``@`` used the tensor as a whole (see ``dense_leaf``)."""
         g = self._val.grad
-        dense = None if self._shadow is None else self._shadow.grad
+        dense = self._shadow.grad if self._shadow is not None and self._shadow.is_leaf else None
         if g is None:
             return dense
         if self._coal:

@@ -18,8 +18,9 @@ def _unsupported(op: str, detail: str):
 
 def _scalar_name(dtype) -> str:
     # torch's ScalarType names, as its errors print them
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(dtype.name, dtype.name)
+    names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+             "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+    return names.get(dtype.name, dtype.name)
 
 
 def mm(mat1, mat2) -> Tensor:
@@ -224,7 +225,8 @@ def t(input):
                            f"{input.sparse_dim()} sparse and {input.dense_dim()} dense dimensions")
     if input.ndim < 2:
         return input
-    return _follow(make(input._ind.flip(0), input._val, tuple(reversed(input.shape)), False), input, lambda d: d.t())
+    vals = input._val.view(input._val.shape) if input.requires_grad else input._val  # a non-leaf, as torch's
+    return _follow(make(input._ind.flip(0), vals, tuple(reversed(input.shape)), False), input, lambda d: d.t())
 
 
 def _follow(out, source, fn):

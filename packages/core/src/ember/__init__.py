@@ -26,6 +26,7 @@ from ._dtype import (
     uint8,
 )
 from ._dtype import bool_ as bool  # noqa: A001  (torch.bool)
+from ._layout import layout, sparse_coo, strided
 from ._legacy import TENSOR_TYPES as _TENSOR_TYPES
 from ._memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
 from ._queries import get_device, is_distributed, is_storage, typename
@@ -138,8 +139,10 @@ def __getattr__(name):
     # subpackages that pull in more code load on first use
     if name in ("nn", "optim", "utils", "cuda", "backends", "testing", "serialization", "hub", "special", "linalg",
                 "distributions", "fft", "amp", "compat", "cpu", "accelerator", "distributed", "profiler", "func",
-                "multiprocessing"):
+                "multiprocessing", "sparse"):
         return _lazy(name)
+    if name == "sparse_coo_tensor":
+        return _lazy("sparse").sparse_coo_tensor
     if name in ("save", "load"):
         return getattr(_lazy("serialization"), name)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")

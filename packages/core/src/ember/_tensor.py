@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy
 
 from . import _dtype as D
+from . import _layout
 from ._device import CPU
 
 __all__ = ["Tensor", "Size"]
@@ -99,6 +100,27 @@ class Tensor:
     def is_meta(self) -> bool:
         """Whether this tensor is on the meta device (a shape and dtype, no data)."""
         return self.device.type == "meta"
+
+    is_sparse = False  # ember.sparse's tensors say True
+
+    @property
+    def layout(self):
+        return _layout.strided
+
+    def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+        from .sparse import to_sparse
+        return to_sparse(self, sparse_dim, layout=layout, blocksize=blocksize, dense_dim=dense_dim)
+
+    def to_sparse_coo(self):
+        from .sparse import to_sparse
+        return to_sparse(self)
+
+    def sparse_mask(self, mask):
+        from .sparse import sparse_mask
+        return sparse_mask(self, mask)
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        return self if dtype is None else self.to(dtype)
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point

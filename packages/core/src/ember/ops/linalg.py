@@ -26,6 +26,9 @@ def matmul(input, other, *, out=None, _node=None):
     added dim removed, leading (batch) dims broadcast."""
     if not isinstance(other, Tensor) or not isinstance(input, Tensor):
         raise TypeError("matmul(): argument 'other' must be Tensor")
+    if input.is_sparse or other.is_sparse:
+        from ..sparse import matmul as sparse_matmul
+        return sparse_matmul(input, other)
     _check_dtypes(input, other, "matmul")
     if input.ndim == 0 or other.ndim == 0:
         raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "

@@ -724,10 +724,8 @@ def _class_loss(op, level, args, kwargs):
         a["target"] = ft.reshape(B * ft.shape[1], *ft.shape[2:])
     a["reduction"] = "none"
     loss = _call(op, bound).reshape(B, -1)
-    if reduction == "none":
-        return wrap(loss.reshape(B, *target.shape[:1], *target.shape[1 if probabilities else 1:])
-                    if x.dim() > 1 else loss.reshape(B), 0, level) if not probabilities else \
-            wrap(loss.reshape(B, *x.shape[:1], *x.shape[2:]) if x.dim() > 1 else loss.reshape(B), 0, level)
+    if reduction == "none":  # one example's loss: [N, *d] (its input without the class dim), or a scalar
+        return wrap(loss.reshape(B, *x.shape[:1], *x.shape[2:]) if x.dim() > 1 else loss.reshape(B), 0, level)
     if reduction == "sum" or (probabilities and reduction == "mean"):
         total = loss.sum(1)
         return wrap(total if reduction == "sum" else total / loss.shape[1], 0, level)

@@ -635,7 +635,9 @@ class InferenceVersion(list):
 
 
 def _make_under_inference(arr, dtype) -> Tensor:
-    """``_make`` while some thread is in inference mode (see ``inference_tensors``)."""
+    """``_make`` while some thread is in inference mode (see ``inference_tensors``). Its body
+    repeats ``_make``'s on purpose: the swap exchanges whole code objects, and a shared helper
+    would put a call on the path of every op."""
     t = object.__new__(Tensor)
     t._data = arr
     t.dtype = dtype

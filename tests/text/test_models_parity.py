@@ -304,3 +304,20 @@ def test_dtype_and_errors(tmp_path, gpt2_folder, bert_folder):
     with pytest.warns(UserWarning, match="newly initialized"):
         clf = M.BertForSequenceClassification.from_pretrained(tmp_path / "base", num_labels=4)
     assert clf.classifier.weight.shape == (4, 32)
+
+
+def test_sharded_folders_load(tmp_path, gpt2_folder):
+    """A folder sharded by transformers (safetensors), and one sharded in torch's format by
+    ember's core writer, give transformers' logits."""
+    _, ref = gpt2_folder
+    ref.save_pretrained(tmp_path / "safe", max_shard_size="20KB")
+    ref.config.save_pretrained(tmp_path / "bin")
+    state = {k: ember.tensor(v.numpy()) for k, v in ref.state_dict().items() if k != "lm_head.weight"}
+    ember.sharded.save_torch_state_dict(state, tmp_path / "bin", max_shard_size="20KB", safe_serialization=False)
+    ids = torch.randint(0, VOCAB, (2, 7), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        expected = ref(ids).logits.numpy()
+    for folder, index in (("safe", "model.safetensors.index.json"), ("bin", "pytorch_model.bin.index.json")):
+        assert os.path.isfile(tmp_path / folder / index) and len(os.listdir(tmp_path / folder)) > 3  # really sharded
+        model = M.AutoModelForCausalLM.from_pretrained(tmp_path / folder)
+        assert _rel(_np(model(_e(ids)).logits), expected) < 1e-4

@@ -1,7 +1,7 @@
 """Reading and writing a model folder's weights: ``model.safetensors`` or ``pytorch_model.bin``.
 
-One small function reads a folder's single weights file; the sharded index formats
-(``*.index.json``) are left to a shared reader in the core.
+One small function reads a folder's weights file, or a sharded folder through the core's
+reader (``ember.sharded``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def load_state_dict_from_folder(folder: str) -> dict:
     ``ember.load``'s restricted unpickler (no code in the file runs).
 
     Raises:
-        OSError: the folder holds neither file, or only a sharded index (not supported here yet).
+        OSError: the folder holds neither a weights file nor a sharded index, or a shard is missing.
     """
     folder = os.fspath(folder)
     safe = os.path.join(folder, SAFE_WEIGHTS_NAME)
@@ -46,11 +46,9 @@ def load_state_dict_from_folder(folder: str) -> dict:
         if not isinstance(state, dict):
             raise OSError(f"{legacy} does not hold a state dict (found {type(state).__name__})")
         return state
-    sharded = [n for n in ("model.safetensors.index.json", "pytorch_model.bin.index.json")
-               if os.path.isfile(os.path.join(folder, n))]
-    if sharded:
-        raise OSError(f"{folder!r} holds a sharded checkpoint ({sharded[0]}); sharded checkpoints are not supported "
-                      "by ember_text yet")
+    from ember.sharded import INDEX_NAME, SAFE_INDEX_NAME, load_state_dict_from_index
+    if any(os.path.isfile(os.path.join(folder, n)) for n in (SAFE_INDEX_NAME, INDEX_NAME)):
+        return load_state_dict_from_index(folder)
     raise OSError(f"{folder!r} holds no weights: expected {SAFE_WEIGHTS_NAME} or {WEIGHTS_NAME}")
 
 

@@ -1,0 +1,83 @@
+"""Sharded checkpoints in the Hugging Face layout: shards, index, loading into a model; the
+files read back by torch and safetensors' own readers."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import ember
+from ember.sharded import load_sharded_checkpoint, load_state_dict_from_index, save_torch_state_dict
+
+
+def _model():
+    ember.manual_seed(0)
+    return ember.nn.Sequential(ember.nn.Linear(64, 32), ember.nn.ReLU(), ember.nn.Linear(32, 16),
+                               ember.nn.LayerNorm(16))
+
+
+def test_shards_and_index_as_huggingface_hub_writes_them(tmp_path):
+    state = _model().state_dict()
+    sizes = {k: v.numel() * 4 for k, v in state.items()}  # float32
+    # 10 KB shards, filled in order: 0.weight and 0.bias (8320 B); 2.weight would overflow
+    save_torch_state_dict(state, tmp_path, max_shard_size="10KB")
+    index = json.loads((tmp_path / "model.safetensors.index.json").read_text())
+    assert index["metadata"]["total_size"] == sum(sizes.values())
+    files = sorted(set(index["weight_map"].values()))
+    assert files == [f"model-0000{i}-of-00002.safetensors" for i in (1, 2)]
+    assert index["weight_map"]["0.weight"] == files[0] and index["weight_map"]["2.weight"] == files[1]
+    read = {}
+    for f in files:  # safetensors' own torch reader
+        read.update(load_file(tmp_path / f))
+    assert sorted(read) == sorted(state)
+    for k, v in state.items():
+        np.testing.assert_array_equal(read[k].numpy(), v.numpy())
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".part")]  # written atomically
+
+
+def test_one_shard_is_one_file_and_a_resave_removes_stale_shards(tmp_path):
+    state = _model().state_dict()
+    save_torch_state_dict(state, tmp_path, max_shard_size="10KB")
+    save_torch_state_dict(state, tmp_path)  # 5GB: it all fits
+    assert sorted(os.listdir(tmp_path)) == ["model.safetensors"]
+
+
+def test_load_into_a_model_one_shard_at_a_time(tmp_path):
+    source = _model()
+    save_torch_state_dict(source.state_dict(), tmp_path, max_shard_size=4000)
+    target = ember.nn.Sequential(ember.nn.Linear(64, 32), ember.nn.ReLU(), ember.nn.Linear(32, 16),
+                                 ember.nn.LayerNorm(16))
+    result = load_sharded_checkpoint(target, tmp_path)
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    x = ember.randn(3, 64)
+    assert ember.equal(target(x), source(x))
+    assert sorted(load_state_dict_from_index(tmp_path)) == sorted(source.state_dict())
+
+
+def test_torch_format_shards_open_with_torch_load(tmp_path):
+    state = _model().state_dict()
+    save_torch_state_dict(state, tmp_path, max_shard_size="10KB", safe_serialization=False)
+    index = json.loads((tmp_path / "pytorch_model.bin.index.json").read_text())
+    for file in set(index["weight_map"].values()):
+        part = torch.load(tmp_path / file, weights_only=True)
+        for k, v in part.items():
+            np.testing.assert_array_equal(v.numpy(), state[k].numpy())
+
+
+def test_strict_loading_names_the_keys(tmp_path):
+    save_torch_state_dict(_model().state_dict(), tmp_path, max_shard_size="10KB")
+    other = ember.nn.Sequential(ember.nn.Linear(64, 32))
+    with pytest.raises(RuntimeError, match=r'Unexpected key\(s\): "2.bias"'):
+        load_sharded_checkpoint(other, tmp_path)
+    bigger = ember.nn.Sequential(*_model(), ember.nn.Linear(16, 2))
+    with pytest.raises(RuntimeError, match=r'Missing key\(s\): "4.bias", "4.weight"'):
+        load_sharded_checkpoint(bigger, tmp_path)
+    loose = load_sharded_checkpoint(bigger, tmp_path, strict=False)
+    assert sorted(loose.missing_keys) == ["4.bias", "4.weight"]
+    with pytest.raises(ValueError, match="Can't find a checkpoint index"):
+        load_sharded_checkpoint(other, tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="max_shard_size"):
+        save_torch_state_dict({}, tmp_path, max_shard_size="lots")

@@ -17,6 +17,9 @@ ROPES = {
     "llama3": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                "original_max_position_embeddings": 16, "rope_theta": 500000.0},
     "linear": {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0},
+    "yarn": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16, "rope_theta": 10000.0},
+    "yarn_mscale": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16, "rope_theta": 10000.0,
+                    "mscale": 0.7, "mscale_all_dim": 1.0, "beta_fast": 16, "beta_slow": 2, "truncate": False},
 }
 
 
@@ -98,9 +101,22 @@ def test_llama_cache_shape_is_grouped(llama):
 
 def test_unsupported_rope_type(tmp_path, llama):
     _, _, folder = llama
-    with pytest.raises(ValueError, match="rope_type 'yarn' is not supported; supported: default, linear, llama3"):
-        M.LlamaForCausalLM.from_pretrained(folder, rope_parameters={"rope_type": "yarn", "factor": 2.0,
+    with pytest.raises(ValueError, match="rope_type 'longrope' is not supported; supported: default, linear, "
+                                         "llama3, dynamic, yarn"):
+        M.LlamaForCausalLM.from_pretrained(folder, rope_parameters={"rope_type": "longrope", "factor": 2.0,
                                                                     "rope_theta": 1e4})
+
+
+def test_dynamic_rope_grows_and_returns_as_transformers(tmp_path):
+    """Dynamic NTK RoPE: a sequence past max_position_embeddings (64) enlarges the base, a
+    short one afterwards returns to the original frequencies; logits equal at each call."""
+    ref = _build(tmp_path, {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}, False)
+    model = M.AutoModelForCausalLM.from_pretrained(tmp_path)
+    for length, seed in ((20, 1), (90, 2), (120, 3), (30, 4)):
+        ids = torch.randint(0, VOCAB, (1, length), generator=torch.Generator().manual_seed(seed))
+        with torch.no_grad():
+            expected = ref(ids).logits.numpy()
+        assert _rel(_np(model(_e(ids)).logits), expected) < 1e-4, length
 
 
 def test_bfloat16_checkpoint_loads(tmp_path):

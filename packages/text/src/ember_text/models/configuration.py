@@ -137,7 +137,8 @@ class LlamaConfig(PretrainedConfig):
             self.head_dim = self.hidden_size // self.num_attention_heads
 
     def rope(self) -> dict:
-        """The RoPE settings: ``rope_type`` ("default", "linear", "llama3"), ``rope_theta`` and the type's own keys.
+        """The RoPE settings: ``rope_type`` ("default", "linear", "llama3", "dynamic", "yarn"), ``rope_theta`` and the
+        type's own keys.
 
         transformers 5 writes them as ``rope_parameters``; older configs as ``rope_theta`` plus
         ``rope_scaling`` (whose ``type`` is the older name of ``rope_type``).

@@ -1,7 +1,7 @@
 """Llama (Touvron et al., 2023; Llama 3, 2024) with transformers' module names.
 
 RMSNorm (Zhang & Sennrich, 2019), SwiGLU feed-forward (Shazeer, 2020), rotary position
-embeddings (Su et al., 2021: "RoFormer") with the "linear" and Llama 3 ("llama3") frequency
+embeddings (Su et al., 2021: "RoFormer") with the "linear", Llama 3 ("llama3"), "dynamic" and "yarn" frequency
 scalings, and grouped-query attention (Ainslie et al., 2023): ``num_key_value_heads`` key/value
 heads each serve ``num_attention_heads / num_key_value_heads`` query heads. The LM head is tied to
 the embedding only when ``tie_word_embeddings`` is set.
@@ -25,11 +25,16 @@ from .gpt2 import CausalLMHead, causal_mask
 from .modeling_utils import PreTrainedModel
 from .outputs import BaseModelOutputWithPast
 
-ROPE_TYPES = ("default", "linear", "llama3")
+ROPE_TYPES = ("default", "linear", "llama3", "dynamic", "yarn")
 
 
-def rope_inverse_frequencies(config: LlamaConfig) -> np.ndarray:
-    """The RoPE inverse frequencies ``[head_dim / 2]`` (float32) for the config's rope type.
+def rope_inverse_frequencies(config: LlamaConfig, seq_len: int | None = None) -> tuple:
+    """``(inverse frequencies [head_dim / 2] float32, attention scaling)`` for the config's rope
+    type, as transformers computes them: "default"; "linear" (positions divided by
+    ``factor``); "llama3" (Llama 3.1's smoothed band scaling); "dynamic" (NTK-aware: the base
+    grows with ``seq_len`` beyond ``max_position_embeddings``); "yarn" (Peng et al., 2023,
+    "YaRN": interpolation below, extrapolation above a band between ``beta_fast`` and
+    ``beta_slow`` rotations, and cos/sin scaled by ``0.1 ln(factor) + 1``).
 
     Raises:
         ValueError: a rope type other than those in ``ROPE_TYPES``.
@@ -37,12 +42,17 @@ def rope_inverse_frequencies(config: LlamaConfig) -> np.ndarray:
     params = config.rope()
     dim = int(config.head_dim * params.get("partial_rotary_factor", 1.0))
     base = float(params["rope_theta"])
-    inv = (1.0 / (base ** (np.arange(0, dim, 2, dtype=np.int64).astype(np.float32) / dim))).astype(np.float32)
     kind = params["rope_type"]
-    if kind == "default":
-        return inv
+    if kind == "dynamic":
+        longest = max(seq_len or 0, config.max_position_embeddings)
+        factor = params["factor"]
+        base *= (factor * longest / config.max_position_embeddings - (factor - 1)) ** (dim / (dim - 2))
+    exponents = np.arange(0, dim, 2, dtype=np.int64).astype(np.float32) / dim
+    inv = (1.0 / (base ** exponents)).astype(np.float32)
+    if kind in ("default", "dynamic"):
+        return inv, 1.0
     if kind == "linear":
-        return (inv / np.float32(params["factor"])).astype(np.float32)
+        return (inv / np.float32(params["factor"])).astype(np.float32), 1.0
     if kind == "llama3":
         factor, low, high = params["factor"], params["low_freq_factor"], params["high_freq_factor"]
         old_len = params["original_max_position_embeddings"]
@@ -52,8 +62,37 @@ def rope_inverse_frequencies(config: LlamaConfig) -> np.ndarray:
         smooth = (old_len / wavelen - low) / (high - low)
         smoothed = (1 - smooth) * scaled / factor + smooth * scaled
         medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
-        return np.where(medium, smoothed, scaled).astype(np.float32)
+        return np.where(medium, smoothed, scaled).astype(np.float32), 1.0
+    if kind == "yarn":
+        return _yarn(params, dim, base, config.max_position_embeddings)
     raise ValueError(f"rope_type {kind!r} is not supported; supported: {', '.join(ROPE_TYPES)}")
+
+
+def _yarn(params, dim, base, max_positions):
+    old_len = params.get("original_max_position_embeddings") or max_positions
+    factor = params.get("factor") or max_positions / old_len
+
+    def mscale(scale, m=1.0):
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+    attention = params.get("attention_factor")
+    if attention is None:
+        m, m_all = params.get("mscale"), params.get("mscale_all_dim")
+        attention = mscale(factor, m) / mscale(factor, m_all) if m and m_all else mscale(factor)
+    fast, slow = params.get("beta_fast") or 32, params.get("beta_slow") or 1
+
+    def dim_of(rotations):  # the dimension that turns ``rotations`` times over the original context
+        return dim * math.log(old_len / (rotations * 2 * math.pi)) / (2 * math.log(base))
+    low, high = dim_of(fast), dim_of(slow)
+    if params.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001  # a ramp of zero width
+    ramp = np.clip((np.arange(dim // 2, dtype=np.float32) - low) / (high - low), 0, 1)
+    keep = 1 - ramp  # 1: the original frequency (extrapolation), 0: divided by the factor
+    freqs = (base ** (np.arange(0, dim, 2).astype(np.float32) / dim)).astype(np.float32)
+    inv = (1 / (factor * freqs)) * (1 - keep) + (1 / freqs) * keep
+    return inv.astype(np.float32), float(attention)
 
 
 def rotate_half(x):
@@ -62,15 +101,39 @@ def rotate_half(x):
 
 
 class LlamaRotaryEmbedding(nn.Module):
+    """cos and sin of the positions' angles; "dynamic" recomputes its frequencies when a
+    longer sequence than any before arrives, and returns to the original ones for a sequence
+    within the original length (as transformers' dynamic RoPE)."""
+
     def __init__(self, config: LlamaConfig):
         super().__init__()
-        self.register_buffer("inv_freq", ember.from_numpy(rope_inverse_frequencies(config)), persistent=False)
+        self.config = config
+        self.rope_type = config.rope()["rope_type"]
+        inv, self.attention_scaling = rope_inverse_frequencies(config)
+        self.register_buffer("inv_freq", ember.from_numpy(inv), persistent=False)
+        self.original_inv_freq = self.inv_freq
+        self.max_seq_len_cached = self.original_max_seq_len = config.max_position_embeddings
+
+    def _dynamic_update(self, position_ids):
+        seq_len = int(position_ids.max()) + 1
+        if seq_len > self.max_seq_len_cached:  # longer than any so far: a larger base
+            inv, self.attention_scaling = rope_inverse_frequencies(self.config, seq_len)
+            self.inv_freq = ember.from_numpy(inv)
+            self.max_seq_len_cached = seq_len
+        if seq_len < self.original_max_seq_len < self.max_seq_len_cached:  # back within the original length
+            self.inv_freq = self.original_inv_freq
+            self.max_seq_len_cached = self.original_max_seq_len
 
     def forward(self, x, position_ids):
         """cos and sin ``[B, L, head_dim]`` for ``position_ids`` ``[B, L]``, in ``x``'s dtype."""
+        if self.rope_type == "dynamic":
+            self._dynamic_update(position_ids)
         freqs = position_ids.float()[:, :, None] * self.inv_freq[None, None, :]
         emb = ember.cat([freqs, freqs], dim=-1)
-        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+        cos, sin = emb.cos(), emb.sin()
+        if self.attention_scaling != 1.0:
+            cos, sin = cos * self.attention_scaling, sin * self.attention_scaling
+        return cos.to(x.dtype), sin.to(x.dtype)
 
 
 class LlamaRMSNorm(nn.Module):

@@ -4,6 +4,7 @@ import json
 import os
 
 import jinja2
+import numpy as np
 import pytest
 import transformers
 from conftest import CHATML, CORPUS
@@ -154,3 +155,37 @@ def test_trainer_errors(tmp_path):
 
 def test_chatml_constant_is_used(bpe_folder):
     assert ember_text.AutoTokenizer.from_pretrained(bpe_folder).chat_template == CHATML
+
+
+GENERATION_TEMPLATE = ("{% for m in messages %}<|{{ m.role }}|>\n{% if m.role == 'assistant' %}{% generation %}"
+                       "{{ m.content }}<|end|>{% endgeneration %}{% else %}{{ m.content }}<|end|>{% endif %}\n"
+                       "{% endfor %}")
+
+
+def test_assistant_tokens_mask_matches_transformers(bpe_folder):
+    ours, ref = _both(bpe_folder)
+    chat = CHAT + [{"role": "assistant", "content": "Much more, at length."}]
+    for kwargs in ({"truncation": True, "max_length": 20}, {"return_tensors": "np"}, {}):
+        a = ours.apply_chat_template(chat, chat_template=GENERATION_TEMPLATE, return_assistant_tokens_mask=True,
+                                     **kwargs)
+        b = ref.apply_chat_template(chat, chat_template=GENERATION_TEMPLATE, return_assistant_tokens_mask=True,
+                                    **kwargs)
+        for key in ("input_ids", "assistant_masks"):
+            assert np.asarray(a[key]).tolist() == np.asarray(b[key]).tolist(), (key, kwargs)
+    assert 0 < sum(a["assistant_masks"]) < len(a["assistant_masks"])
+    batch = [chat, chat[:3]]
+    a = ours.apply_chat_template(batch, chat_template=GENERATION_TEMPLATE, return_assistant_tokens_mask=True,
+                                 padding=True)
+    b = ref.apply_chat_template(batch, chat_template=GENERATION_TEMPLATE, return_assistant_tokens_mask=True,
+                                padding=True)
+    assert a["assistant_masks"] == b["assistant_masks"]
+    # the tag renders as its body when no mask is asked for
+    assert ours.apply_chat_template(chat, chat_template=GENERATION_TEMPLATE, tokenize=False) == \
+        ref.apply_chat_template(chat, chat_template=GENERATION_TEMPLATE, tokenize=False)
+    for bad in ({"tokenize": False}, {"return_dict": False}, {"continue_final_message": True}):
+        with pytest.raises(ValueError):
+            ours.apply_chat_template(chat, chat_template=GENERATION_TEMPLATE, return_assistant_tokens_mask=True,
+                                     **bad)
+        with pytest.raises(ValueError):
+            ref.apply_chat_template(chat, chat_template=GENERATION_TEMPLATE, return_assistant_tokens_mask=True,
+                                    **bad)

@@ -20,7 +20,7 @@ import json
 import os
 import re
 
-__all__ = ["load_sharded_checkpoint", "load_state_dict_from_index", "save_torch_state_dict",
+__all__ = ["load_sharded_checkpoint", "load_state_dict_from_index", "load_weights_file", "save_torch_state_dict",
            "SAFE_INDEX_NAME", "INDEX_NAME"]
 
 SAFE_INDEX_NAME = "model.safetensors.index.json"
@@ -130,6 +130,12 @@ def _index(folder: str, prefer_safe: bool) -> tuple:
                 raise OSError(f"{path} is not a sharded-checkpoint index: it has no 'weight_map'")
             return path, index["weight_map"]
     raise ValueError(f"Can't find a checkpoint index ({' or '.join(order)}) in {folder}.")
+
+
+def load_weights_file(path) -> dict:
+    """One weights file as name -> tensor: safetensors (bfloat16 included) or torch's format
+    through ember's restricted unpickler (no code in the file runs)."""
+    return _load_shard(os.fspath(path))
 
 
 def _load_shard(path: str) -> dict:

@@ -4,18 +4,47 @@ A chat template is the Jinja2 text in ``tokenizer_config.json``'s ``chat_templat
 ``chat_template.jinja`` file beside it). It is rendered as transformers renders it
 (``transformers.utils.chat_template_utils``): ``ImmutableSandboxedEnvironment`` with
 ``trim_blocks`` and ``lstrip_blocks``, the ``loopcontrols`` extension, a ``tojson`` filter that
-keeps non-ASCII text, and the ``raise_exception`` and ``strftime_now`` globals. The sandbox
-keeps a template from reaching Python internals; nothing in a template can run code.
+keeps non-ASCII text, the ``raise_exception`` and ``strftime_now`` globals, and the
+``{% generation %}...{% endgeneration %}`` block that marks what the assistant wrote (for
+``return_assistant_tokens_mask``). The sandbox keeps a template from reaching Python
+internals; nothing in a template can run code.
 """
 
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from datetime import datetime
 from functools import lru_cache
 
 import jinja2
+import jinja2.ext
+import jinja2.nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+# while a render tracks generation blocks: (the text yielded so far, the spans found)
+_TRACKING: ContextVar = ContextVar("generation_spans", default=None)
+
+
+class _GenerationBlocks(jinja2.ext.Extension):
+    """``{% generation %}body{% endgeneration %}``: renders the body, and while a render
+    tracks them records its character span in the output (transformers' template tag)."""
+
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
+        return jinja2.nodes.CallBlock(self.call_method("_render_block"), [], [], body).set_lineno(lineno)
+
+    def _render_block(self, caller):
+        text = caller()
+        tracking = _TRACKING.get()
+        if tracking is not None:
+            pieces, spans = tracking
+            start = sum(len(p) for p in pieces)  # what the template has yielded before this block
+            spans.append((start, start + len(text)))
+        return text
 
 
 def _raise_exception(message):
@@ -34,7 +63,8 @@ def _strftime_now(format):
 @lru_cache(maxsize=32)
 def compile_template(source: str) -> jinja2.Template:
     """The compiled template for ``source`` (cached: templates are long and reused call after call)."""
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[_GenerationBlocks, "jinja2.ext.loopcontrols"])
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
@@ -81,14 +111,43 @@ def render(template: str, conversation: list, **variables) -> str:
     return compile_template(template).render(messages=list(conversation), **variables)
 
 
+def render_with_spans(template: str, conversation: list, **variables) -> tuple:
+    """``(text, spans)``: ``template`` rendered, and the ``(start, end)`` character spans of its
+    ``{% generation %}`` blocks, in order."""
+    pieces, spans = [], []
+    token = _TRACKING.set((pieces, spans))
+    try:
+        for piece in compile_template(template).generate(messages=list(conversation), **variables):
+            pieces.append(piece)
+    finally:
+        _TRACKING.reset(token)
+    return "".join(pieces), spans
+
+
+def assistant_mask(offsets, spans) -> list:
+    """1 for each token whose ``(start, end)`` characters overlap a generation span, else 0
+    (a span cut by truncation keeps the tokens left of it, as transformers marks them)."""
+    mask, k = [0] * len(offsets), 0
+    for i, (start, end) in enumerate(offsets):
+        while k < len(spans) and start >= spans[k][1]:
+            k += 1
+        if k == len(spans):
+            break
+        if end > spans[k][0]:
+            mask[i] = 1
+    return mask
+
+
 _CONTINUE_TAG = "CONTINUE_FINAL_MESSAGE_TAG "
 
 
-def render_chat(template: str, chat: list, continue_final_message=False, **variables) -> str:
+def render_chat(template: str, chat: list, continue_final_message=False, track_generation=False, **variables):
     """One conversation rendered; with ``continue_final_message`` the text stops right after the last message.
 
     The final message is marked with a tag before rendering and the text cut at the tag, as
     transformers 5 does, so the template's closing tokens for that turn are left out.
+
+    With ``track_generation`` returns ``(text, spans of the {% generation %} blocks)``.
 
     Raises:
         TypeError: a message that is not a dict. ValueError: the final message (or the field to
@@ -127,6 +186,8 @@ def render_chat(template: str, chat: list, continue_final_message=False, **varia
         else:
             last[field] = final + _CONTINUE_TAG
         messages[-1] = last
+    if track_generation:
+        return render_with_spans(template, messages, **variables)
     text = render(template, messages, **variables)
     if continue_final_message:
         tag = _CONTINUE_TAG.strip()

@@ -532,17 +532,22 @@ class PreTrainedTokenizerFast:
                 special tokens: the template writes them).
             return_dict: with ``tokenize``, return the BatchEncoding (the default, as in
                 transformers 5); False returns the ``input_ids`` alone.
+            return_assistant_tokens_mask: add ``assistant_masks``, 1 for the tokens the template's
+                ``{% generation %}`` blocks wrote (what the assistant said), 0 for the rest.
             kwargs: further variables for the template.
 
         Returns: a string, a list of ids, or a BatchEncoding (a list of these for a batch).
 
         Raises:
-            ValueError: no chat template, an empty conversation, or both ``add_generation_prompt`` and
-                ``continue_final_message``.
+            ValueError: no chat template, an empty conversation, both ``add_generation_prompt`` and
+                ``continue_final_message``, or ``return_assistant_tokens_mask`` without
+                ``return_dict`` and ``tokenize`` or with ``continue_final_message``.
             jinja2.TemplateError: the template called ``raise_exception``.
         """
-        if return_assistant_tokens_mask:
-            raise NotImplementedError("return_assistant_tokens_mask ({% generation %} blocks) is not supported yet")
+        if return_assistant_tokens_mask and not (return_dict and tokenize):
+            raise ValueError("`return_assistant_tokens_mask=True` requires `return_dict=True` and `tokenize=True`")
+        if return_assistant_tokens_mask and continue_final_message:
+            raise ValueError("continue_final_message is not compatible with return_assistant_tokens_mask.")
         if add_generation_prompt and continue_final_message:
             raise ValueError("continue_final_message and add_generation_prompt are not compatible. Use "
                              "continue_final_message when you want the model to continue the final message, and "
@@ -556,12 +561,23 @@ class PreTrainedTokenizerFast:
         variables = {**self.special_tokens_map, **kwargs}
         rendered = [_render(template, chat, tools=tools, documents=documents,
                             continue_final_message=continue_final_message,
+                            track_generation=return_assistant_tokens_mask,
                             add_generation_prompt=add_generation_prompt, **variables) for chat in conversations]
+        spans = None
+        if return_assistant_tokens_mask:
+            spans = [r[1] for r in rendered]
+            rendered = [r[0] for r in rendered]
         if not tokenize:
             return rendered if batched else rendered[0]
-        enc = self(rendered if batched else rendered[0], padding=padding, truncation=truncation,
-                   max_length=max_length, add_special_tokens=False, return_tensors=return_tensors,
-                   **(tokenizer_kwargs or {}))
+        # with tensors, a single conversation keeps its batch dimension (as the tokenizer's call does)
+        as_batch = batched or (spans is not None and return_tensors is not None)
+        enc = self(rendered if as_batch else rendered[0], padding=padding, truncation=truncation,
+                   max_length=max_length, add_special_tokens=False,
+                   return_tensors=None if spans is not None else return_tensors, **(tokenizer_kwargs or {}))
+        if spans is not None:  # the tokens the {% generation %} blocks wrote: 1, the others 0
+            masks = [_assistant_mask(e.offsets, s) for e, s in zip(enc.encodings, spans)]
+            enc["assistant_masks"] = masks if as_batch else masks[0]
+            enc.convert_to_tensors(return_tensors)
         return enc if return_dict else enc["input_ids"]
 
     def get_chat_template(self, chat_template=None, tools=None) -> str:
@@ -640,6 +656,10 @@ def _select(tok, name, tools):
 
 def _render(template, chat, **variables):
     return chat_template.render_chat(template, chat, **variables)
+
+
+def _assistant_mask(offsets, spans):
+    return chat_template.assistant_mask(offsets, spans)
 
 
 def _special_property(attr):

@@ -150,7 +150,10 @@ def _count_out() -> None:
 
 
 def _is_meta(x) -> bool:
-    return type(getattr(x, "_data", None)) is MetaArray
+    try:
+        return type(x._data) is MetaArray
+    except Exception:  # not a tensor, or one that keeps its data to itself (vmap's, sparse)
+        return False
 
 
 def _has_meta(args, kwargs) -> bool:

@@ -91,3 +91,15 @@ def test_repr_and_device():
     torch_repr = repr(meta(torch, 2, dtype=torch.int64))
     assert repr(meta(ember, 2, dtype=ember.int64)) == torch_repr.replace("torch.", "ember.")
     assert ember.device("meta").type == "meta" and str(ember.device("meta")) == "meta"
+
+
+def test_the_meta_mode_leaves_once_meta_tensors_are_gone():
+    from ember.backends import meta_backend
+    from ember.ops import _dispatch
+    x = meta(ember, 3)
+    assert meta_backend._MODE[0] is not None
+    del x
+    import gc
+    gc.collect()
+    ember.ones(2) + 1  # the next op call notices and leaves
+    assert meta_backend._MODE[0] is None and not any(type(m).__name__ == "KeepMeta" for m in _dispatch._STACK.modes)

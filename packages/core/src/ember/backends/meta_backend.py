@@ -178,6 +178,10 @@ def _keep_meta_mode():
         depth = 0
 
         def __ember_op__(self, op, args, kwargs, proceed):
+            if _LIVE[0] == 0 and self.depth == 0 and _MODE[0] is self:  # the last meta arrays went meanwhile
+                _MODE[0] = None
+                self.__exit__(None, None, None)
+                return proceed(args, kwargs)
             target = kwargs.get("device")
             if not _has_meta(args, kwargs) or (target is not None and device(target).type != "meta"):
                 return proceed(args, kwargs)

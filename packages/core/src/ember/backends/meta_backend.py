@@ -11,8 +11,8 @@ nothing, so ``with ember.device("meta"):`` builds a model of any size, and
 
 Some numpy functions hand back plain arrays even for meta inputs (``asarray``,
 ``as_strided``), so while meta arrays are alive a mode on the dispatch seam makes every
-op's results meta when its inputs were (on the thread that made the first of them); it
-leaves once the last meta array is gone, so ops cost nothing more afterwards.
+op's results meta when its inputs were (on the thread that made the first of them); at the
+first op call after the last meta array is gone it leaves, so ops cost nothing more.
 """
 
 from __future__ import annotations
@@ -191,9 +191,6 @@ def _keep_meta_mode():
             finally:
                 self.depth -= 1
             _make_meta(out, (*args, *kwargs.values()))
-            if self.depth == 0 and _LIVE[0] <= 1 and _MODE[0] is self:
-                _MODE[0] = None  # the last meta arrays are going (out of this call): stop listening
-                self.__exit__(None, None, None)
             return out
     return KeepMeta
 

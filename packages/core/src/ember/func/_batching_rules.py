@@ -196,7 +196,7 @@ def _dim_rule(op, level, args, kwargs):
     rank = example.dim()
     if op.name == "cosine_similarity":
         rank = max(a["x1"].dim(), a["x2"].dim())
-    name = op.name.rstrip("_") if op.name.endswith("_") else op.name
+    name = op.name.rstrip("_")
     dims = [d.rstrip("+") for d in _DIM_OPS[op.name]]
     news = [d.endswith("+") for d in _DIM_OPS[op.name]]
     # tensor arguments: the data ones batched together (expanded when unbatched), the
@@ -273,8 +273,7 @@ def _squeeze(op, level, args, kwargs):
 
 def _sizes(values):
     """``*shape`` arguments as one tuple (``view(2, 3)`` or ``view((2, 3))``)."""
-    if len(values) == 1 and isinstance(values[0], (list, tuple)) or (len(values) == 1 and hasattr(values[0], "numel")
-                                                                     and not isinstance(values[0], Tensor)):
+    if len(values) == 1 and isinstance(values[0], (list, tuple)):  # ember.Size is a tuple
         return tuple(values[0])
     return tuple(values)
 

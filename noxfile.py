@@ -84,9 +84,14 @@ def _install_tests(session: nox.Session, package: str, local: list[str]) -> None
 @nox.session
 @nox.parametrize("package", list(PACKAGES))
 def tests(session: nox.Session, package: str) -> None:
-    """One package's tests, in a venv holding only that package, its dependencies and the oracle."""
+    """One package's tests, in a venv holding only that package, its dependencies and the
+    oracle. The numba kernels are compiled first, once per venv (later runs load them from
+    the cache); the core's kernel tests run a second time on the numpy path."""
     _install_tests(session, package, PACKAGES[package])
+    session.run("python", "-m", "ember.cpu.kernels.warm")
     session.run("pytest", f"tests/{package}", *session.posargs)
+    if package == "core" and not session.posargs:
+        session.run("pytest", "tests/core/kernels", env={"EMBER_NUMBA": "0"})
 
 
 @nox.session
@@ -94,6 +99,7 @@ def integration(session: nox.Session) -> None:
     """Across packages: the demo's training on real Fashion-MNIST for a short slice, and
     unmodified PyTorch programs run through ``python -m ember.compat``."""
     _install_tests(session, "integration", PACKAGES["vision"])
+    session.run("python", "-m", "ember.cpu.kernels.warm")
     session.run("pytest", "tests/integration", *session.posargs)
 
 

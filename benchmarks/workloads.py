@@ -214,6 +214,124 @@ def fashion_epoch(lib):
     return step, "epoch", 1
 
 
+
+# ---- layers on [4096, 1000] float32, forward + backward -------------------------------------
+
+_ROWS, _COLS = 4096, 1000
+
+
+def layer(lib, kind: str):
+    """One activation, normalization or loss layer forward, then backward with a fixed
+    random gradient (a scalar loss for cross-entropy)."""
+    F = lib.nn.functional
+    lib.manual_seed(0)
+    x = lib.randn(_ROWS, _COLS, requires_grad=True)
+    g = lib.randn(_ROWS, _COLS)
+    w, b = lib.ones(_COLS, requires_grad=True), lib.zeros(_COLS, requires_grad=True)
+    target = lib.randint(0, _COLS, (_ROWS,))
+    forward = {
+        "gelu": lambda: F.gelu(x),
+        "gelu_tanh": lambda: F.gelu(x, approximate="tanh"),
+        "silu": lambda: F.silu(x),
+        "softmax": lambda: F.softmax(x, dim=-1),
+        "layer_norm": lambda: F.layer_norm(x, (_COLS,), w, b),
+    }
+
+    def step():
+        x.grad = None
+        if kind == "cross_entropy":
+            F.cross_entropy(x, target).backward()
+        else:
+            forward[kind]().backward(g)
+    return step, "step", 1
+
+
+def nanogpt_step(lib):
+    """A nanoGPT-style training step: 4 pre-norm blocks (causal attention through
+    scaled_dot_product_attention, GELU MLP), width 256, 4 heads, sequence 128, batch 16,
+    a 65-token vocabulary with tied embeddings, AdamW."""
+    _need(lib, "nn.functional.scaled_dot_product_attention", "optim.AdamW")
+    nn, F = lib.nn, lib.nn.functional
+    width, heads, seq, vocab = 256, 4, 128, 65
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.ln_2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+            self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.qkv(self.ln_1(x)).split(C, dim=2)
+            q, k, v = (t.view(B, T, heads, C // heads).transpose(1, 2) for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+            return x + self.mlp(self.ln_2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, width), nn.Embedding(seq, width)
+            self.blocks = nn.Sequential(*[Block() for _ in range(4)])
+            self.ln_f = nn.LayerNorm(width)
+            self.head = nn.Linear(width, vocab, bias=False)
+            self.wte.weight = self.head.weight
+
+        def forward(self, idx):
+            x = self.wte(idx) + self.wpe(lib.arange(idx.shape[1]))
+            return self.head(self.ln_f(self.blocks(x)))
+
+    lib.manual_seed(0)
+    model = GPT()
+    opt = lib.optim.AdamW(model.parameters(), lr=3e-4)
+    idx = lib.randint(0, vocab, (16, seq))
+    targets = lib.randint(0, vocab, (16, seq))
+
+    def step():
+        opt.zero_grad()
+        F.cross_entropy(model(idx).view(-1, vocab), targets.view(-1)).backward()
+        opt.step()
+    return step, "step", 1
+
+
+def batch_norm2d(lib):
+    """BatchNorm2d(24) in training mode on [128, 24, 28, 28], forward + backward."""
+    lib.manual_seed(0)
+    bn = lib.nn.BatchNorm2d(24)
+    x = lib.randn(128, 24, 28, 28, requires_grad=True)
+    g = lib.randn(128, 24, 28, 28)
+
+    def step():
+        bn(x).backward(g)
+    return step, "step", 1
+
+
+def depthwise_conv(lib):
+    """A depthwise 3x3 convolution (MobileNet's) on [32, 144, 56, 56], forward + backward."""
+    F = lib.nn.functional
+    lib.manual_seed(0)
+    x = lib.randn(32, 144, 56, 56, requires_grad=True)
+    w = lib.randn(144, 1, 3, 3, requires_grad=True)
+
+    def step():
+        F.conv2d(x, w, padding=1, groups=144).sum().backward()
+    return step, "step", 1
+
+
+def vision_inference(lib, net: str, batch: int):
+    """Inference (eval, no_grad) of a 224x224 image network built from ``vision_nets``."""
+    import vision_nets
+    lib.manual_seed(0)
+    model = getattr(vision_nets, net)(lib).eval()
+    x = lib.randn(batch, 3, 224, 224)
+
+    def step():
+        with lib.no_grad():
+            model(x)
+    return step, "batch", 1
+
+
 LONG = {"Fashion-MNIST demo epoch"}
 
 WORKLOADS = {
@@ -234,4 +352,16 @@ WORKLOADS = {
     "DataLoader 0 workers": lambda lib: dataloader(lib, 0),
     "DataLoader 2 workers": lambda lib: dataloader(lib, 2),
     "Fashion-MNIST demo epoch": fashion_epoch,
+    "GELU fwd+bwd": lambda lib: layer(lib, "gelu"),
+    "GELU tanh fwd+bwd": lambda lib: layer(lib, "gelu_tanh"),
+    "SiLU fwd+bwd": lambda lib: layer(lib, "silu"),
+    "softmax fwd+bwd": lambda lib: layer(lib, "softmax"),
+    "layer_norm fwd+bwd": lambda lib: layer(lib, "layer_norm"),
+    "cross_entropy fwd+bwd": lambda lib: layer(lib, "cross_entropy"),
+    "nanoGPT-style step": nanogpt_step,
+    "BatchNorm2d fwd+bwd": batch_norm2d,
+    "depthwise conv fwd+bwd": depthwise_conv,
+    "ResNet18 inference b1": lambda lib: vision_inference(lib, "resnet18", 1),
+    "ResNet18 inference b8": lambda lib: vision_inference(lib, "resnet18", 8),
+    "MobileNetV3-s inference b8": lambda lib: vision_inference(lib, "mobilenet_v3_small", 8),
 }

@@ -4,9 +4,9 @@
   cannot be imported; that case warns once).  numba is imported at the first kernel call,
   never by ``import ember``.
 * Cache: compiled kernels are kept in ``$NUMBA_CACHE_DIR`` when the user set it, else in
-  ``$EMBER_HOME/numba/<stamp>``, where the stamp changes whenever a kernel source file
-  changes (numba's own cache only notices a change to the file of the function it
-  compiled, not to the helpers it inlines from other files).
+  ``$EMBER_HOME/numba/<stamp>``, where the stamp is a hash of the kernel sources (numba's
+  own cache only notices a change to the file of the function it compiled, not to the
+  helpers it inlines from other files).
 * Threads: no numba threading layer is used.  Kernels are compiled ``nogil`` and work on a
   range of rows; ``parallel_for`` splits the rows over the calling thread and a pool of
   ``ember.get_num_threads() - 1`` workers.  So a kernel may be called from several threads
@@ -66,18 +66,24 @@ def _import_numba():
     return numba
 
 
+_cache_dir = []
+
+
 def cache_dir() -> str:
     """Where compiled kernels are kept (see the module docstring)."""
     user = os.environ.get("NUMBA_CACHE_DIR")
     if user:
         return user
+    if _cache_dir:
+        return _cache_dir[0]
     from ...hub import _get_ember_home
     stamp = hashlib.sha256()
     for name in sorted(os.listdir(_HERE)):
         if name.endswith(".py"):
-            st = os.stat(os.path.join(_HERE, name))
-            stamp.update(f"{name}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return os.path.join(_get_ember_home(), "numba", stamp.hexdigest()[:16])
+            with open(os.path.join(_HERE, name), "rb") as f:
+                stamp.update(name.encode() + b"\0" + f.read())
+    _cache_dir.append(os.path.join(_get_ember_home(), "numba", stamp.hexdigest()[:16]))
+    return _cache_dir[0]
 
 
 def jit(fn=None, **options):

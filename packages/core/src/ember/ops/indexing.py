@@ -39,6 +39,13 @@ def _to_array_index(index, xp):
 
 
 def getitem(input, index):
+    if type(index) is builtins.int and input._data.ndim:  # t[i], a DataLoader's every sample
+        try:
+            arr = input._data[index, ...]
+        except IndexError as e:
+            raise _torch_index_error(e, input.shape, index) from None
+        return make_view(input, arr, lambda t: getitem(t, index), "SelectBackward0", _getitem_rule,
+                         (input._data.shape, index))
     for i in index if type(index) is tuple else (index,):
         if type(i) is slice and i.step is not None and i.step <= 0:
             raise ValueError("step must be greater than zero")  # torch has no negative strides

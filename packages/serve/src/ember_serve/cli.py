@@ -153,6 +153,10 @@ def _serve_parser() -> argparse.ArgumentParser:
                    help="seconds to wait for requests in flight on shutdown")
     p.add_argument("--model-control", default="none", choices=["none", "explicit"],
                    help="explicit: enable Triton's model repository extension (load/unload from the model store)")
+    p.add_argument("--grpc-port", type=int, default=None,
+                   help="port of the inference API over gRPC (the Open Inference Protocol's GRPCInferenceService; "
+                        "0: any free one; default: no gRPC endpoint; needs the grpc extra)")
+    p.add_argument("--grpc-host", default=None, help="address of the gRPC endpoint (default: --host)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     return p
 
@@ -176,7 +180,8 @@ def serve_main(argv=None) -> int:
                             metrics_port=args.metrics_port, model_store=args.model_store, models=models,
                             management_token=args.management_token, max_request_bytes=args.max_request_bytes,
                             max_archive_bytes=args.max_archive_bytes, graceful_timeout_s=args.graceful_timeout,
-                            model_control=args.model_control, log_level=args.log_level)
+                            model_control=args.model_control, log_level=args.log_level,
+                            grpc_port=args.grpc_port, grpc_host=args.grpc_host)
     try:
         server = Server(options)
     except ValueError as e:

@@ -22,7 +22,7 @@ import numpy as np
 from ..datatypes import ProtocolError, datatype_of, from_binary, from_json_data, to_binary, to_json_data
 from ..handlers import Request
 
-__all__ = ["parse_infer_request", "encode_infer_response", "HEADER_LENGTH"]
+__all__ = ["parse_infer_request", "encode_infer_response", "check_inputs", "HEADER_LENGTH"]
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
 
@@ -87,7 +87,7 @@ def parse_infer_request(body: bytes, header_length: str | None, model) -> tuple[
             arrays[name] = from_json_data(t["data"], t["datatype"], t["shape"], where)
     if offset != len(binary):
         raise ProtocolError(f"{len(binary) - offset} bytes of binary data follow the tensors the header describes")
-    _check_inputs(arrays, inputs, model)
+    check_inputs(arrays, inputs, model)
 
     binary_default = bool(params.get("binary_data_output", False))
     names, binary_flags = None, {}
@@ -115,7 +115,10 @@ def parse_infer_request(body: bytes, header_length: str | None, model) -> tuple[
                      "id": rid}
 
 
-def _check_inputs(arrays: dict, raw_inputs: list, model) -> None:
+def check_inputs(arrays: dict, raw_inputs: list, model) -> None:
+    """The request's tensors against the model's declared inputs (names, datatypes, shapes) and,
+    for a batching model, a shared first dimension; ``raw_inputs`` are ``{"name", "datatype"}``
+    dicts in request order. Raises ProtocolError (400)."""
     specs = {s.name: s for s in model.inputs}
     if specs:
         unknown = [n for n in arrays if n not in specs]

@@ -3,8 +3,11 @@
 The inference API, the management API and ``/metrics`` listen on their own ports; one
 uvicorn server serves all three sockets and an ASGI dispatcher picks the application by the
 port a connection arrived on, so that one signal handler, one graceful shutdown and one
-event loop cover everything. On SIGTERM or SIGINT uvicorn stops accepting, finishes the
-requests in flight, then the models' queues are drained and their workers stopped.
+event loop cover everything. With ``grpc_port`` a grpc.aio server (``grpc_app``) runs on
+the same loop, bound with the others and serving once the startup models are loaded. On
+SIGTERM or SIGINT uvicorn stops accepting, finishes the requests in flight, then the gRPC
+server stops (its calls in flight finish), the models' queues are drained and their workers
+stopped.
 
 Model workers are threads of this process (see ``batcher``): a Python exception in a
 handler is answered 500 and the worker goes on; a crash in native code (a segfault in an
@@ -68,6 +71,8 @@ class ServerOptions:
     graceful_timeout_s: float | None = 30.0
     model_control: str = "none"  # "explicit": Triton's model repository extension on the inference port
     log_level: str = "info"
+    grpc_port: int | None = None  # None: no gRPC endpoint
+    grpc_host: str | None = None  # None: the inference host
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -112,6 +117,13 @@ class Server:
         if options.model_control == "explicit" and not is_loopback(options.host) and not options.management_token:
             raise ValueError(f"--model-control explicit would let anyone reaching {options.host} load and unload "
                              "models: set --management-token (or EMBER_SERVE_TOKEN) or bind to 127.0.0.1")
+        if options.grpc_port is not None:
+            try:
+                from . import grpc_app  # noqa: F401
+            except ImportError as e:
+                raise ValueError(f"--grpc-port needs grpcio and protobuf (pip install 'ember-serve[grpc]') and the "
+                                 "gRPC modules generated when ember-serve is built (in a source checkout: python "
+                                 f"packages/serve/setup.py build_proto): {e}") from None
         self.options = options
         self.metrics = Metrics(lambda: self.registry.all())
         self.registry = ModelRegistry(metrics=self.metrics, max_archive_bytes=options.max_archive_bytes,
@@ -122,6 +134,7 @@ class Server:
                                            model_control=options.model_control)
         self.urls: dict[str, str] = {}
         self._uvicorn: uvicorn.Server | None = None
+        self._grpc = None  # the grpc.aio server when --grpc-port is given
 
     def _apps(self):
         async def metrics(request):
@@ -146,6 +159,8 @@ class Server:
             if message["type"] == "lifespan.startup":
                 try:
                     await self._load_startup_models()
+                    if self._grpc is not None:
+                        await self._grpc.start()
                 except Exception as e:
                     await send({"type": "lifespan.startup.failed", "message": f"{type(e).__name__}: {e}"})
                     return
@@ -154,6 +169,9 @@ class Server:
                 print("ember-serve listening: " + " ".join(f"{k}={v}" for k, v in self.urls.items()), flush=True)
             elif message["type"] == "lifespan.shutdown":
                 self.state.ready = False
+                if self._grpc is not None:
+                    # no new calls; those in flight finish before the models close
+                    await self._grpc.stop(self.options.graceful_timeout_s)
                 loop = asyncio.get_running_loop()
                 for m in self.registry.all():
                     await loop.run_in_executor(None, m.close)
@@ -185,15 +203,33 @@ class Server:
             self.urls[kind] = f"http://{shown}:{s.getsockname()[1]}"
         return sockets
 
+    def _bind_grpc(self) -> None:
+        from .grpc_app import build_grpc_server
+        o = self.options
+        host = o.grpc_host or o.host
+        self._grpc, port = build_grpc_server(self.state, host, o.grpc_port, o.max_request_bytes)
+        self.urls["grpc"] = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
     async def serve(self) -> None:
         sockets = self.bind()
+        if self.options.grpc_port is not None:
+            try:
+                self._bind_grpc()  # bound now, serving once the models are loaded
+            except BaseException:
+                for s in sockets:
+                    s.close()
+                raise
         apps = self._apps()
         by_port = {s.getsockname()[1]: a for s, a in zip(sockets, apps)}
         config = uvicorn.Config(self._dispatcher(by_port), lifespan="on", log_level=self.options.log_level,
                                 access_log=False, timeout_graceful_shutdown=self.options.graceful_timeout_s,
                                 limit_concurrency=None, timeout_keep_alive=30)
         self._uvicorn = _Uvicorn(config)
-        await self._uvicorn.serve(sockets=sockets)
+        try:
+            await self._uvicorn.serve(sockets=sockets)
+        finally:
+            if self._grpc is not None:
+                await self._grpc.stop(0)  # no-op after the graceful stop; frees the port after a failed start
         if not self._uvicorn.started:
             raise RuntimeError("the server did not start (see the log above)")
 

@@ -1,0 +1,178 @@
+"""A gRPC client of the Open Inference Protocol for the serve tests, run in a venv of its own.
+
+tritonclient[grpc] pins protobuf (and ml-dtypes) below what ember-serve's grpc extra needs, so
+it runs in a separate venv (the nox serve session builds one) and talks to the server over the
+socket. It imports neither ember nor ember_serve: the messages are Triton's own
+(``tritonclient.grpc.service_pb2``), an independent reading of the protocol.
+
+    python grpc_client.py HOST:PORT
+
+reads one JSON command per line on stdin and writes one JSON answer per line on stdout:
+
+- ``{"op": "live" | "ready" | "server_metadata"}``, ``{"op": "model_ready" | "model_metadata",
+  "model", "version"}`` through tritonclient.grpc's InferenceServerClient;
+- ``{"op": "infer", "model", "version", "id", "inputs": [{"name", "datatype", "shape", "data"}],
+  "outputs": [names] | null}`` through ``InferenceServerClient.infer`` (raw_input_contents, as
+  tritonclient always sends), outputs read back with ``InferResult.as_numpy``;
+- ``{"op": "message", "model", "version", "inputs": [{"name", "datatype", "shape", "contents":
+  {field: values}}], "raw": [base64] | null, "outputs": [names] | null}``: a ModelInferRequest
+  built field by field (typed contents, or raw bytes as given) and sent through the generated
+  stub; outputs decoded from raw_output_contents or from the typed contents, whichever came.
+
+An answer is ``{"ok": true, ...}`` or ``{"ok": false, "code": "NOT_FOUND", "message": ...}``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+import sys
+
+import grpc
+import numpy as np
+import tritonclient.grpc as grpcclient
+from tritonclient.grpc import service_pb2, service_pb2_grpc
+from tritonclient.utils import InferenceServerException
+
+NUMPY = {"BOOL": np.bool_, "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64,
+         "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "FP16": np.float16,
+         "FP32": np.float32, "FP64": np.float64}
+TYPED = {"BOOL": "bool_contents", "INT8": "int_contents", "INT16": "int_contents", "INT32": "int_contents",
+         "INT64": "int64_contents", "UINT8": "uint_contents", "UINT16": "uint_contents", "UINT32": "uint_contents",
+         "UINT64": "uint64_contents", "FP32": "fp32_contents", "FP64": "fp64_contents", "BYTES": "bytes_contents"}
+
+
+def to_json(arr: np.ndarray, datatype: str) -> list:
+    flat = np.asarray(arr).reshape(-1)
+    if datatype == "BYTES":
+        return [x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in flat]
+    return flat.tolist()
+
+
+def decode_raw(raw: bytes, datatype: str, shape) -> np.ndarray:
+    if datatype == "BYTES":
+        out, pos = [], 0
+        while pos < len(raw):
+            (n,) = struct.unpack_from("<I", raw, pos)
+            out.append(raw[pos + 4:pos + 4 + n])
+            pos += 4 + n
+        return np.array(out, dtype=object).reshape(shape)
+    if datatype == "BF16":  # the upper half of an FP32
+        bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+        return bits.view(np.float32).reshape(shape)
+    return np.frombuffer(raw, dtype=np.dtype(NUMPY[datatype]).newbyteorder("<")).reshape(shape)
+
+
+def input_array(spec: dict) -> np.ndarray:
+    if spec["datatype"] == "BYTES":
+        return np.array([s.encode("utf-8") for s in spec["data"]], dtype=object).reshape(spec["shape"])
+    return np.array(spec["data"], dtype=NUMPY[spec["datatype"]]).reshape(spec["shape"])
+
+
+def response_outputs(resp) -> dict:
+    """{name: {"datatype", "shape", "data"}} from a ModelInferResponse message, raw or typed."""
+    out = {}
+    for i, o in enumerate(resp.outputs):
+        shape = list(o.shape)
+        if resp.raw_output_contents:
+            arr = decode_raw(resp.raw_output_contents[i], o.datatype, shape)
+        else:
+            values = list(getattr(o.contents, TYPED[o.datatype]))
+            arr = np.array(values, dtype=object if o.datatype == "BYTES" else NUMPY[o.datatype]).reshape(shape)
+        out[o.name] = {"datatype": o.datatype, "shape": shape, "data": to_json(arr, o.datatype)}
+    return out
+
+
+class Client:
+    def __init__(self, url: str):
+        self.triton = grpcclient.InferenceServerClient(url)
+        self.stub = service_pb2_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(url))
+
+    def run(self, cmd: dict) -> dict:
+        op = cmd["op"]
+        model, version = cmd.get("model", ""), cmd.get("version", "") or ""
+        try:
+            if op == "live":
+                return {"ok": True, "value": self.triton.is_server_live()}
+            if op == "ready":
+                return {"ok": True, "value": self.triton.is_server_ready()}
+            if op == "model_ready":
+                return {"ok": True, "value": self.triton.is_model_ready(model, version)}
+            if op == "server_metadata":
+                return {"ok": True, "value": self.triton.get_server_metadata(as_json=True)}
+            if op == "model_metadata":
+                return {"ok": True, "value": self.triton.get_model_metadata(model, version, as_json=True)}
+            if op == "infer":
+                return self.infer(cmd)
+            if op == "message":
+                return self.message(cmd)
+        except InferenceServerException as e:
+            return {"ok": False, "code": str(e.status()).rsplit(".", 1)[-1], "message": e.message()}
+        except grpc.RpcError as e:
+            return {"ok": False, "code": e.code().name, "message": e.details()}
+        raise ValueError(f"unknown op {op!r}")
+
+    def infer(self, cmd: dict) -> dict:
+        inputs = []
+        for spec in cmd["inputs"]:
+            t = grpcclient.InferInput(spec["name"], list(spec["shape"]), spec["datatype"])
+            t.set_data_from_numpy(input_array(spec))
+            inputs.append(t)
+        outputs = None
+        if cmd.get("outputs") is not None:
+            outputs = [grpcclient.InferRequestedOutput(n) for n in cmd["outputs"]]
+        r = self.triton.infer(cmd["model"], inputs, model_version=cmd.get("version", "") or "", outputs=outputs,
+                              request_id=cmd.get("id", "") or "")
+        resp = r.get_response()
+        out = {}
+        for o in resp.outputs:
+            arr = r.as_numpy(o.name)
+            out[o.name] = {"datatype": o.datatype, "shape": list(o.shape), "data": to_json(arr, o.datatype)}
+        return {"ok": True, "id": resp.id, "model_name": resp.model_name, "model_version": resp.model_version,
+                "raw": len(resp.raw_output_contents) > 0, "outputs": out}
+
+    def message(self, cmd: dict) -> dict:
+        req = service_pb2.ModelInferRequest(model_name=cmd["model"], model_version=cmd.get("version", "") or "",
+                                            id=cmd.get("id", "") or "")
+        for spec in cmd["inputs"]:
+            t = req.inputs.add(name=spec["name"], datatype=spec["datatype"], shape=spec["shape"])
+            for field, values in (spec.get("contents") or {}).items():
+                if field == "bytes_contents":
+                    values = [v.encode("utf-8") for v in values]
+                getattr(t.contents, field).extend(values)
+        for b in cmd.get("raw") or []:
+            req.raw_input_contents.append(base64.b64decode(b))
+        for name in cmd.get("outputs") or []:
+            req.outputs.add(name=name)
+        for k, v in (cmd.get("parameters") or {}).items():
+            p = req.parameters[k]
+            if isinstance(v, bool):
+                p.bool_param = v
+            elif isinstance(v, int):
+                p.int64_param = v
+            elif isinstance(v, float):
+                p.double_param = v
+            else:
+                p.string_param = v
+        resp = self.stub.ModelInfer(req, timeout=60)
+        return {"ok": True, "id": resp.id, "model_name": resp.model_name, "model_version": resp.model_version,
+                "raw": len(resp.raw_output_contents) > 0, "outputs": response_outputs(resp)}
+
+
+def main() -> int:
+    client = Client(sys.argv[1])
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            answer = client.run(json.loads(line))
+        except Exception as e:  # a bug in a command: report it, keep serving the others
+            answer = {"ok": False, "code": "CLIENT_ERROR", "message": f"{type(e).__name__}: {e}"}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

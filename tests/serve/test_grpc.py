@@ -1,0 +1,376 @@
+"""The Open Inference Protocol over gRPC (``--grpc-port``), driven by tritonclient[grpc].
+
+tritonclient[grpc] pins protobuf below ember-serve's grpc extra, so it runs in a venv of its own
+(``EMBER_GRPC_CLIENT_PYTHON``; the nox serve session builds it): ``grpc_client.py`` there takes
+one JSON command per line and answers one per line, over the socket. Expected answers come from
+torch (the model's weights) and from the REST endpoint through tritonclient[http].
+"""
+
+import base64
+import importlib.util
+import json
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+import threading
+
+import ml_dtypes
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+from conftest import ServerProcess, http, http_json, make_echo_archive, make_linear_archive, torch_linear, wait_until
+
+import ember_serve
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TYPED = {"BOOL": "bool_contents", "INT8": "int_contents", "INT16": "int_contents", "INT32": "int_contents",
+         "INT64": "int64_contents", "UINT8": "uint_contents", "UINT16": "uint_contents", "UINT32": "uint_contents",
+         "UINT64": "uint64_contents", "FP32": "fp32_contents", "FP64": "fp64_contents", "BYTES": "bytes_contents"}
+NUMPY = {"BOOL": "?", "UINT8": "<u1", "UINT16": "<u2", "UINT32": "<u4", "UINT64": "<u8", "INT8": "<i1",
+         "INT16": "<i2", "INT32": "<i4", "INT64": "<i8", "FP16": "<f2", "FP32": "<f4", "FP64": "<f8"}
+SLOW_S = 2.0
+
+
+def client_python() -> str:
+    path = os.environ.get("EMBER_GRPC_CLIENT_PYTHON")
+    if path:
+        return path
+    if importlib.util.find_spec("tritonclient") and importlib.util.find_spec("tritonclient.grpc") \
+            and importlib.util.find_spec("grpc"):
+        return sys.executable
+    pytest.fail("no gRPC client: set EMBER_GRPC_CLIENT_PYTHON to a Python with tritonclient[grpc] installed "
+                "(nox -s \"tests(package='serve')\" builds one)")
+
+
+class GrpcClient:
+    """grpc_client.py in the client venv, kept running for the module; ``ask(cmd)`` -> its answer."""
+
+    def __init__(self, url: str):
+        self.proc = subprocess.Popen([client_python(), os.path.join(HERE, "grpc_client.py"), url],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        self._lock = threading.Lock()
+
+    def ask(self, **cmd) -> dict:
+        with self._lock:
+            self.proc.stdin.write(json.dumps(cmd) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait(10)
+            raise RuntimeError(f"the gRPC client exited: {self.proc.stderr.read()}")
+        answer = json.loads(line)
+        assert answer.get("code") != "CLIENT_ERROR", answer["message"]
+        return answer
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+
+@pytest.fixture(scope="module")
+def grpc_server(tmp_path_factory):
+    store = tmp_path_factory.mktemp("grpc") / "store"
+    lin1, state1 = make_linear_archive(store, version="1", seed=0)
+    lin2, state2 = make_linear_archive(store, version="2", seed=1)
+    echo = make_echo_archive(store, config={"max_batch_size": 16})
+    slow = make_echo_archive(store, name="slow", config={"max_batch_size": 16, "handler_config": {"sleep_s": SLOW_S}})
+    small = make_echo_archive(store, name="small", config={"max_request_bytes": 1024})
+    server = ServerProcess(["--grpc-port", "0", "--models", f"lin={lin1}", f"lin={lin2}", f"echo={echo}",
+                            f"slow={slow}", f"small={small}"])
+    server.torch = {"1": torch_linear(state1), "2": torch_linear(state2)}
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def client(grpc_server):
+    c = GrpcClient(grpc_server.urls["grpc"])
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def rest(grpc_server):
+    c = httpclient.InferenceServerClient(grpc_server.hostport)
+    yield c
+    c.close()
+
+
+def tensor(name, arr, datatype):
+    data = [x.decode() for x in arr.reshape(-1)] if datatype == "BYTES" else arr.reshape(-1).tolist()
+    return {"name": name, "datatype": datatype, "shape": list(arr.shape), "data": data}
+
+
+def typed(name, arr, datatype, field=None):
+    t = tensor(name, arr, datatype)
+    return {"name": name, "datatype": datatype, "shape": t["shape"], "contents": {field or TYPED[datatype]: t["data"]}}
+
+
+def b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def sample(datatype, shape=(2, 3)):
+    rng = np.random.default_rng(3)
+    if datatype == "BYTES":
+        return np.array([f"w{i}\u00e9".encode() for i in range(int(np.prod(shape)))], dtype=object).reshape(shape)
+    if datatype == "BOOL":
+        return rng.random(shape) > 0.5
+    dt = np.dtype(NUMPY[datatype])
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return rng.integers(max(info.min, -1000), min(info.max, 1000), shape, endpoint=True).astype(dt)
+    return rng.standard_normal(shape).astype(dt)
+
+
+def output_array(out) -> np.ndarray:
+    if out["datatype"] == "BYTES":
+        return np.array([s.encode() for s in out["data"]], dtype=object).reshape(out["shape"])
+    return np.array(out["data"], dtype=NUMPY[out["datatype"]]).reshape(out["shape"])
+
+
+def test_health_and_server_metadata(client, grpc_server):
+    assert client.ask(op="live") == {"ok": True, "value": True}
+    assert client.ask(op="ready") == {"ok": True, "value": True}
+    meta = client.ask(op="server_metadata")["value"]
+    status, rest_meta = http_json("GET", grpc_server.inference + "/v2")
+    assert status == 200
+    assert meta["name"] == rest_meta["name"] == "ember-serve"
+    assert meta["version"] == rest_meta["version"] == ember_serve.__version__
+
+
+def test_model_metadata_and_readiness_match_rest(client, grpc_server):
+    for version in ("", "2"):
+        got = client.ask(op="model_metadata", model="lin", version=version)["value"]
+        path = "/v2/models/lin" + (f"/versions/{version}" if version else "")
+        status, want = http_json("GET", grpc_server.inference + path)
+        assert status == 200
+        for t in got["inputs"] + got["outputs"]:  # protobuf's JSON form writes int64 as strings
+            t["shape"] = [int(d) for d in t["shape"]]
+        assert got == want
+    assert client.ask(op="model_ready", model="lin")["value"] is True
+    assert client.ask(op="model_ready", model="lin", version="2")["value"] is True
+    # an unknown model is not ready, and asking is not an error (Triton's answer)
+    assert client.ask(op="model_ready", model="nosuch") == {"ok": True, "value": False}
+    assert client.ask(op="model_ready", model="lin", version="9") == {"ok": True, "value": False}
+
+
+def test_unknown_model_is_not_found(client):
+    x = np.zeros((1, 4), np.float32)
+    for answer in (client.ask(op="model_metadata", model="nosuch"),
+                   client.ask(op="infer", model="nosuch", inputs=[tensor("input__0", x, "FP32")]),
+                   client.ask(op="message", model="nosuch", inputs=[typed("input__0", x, "FP32")])):
+        assert answer["ok"] is False and answer["code"] == "NOT_FOUND"
+        assert "unknown model 'nosuch'" in answer["message"]
+    answer = client.ask(op="infer", model="lin", version="9", inputs=[tensor("input__0", x, "FP32")])
+    assert answer["code"] == "NOT_FOUND" and "has no version '9'" in answer["message"]
+
+
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_infer_raw_matches_rest_and_torch(client, rest, grpc_server, version):
+    x = np.random.default_rng(int(version)).random((5, 4), dtype=np.float32)
+    answer = client.ask(op="infer", model="lin", version=version, id="req-7", inputs=[tensor("input__0", x, "FP32")],
+                        outputs=["output__0"])
+    assert answer["ok"], answer
+    assert (answer["id"], answer["model_name"], answer["model_version"], answer["raw"]) == ("req-7", "lin", version,
+                                                                                           True)
+    out = answer["outputs"]["output__0"]
+    assert out["datatype"] == "FP32" and out["shape"] == [5, 3]
+    got = output_array(out)
+    inp = httpclient.InferInput("input__0", [5, 4], "FP32")
+    inp.set_data_from_numpy(x)
+    np.testing.assert_array_equal(got, rest.infer("lin", [inp], model_version=version).as_numpy("output__0"))
+    np.testing.assert_allclose(got, grpc_server.torch[version](x), rtol=1e-5, atol=1e-6)
+
+
+def test_infer_typed_contents_matches_raw_and_torch(client, grpc_server):
+    x = np.random.default_rng(5).random((3, 4), dtype=np.float32)
+    answer = client.ask(op="message", model="lin", inputs=[typed("input__0", x, "FP32")])
+    assert answer["ok"], answer
+    assert answer["raw"] is False  # a typed request is answered in typed contents
+    got = output_array(answer["outputs"]["output__0"])
+    raw = client.ask(op="infer", model="lin", inputs=[tensor("input__0", x, "FP32")])
+    np.testing.assert_array_equal(got, output_array(raw["outputs"]["output__0"]))
+    np.testing.assert_allclose(got, grpc_server.torch["1"](x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("datatype", sorted(TYPED))
+def test_typed_contents_round_trip(client, datatype):
+    x = sample(datatype)
+    answer = client.ask(op="message", model="echo", inputs=[typed("x", x, datatype)], outputs=["out_x"])
+    assert answer["ok"], answer
+    assert answer["raw"] is False
+    out = answer["outputs"]["out_x"]
+    assert out["datatype"] == datatype and out["shape"] == list(x.shape)
+    np.testing.assert_array_equal(output_array(out), x)
+
+
+@pytest.mark.parametrize("datatype", sorted(NUMPY) + ["BYTES"])
+def test_raw_contents_round_trip_through_tritonclient(client, datatype):
+    x = sample(datatype)
+    answer = client.ask(op="infer", model="echo", inputs=[tensor("x", x, datatype)], outputs=["out_x"])
+    assert answer["ok"], answer
+    assert answer["raw"] is True
+    out = answer["outputs"]["out_x"]
+    assert out["datatype"] == datatype and out["shape"] == list(x.shape)
+    np.testing.assert_array_equal(output_array(out), x)
+
+
+def test_raw_bf16_and_bytes_as_sent(client):
+    # bytes written here by hand: BF16 is the upper half of an FP32; a BYTES element is a length then its bytes
+    b = np.array([1.5, -0.25, 3.0], dtype=ml_dtypes.bfloat16)
+    words = [b"ab", b"", "\u00e9t\u00e9".encode()]
+    packed = b"".join(struct.pack("<I", len(w)) + w for w in words)
+    answer = client.ask(op="message", model="echo", raw=[b64(b.tobytes()), b64(packed)],
+                        inputs=[{"name": "b", "datatype": "BF16", "shape": [3]},
+                                {"name": "s", "datatype": "BYTES", "shape": [3, 1]}])
+    assert answer["ok"], answer
+    assert answer["raw"] is True
+    outs = answer["outputs"]
+    assert outs["out_b"] == {"datatype": "BF16", "shape": [3], "data": b.astype(np.float32).tolist()}
+    assert outs["out_s"] == {"datatype": "BYTES", "shape": [3, 1], "data": [w.decode() for w in words]}
+
+
+def test_typed_answer_with_fp16_output_is_raw(client):
+    # FP16 has no typed field: the answer comes raw even for a typed request (the forms never mix)
+    x = np.array([1, 2, 3], np.int32)
+    h = np.array([0.5, -2.0, 65504.0], np.float16)
+    answer = client.ask(op="message", model="echo", inputs=[typed("x", x, "INT32")])
+    assert answer["raw"] is False  # typed in, typed out: out_x and batch_rows have typed fields
+    answer = client.ask(op="message", model="echo", raw=[b64(x.astype("<i4").tobytes()), b64(h.tobytes())],
+                        inputs=[{"name": "x", "datatype": "INT32", "shape": [3]},
+                                {"name": "h", "datatype": "FP16", "shape": [3]}])
+    assert answer["ok"] and answer["raw"] is True
+    np.testing.assert_array_equal(output_array(answer["outputs"]["out_h"]), h)
+    np.testing.assert_array_equal(output_array(answer["outputs"]["out_x"]), x)
+
+
+def _malformed():
+    x = np.zeros((1, 4), np.float32)
+    raw = x.tobytes()
+    fp32 = {"name": "input__0", "datatype": "FP32", "shape": [1, 4]}
+    return [
+        ("raw too short", dict(raw=[b64(raw[:12])], inputs=[fp32]), "needs 16 bytes, got 12"),
+        ("raw entries per input", dict(raw=[b64(raw), b64(raw)], inputs=[fp32]), "2 entries for 1 inputs"),
+        ("raw and typed mixed", dict(raw=[b64(raw)], inputs=[typed("input__0", x, "FP32")]), "one form"),
+        ("wrong typed field", dict(inputs=[typed("input__0", x.astype(np.int32), "FP32", "int_contents")]),
+         "takes its elements in fp32_contents"),
+        ("element count", dict(inputs=[{**fp32, "contents": {"fp32_contents": [1.0, 2.0, 3.0]}}]),
+         "holds 4 elements, fp32_contents has 3"),
+        ("datatype", dict(inputs=[typed("input__0", x.astype(np.int32), "INT32")]), "datatype INT32 given"),
+        ("shape", dict(inputs=[typed("input__0", np.zeros((1, 5), np.float32), "FP32")]), "does not match"),
+        ("unknown input", dict(inputs=[typed("nope", x, "FP32")]), "unknown input(s) ['nope']"),
+        ("unknown output", dict(inputs=[typed("input__0", x, "FP32")], outputs=["nope"]), "unknown output 'nope'"),
+        ("no inputs", dict(inputs=[]), "needs 'inputs'"),
+        ("FP16 typed", dict(inputs=[{"name": "input__0", "datatype": "FP16", "shape": [1, 4],
+                                     "contents": {"fp32_contents": [0.0] * 4}}]), "no typed contents field"),
+        ("unknown datatype", dict(inputs=[{**fp32, "datatype": "FP8"}], raw=[b64(raw)]), "unknown datatype 'FP8'"),
+    ]
+
+
+@pytest.mark.parametrize("what,cmd,message", _malformed(), ids=[m[0] for m in _malformed()])
+def test_malformed_request_is_invalid_argument(client, what, cmd, message):
+    answer = client.ask(op="message", model="lin", **cmd)
+    assert answer["ok"] is False and answer["code"] == "INVALID_ARGUMENT", answer
+    assert message in answer["message"]
+
+
+def test_out_of_range_narrow_integers_are_refused(client):
+    x = {"name": "x", "datatype": "INT8", "shape": [2], "contents": {"int_contents": [1, 300]}}
+    answer = client.ask(op="message", model="echo", inputs=[x])
+    assert answer["code"] == "INVALID_ARGUMENT" and "out of the range of INT8" in answer["message"]
+
+
+def test_request_over_the_model_limit(client):
+    big = np.zeros(600, np.float32)  # 2400 bytes; the model takes at most 1024
+    answer = client.ask(op="infer", model="small", inputs=[tensor("x", big, "FP32")])
+    assert answer["code"] == "RESOURCE_EXHAUSTED" and "max_request_bytes" in answer["message"]
+
+
+def _metric(text, name, **labels):
+    """The value of the sample ``name`` with exactly ``labels`` in a /metrics text (0 when absent)."""
+    want = set(labels.items())
+    for line in text.splitlines():
+        m = re.fullmatch(r"(\w+)\{(.*)\} (\S+)", line)
+        if m and m.group(1) == name and set(re.findall(r'(\w+)="([^"]*)"', m.group(2))) == want:
+            return float(m.group(3))
+    return 0.0
+
+
+def test_server_stays_healthy_after_failures_and_counts_them(client, grpc_server):
+    status, _, text = http("GET", grpc_server.metrics + "/metrics")
+    before = text.decode()
+    bad = client.ask(op="message", model="lin", raw=[b64(b"\0" * 3)],
+                     inputs=[{"name": "input__0", "datatype": "FP32", "shape": [1, 4]}])
+    assert bad["code"] == "INVALID_ARGUMENT"
+    assert client.ask(op="live")["value"] and client.ask(op="ready")["value"]
+    x = np.random.default_rng(9).random((2, 4), dtype=np.float32)
+    good = client.ask(op="infer", model="lin", inputs=[tensor("input__0", x, "FP32")])
+    np.testing.assert_allclose(output_array(good["outputs"]["output__0"]), grpc_server.torch["1"](x), rtol=1e-5,
+                               atol=1e-6)
+    status, _, text = http("GET", grpc_server.metrics + "/metrics")
+    after = text.decode()
+    assert status == 200
+    for code, n in (("400", 1), ("200", 1)):
+        labels = dict(model="lin", protocol="grpc", code=code)
+        assert _metric(after, "ember_requests_total", **labels) == _metric(before, "ember_requests_total",
+                                                                           **labels) + n
+    for name in ("nv_inference_request_failure", "nv_inference_request_success"):
+        assert _metric(after, name, model="lin", version="1") == _metric(before, name, model="lin", version="1") + 1
+
+
+def test_grpc_and_rest_requests_share_a_batch(client, grpc_server):
+    """A REST request occupies the one worker of ``slow``; a gRPC request of 2 rows and a REST one
+    of 3 queue behind it and run as one batch of 5 rows."""
+    results = {}
+
+    def rest_infer(key, rows):
+        inp = httpclient.InferInput("x", [rows, 1], "INT64")
+        inp.set_data_from_numpy(np.arange(rows, dtype=np.int64).reshape(rows, 1))
+        c = httpclient.InferenceServerClient(grpc_server.hostport)  # a client per thread
+        try:
+            results[key] = c.infer("slow", [inp]).as_numpy("batch_rows").tolist()
+        finally:
+            c.close()
+
+    def grpc_infer():
+        x = np.array([[10], [11]], np.int64)
+        results["grpc"] = client.ask(op="infer", model="slow", inputs=[tensor("x", x, "INT64")])
+
+    def queue_depth():
+        status, _, text = http("GET", grpc_server.metrics + "/metrics")
+        return _metric(text.decode(), "ember_queue_depth", model="slow", version="1")
+
+    def busy_workers():
+        status, described = http_json("GET", grpc_server.management + "/models/slow")
+        return described[0]["busyWorkers"]
+
+    blocker = threading.Thread(target=rest_infer, args=("blocker", 1))
+    blocker.start()
+    assert wait_until(lambda: busy_workers() == 1, timeout=SLOW_S / 2)
+    threads = [threading.Thread(target=grpc_infer), threading.Thread(target=rest_infer, args=("rest", 3))]
+    for t in threads:
+        t.start()
+    assert wait_until(lambda: queue_depth() == 2, timeout=SLOW_S), "both requests should wait behind the blocker"
+    for t in [blocker, *threads]:
+        t.join(60)
+    assert results["blocker"] == [1]
+    assert results["rest"] == [5, 5, 5]
+    assert results["grpc"]["ok"] and results["grpc"]["outputs"]["batch_rows"]["data"] == [5, 5]
+    np.testing.assert_array_equal(output_array(results["grpc"]["outputs"]["out_x"]), [[10], [11]])
+
+
+def test_taken_grpc_port_stops_startup():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "ember_serve", "--port", "0", "--management-port", "0",
+                            "--metrics-port", "0", "--grpc-port", str(port)], capture_output=True, text=True,
+                           timeout=120)
+    assert r.returncode == 1 and "ember-serve listening" not in r.stdout
+    assert f"cannot listen on 127.0.0.1:{port} (gRPC)" in r.stderr

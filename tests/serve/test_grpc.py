@@ -79,8 +79,9 @@ def grpc_server(tmp_path_factory):
     echo = make_echo_archive(store, config={"max_batch_size": 16})
     slow = make_echo_archive(store, name="slow", config={"max_batch_size": 16, "handler_config": {"sleep_s": SLOW_S}})
     small = make_echo_archive(store, name="small", config={"max_request_bytes": 1024})
+    late = make_echo_archive(store, name="late", config={"response_timeout_s": 0.2, "handler_config": {"sleep_s": 1.0}})
     server = ServerProcess(["--grpc-port", "0", "--models", f"lin={lin1}", f"lin={lin2}", f"echo={echo}",
-                            f"slow={slow}", f"small={small}"])
+                            f"slow={slow}", f"small={small}", f"late={late}"])
     server.torch = {"1": torch_linear(state1), "2": torch_linear(state2)}
     yield server
     server.stop()
@@ -289,6 +290,16 @@ def test_request_over_the_model_limit(client):
     big = np.zeros(600, np.float32)  # 2400 bytes; the model takes at most 1024
     answer = client.ask(op="infer", model="small", inputs=[tensor("x", big, "FP32")])
     assert answer["code"] == "RESOURCE_EXHAUSTED" and "max_request_bytes" in answer["message"]
+
+
+def test_answer_later_than_the_timeout_is_deadline_exceeded(client):
+    answer = client.ask(op="infer", model="late", inputs=[tensor("x", np.zeros(2, np.float32), "FP32")])
+    assert answer["code"] == "DEADLINE_EXCEEDED" and "response_timeout_s" in answer["message"]
+
+
+def test_calls_beyond_the_protocol_are_unimplemented(client):
+    answer = client.ask(op="model_config", model="lin")
+    assert answer["ok"] is False and answer["code"] == "UNIMPLEMENTED"
 
 
 def _metric(text, name, **labels):

@@ -385,3 +385,16 @@ def test_taken_grpc_port_stops_startup():
                            timeout=120)
     assert r.returncode == 1 and "ember-serve listening" not in r.stdout
     assert f"cannot listen on 127.0.0.1:{port} (gRPC)" in r.stderr
+
+
+def test_sigterm_stops_rest_and_grpc_gracefully(tmp_path):
+    echo = make_echo_archive(tmp_path)
+    server = ServerProcess(["--grpc-port", "0", "--models", f"echo={echo}"])
+    c = GrpcClient(server.urls["grpc"])
+    try:
+        answer = c.ask(op="infer", model="echo", inputs=[tensor("x", np.arange(3, dtype=np.int32), "INT32")])
+        assert answer["ok"] and answer["outputs"]["out_x"]["data"] == [0, 1, 2]
+    finally:
+        c.close()
+        code = server.stop()
+    assert code == 0, "".join(server.stderr_lines)

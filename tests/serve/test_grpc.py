@@ -7,7 +7,7 @@ torch (the model's weights) and from the REST endpoint through tritonclient[http
 """
 
 import base64
-import importlib.util
+import functools
 import json
 import os
 import re
@@ -31,15 +31,16 @@ TYPED = {"BOOL": "bool_contents", "INT8": "int_contents", "INT16": "int_contents
          "UINT64": "uint64_contents", "FP32": "fp32_contents", "FP64": "fp64_contents", "BYTES": "bytes_contents"}
 NUMPY = {"BOOL": "?", "UINT8": "<u1", "UINT16": "<u2", "UINT32": "<u4", "UINT64": "<u8", "INT8": "<i1",
          "INT16": "<i2", "INT32": "<i4", "INT64": "<i8", "FP16": "<f2", "FP32": "<f4", "FP64": "<f8"}
-SLOW_S = 2.0
+SLOW_S = 3.0  # long enough for two requests to queue behind the first on a loaded machine
 
 
+@functools.lru_cache(maxsize=None)
 def client_python() -> str:
     path = os.environ.get("EMBER_GRPC_CLIENT_PYTHON")
     if path:
         return path
-    if importlib.util.find_spec("tritonclient") and importlib.util.find_spec("tritonclient.grpc") \
-            and importlib.util.find_spec("grpc"):
+    # else this Python, when tritonclient.grpc imports here (tritonclient[http] ships it, unpinned)
+    if subprocess.run([sys.executable, "-c", "import tritonclient.grpc"], capture_output=True).returncode == 0:
         return sys.executable
     pytest.fail("no gRPC client: set EMBER_GRPC_CLIENT_PYTHON to a Python with tritonclient[grpc] installed "
                 "(nox -s \"tests(package='serve')\" builds one)")

@@ -399,3 +399,38 @@ def test_sigterm_stops_rest_and_grpc_gracefully(tmp_path):
         c.close()
         code = server.stop()
     assert code == 0, "".join(server.stderr_lines)
+
+
+def test_text_generation_takes_request_parameters(tmp_path):
+    """BYTES in typed contents and an int64 request parameter reach the text_generation handler:
+    the answer equals the REST one and ember-text's own generation on the folder."""
+    from text_archives import gpt2_folder
+
+    import ember_text
+    from ember_serve import create_archive
+
+    folder = gpt2_folder(tmp_path / "hf", seed=3)
+    archive = create_archive(str(tmp_path / "gen.emar"), name="gen", version="1", handler="text_generation",
+                             hf_folder=folder, config={"max_batch_size": 4})
+    tok = ember_text.AutoTokenizer.from_pretrained(folder)
+    model = ember_text.models.AutoModelForCausalLM.from_pretrained(folder)
+    prompt = "To be, or not to be"
+    ids = tok(prompt, return_tensors="ember")["input_ids"]
+    want = tok.decode(model.generate(ids, max_new_tokens=9)[0, ids.shape[1]:].tolist(), skip_special_tokens=True,
+                      clean_up_tokenization_spaces=False)
+    server = ServerProcess(["--grpc-port", "0", "--models", f"gen={archive}"])
+    c = GrpcClient(server.urls["grpc"])
+    try:
+        text = {"name": "text_input", "datatype": "BYTES", "shape": [1], "contents": {"bytes_contents": [prompt]}}
+        answer = c.ask(op="message", model="gen", inputs=[text], parameters={"max_new_tokens": 9})
+        inp = httpclient.InferInput("text_input", [1], "BYTES")
+        inp.set_data_from_numpy(np.array([prompt.encode()], dtype=object))
+        rest = httpclient.InferenceServerClient(server.hostport)
+        rest_answer = rest.infer("gen", [inp], parameters={"max_new_tokens": 9}).as_numpy("text_output").tolist()
+        rest.close()
+    finally:
+        c.close()
+        server.stop()
+    assert answer["ok"], answer
+    assert answer["outputs"]["text_output"]["data"] == [want]
+    assert rest_answer == [want.encode()]

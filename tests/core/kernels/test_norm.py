@@ -178,6 +178,38 @@ def test_group_norm(dt, shape, groups):
 
 
 @pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("affine", ["weight", "none"])
+def test_group_norm_partial_affine(dt, affine):
+    rng = np.random.default_rng(12)
+    w = rng.standard_normal(6) if affine == "weight" else None
+    _check(lambda x, w: F.group_norm(x, 3, w), lambda x, w: TF.group_norm(x, 3, w),
+           [_rand(rng, 2, 6, 4, 5), w], [0, 1] if affine == "weight" else [0], dt)
+
+
+def test_group_norm_kernel_runs_node_and_double_backward(monkeypatch):
+    calls = []
+    for name in ("group_forward", "group_backward"):
+        real = getattr(kernels.norm, name)
+        monkeypatch.setattr(kernels.norm, name, lambda *a, _f=real, _n=name: calls.append(_n) or _f(*a))
+    rng = np.random.default_rng(13)
+    x, w, b = rng.standard_normal((2, 6, 3, 4)), rng.standard_normal(6), rng.standard_normal(6)
+    ex, ew, eb = (ember.tensor(a, requires_grad=True) for a in (x, w, b))
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    ey, ty = F.group_norm(ex, 3, ew, eb), TF.group_norm(tx, 3, tw, tb)
+    assert type(ey.grad_fn).__name__ == type(ty.grad_fn).__name__
+    ey.pow(2).sum().backward()
+    assert calls == ["group_forward", "group_backward"]
+    for a in (ex, ew, eb):
+        a.grad = None
+    (gx,) = ember.autograd.grad(F.group_norm(ex, 3, ew, eb).pow(3).sum(), ex, create_graph=True)
+    (tgx,) = torch.autograd.grad(ty.pow(3).sum(), tx, create_graph=True)
+    gx.pow(2).sum().backward()
+    tgx.pow(2).sum().backward()
+    for e, t in ((ex, tx), (ew, tw), (eb, tb)):
+        _close(e.grad.numpy(), t.grad.numpy(), np.float64)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
 def test_group_norm_channels_last(dt):
     rng = np.random.default_rng(6)
     _check(lambda x, w, b: F.group_norm(x, 2, w, b), lambda x, w, b: TF.group_norm(x, 2, w, b),

@@ -292,9 +292,61 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"{[n * c // num_groups, num_groups] + list(input.shape[2:])}")
     _check_channel_vectors(input, weight, bias)
+    if input.numel() and _accepts(input._data, weight, bias):
+        out, mean, rstd = kernels.norm.group_forward(input._data, num_groups, None if weight is None else weight._data,
+                                                     None if bias is None else bias._data, eps)
+        r = _make(out, input.dtype)
+        if needs_grad(input, weight, bias):
+            record("NativeGroupNormBackward0", _group_rule, (input, weight, bias), r,
+                   (input, weight, mean, rstd, num_groups, eps, _req(bias), (_req(input), _req(weight))))
+        return r
     grouped = input.reshape(n, num_groups, (input.numel() // max(n * num_groups, 1)))
     xhat, _, _ = _standardize(grouped, (2,), eps, "NativeGroupNormBackward0")
     return _affine(xhat.reshape(input.shape), weight, bias)
+
+
+def _group_rule(g, x, weight, mean, rstd, groups, eps, bias_req, needs):
+    """Gradients of group norm with its affine step, one node as torch's (the compiled
+    forward); ember ops, recomputing the statistics from ``x`` when a graph of the
+    gradient is built, so double backward is exact."""
+    from .elementwise import rsqrt
+    from .reduction import mean as _mean
+    from .reduction import sum as _sum
+    need_x, need_w = needs
+    n, c = x.shape[:2]
+    xg = x.reshape(n, groups, -1)
+    if _STATE.enabled and x._requires_grad:
+        xc = xg - _mean(xg, (2,), keepdim=True)
+        inv = rsqrt(_mean(xc * xc, (2,), keepdim=True) + eps)
+    else:
+        inv = wrap(rstd.reshape(n, groups, 1), x.dtype)
+        xc = xg - wrap(mean.reshape(n, groups, 1), x.dtype)
+    xhat = xc * inv
+    red = (0,) + tuple(range(2, x.ndim))
+    gw = gb = gx = None
+    if weight is not None and need_w:
+        gw = _sum(g * xhat.reshape(x.shape), red)
+    if bias_req:
+        gb = _sum(g, red)
+    if need_x:
+        gy = (g * weight.reshape(_bshape(x.ndim, 1, c)) if weight is not None else g).reshape(n, groups, -1)
+        cnt = gy.shape[2]
+        s1 = _sum(gy, (2,), keepdim=True)
+        s2 = _sum(gy * xhat, (2,), keepdim=True)
+        gx = ((inv / cnt) * (gy * cnt - s1 - xhat * s2)).reshape(x.shape)
+    return gx, gw, gb
+
+
+def _group_arrays(g, x, weight, mean, rstd, groups, eps, bias_req, needs):
+    if x.size and kernels.accepts(g, x, *(() if weight is None else (weight,))):
+        gx, gw, gb = kernels.norm.group_backward(g, x, groups, weight, mean, rstd, needs[0])
+        return gx, (gw if weight is not None and needs[1] else None), (gb if bias_req else None)
+    res = _group_rule(wrap(g), wrap(x), None if weight is None else wrap(weight), mean, rstd, groups, eps, bias_req,
+                      needs)
+    return tuple(None if v is None else v._data for v in res)
+
+
+_group_rule = on_arrays(_group_arrays)(_group_rule)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,

@@ -21,8 +21,8 @@ import numpy as np
 
 from ._runtime import jit, parallel_for, threads
 
-__all__ = ["rows_forward", "rows_backward", "rms_forward", "rms_backward", "channel_stats",
-           "channel_apply", "channel_backward"]
+__all__ = ["rows_forward", "rows_backward", "rms_forward", "rms_backward", "group_forward", "group_backward",
+           "channel_stats", "channel_apply", "channel_backward"]
 
 _REASSOC = {"reassoc", "contract", "nsz", "arcp"}
 
@@ -198,6 +198,114 @@ def _rms_bwd_x(start, stop, g, x, w, rstd, gx):
         o = gx[r]
         for j in range(k):
             o[j] = inv * (gr[j] * w[j] - xr[j] * inv * c)
+
+
+# ---- groups (group norm) --------------------------------------------------------------------
+
+@jit(fastmath=_REASSOC)
+def _group_fwd(start, stop, x, w, b, out, mean, rstd, eps):
+    # x [N * G, Cg, S]; row r is group r % G of sample r // G; w, b [G, Cg]
+    groups = w.shape[0]
+    cg, s = x.shape[1], x.shape[2]
+    inv_n = x.dtype.type(1.0) / x.dtype.type(cg * s)
+    for r in range(start, stop):
+        gi = r % groups
+        acc = x.dtype.type(0.0)
+        for ci in range(cg):
+            row = x[r, ci]
+            for j in range(s):
+                acc += row[j]
+        m = acc * inv_n
+        v = x.dtype.type(0.0)
+        for ci in range(cg):
+            row = x[r, ci]
+            for j in range(s):
+                d = row[j] - m
+                v += d * d
+        inv = x.dtype.type(1.0) / np.sqrt(v * inv_n + eps)
+        for ci in range(cg):
+            a = inv * w[gi, ci]
+            c = b[gi, ci] - m * a
+            row = x[r, ci]
+            o = out[r, ci]
+            for j in range(s):
+                o[j] = row[j] * a + c
+        mean[r] = m
+        rstd[r] = inv
+
+
+def group_forward(x, groups, w, b, eps):
+    """``(out, mean, rstd)`` of group norm on ``x`` ``[N, C, *]`` (any layout; the output is
+    contiguous): each of ``groups`` channel groups of a sample standardised, then
+    ``* w[c] + b[c]`` (``[C]`` or None); ``mean``/``rstd`` ``[N * groups]``."""
+    n, c = x.shape[:2]
+    dt = x.dtype
+    x3 = np.ascontiguousarray(x).reshape(n * groups, c // groups, -1)
+    w = np.ones(c, dt) if w is None else np.ascontiguousarray(w, dt)
+    b = np.zeros(c, dt) if b is None else np.ascontiguousarray(b, dt)
+    out = np.empty_like(x3)
+    mean, rstd = np.empty(n * groups, dt), np.empty(n * groups, dt)
+    if x3.size:
+        parallel_for(_group_fwd, n * groups, x3, w.reshape(groups, -1), b.reshape(groups, -1), out, mean, rstd,
+                     dt.type(eps), work_per_item=3 * x3[0].size)
+    return out.reshape(x.shape), mean, rstd
+
+
+@jit(fastmath=_REASSOC)
+def _group_bwd(start, stop, g, x, w, mean, rstd, gx, sw, sb, need_x):
+    # per row: s1 = sum(g * w), s2 = sum(g * w * x_hat); per (row, channel) the sums of g * x_hat
+    # and g into sw, sb [N * G, Cg]
+    groups = w.shape[0]
+    cg, s = x.shape[1], x.shape[2]
+    inv_n = x.dtype.type(1.0) / x.dtype.type(cg * s)
+    for r in range(start, stop):
+        gi = r % groups
+        m = mean[r]
+        inv = rstd[r]
+        s1 = x.dtype.type(0.0)
+        s2 = x.dtype.type(0.0)
+        for ci in range(cg):
+            gr = g[r, ci]
+            xr = x[r, ci]
+            pg = x.dtype.type(0.0)
+            px = x.dtype.type(0.0)
+            for j in range(s):
+                pg += gr[j]
+                px += gr[j] * (xr[j] - m)
+            sb[r, ci] = pg
+            sw[r, ci] = px * inv
+            s1 += pg * w[gi, ci]
+            s2 += px * inv * w[gi, ci]
+        if need_x:
+            s1 *= inv_n
+            s2 *= inv_n
+            for ci in range(cg):
+                a = inv * w[gi, ci]
+                gr = g[r, ci]
+                xr = x[r, ci]
+                o = gx[r, ci]
+                for j in range(s):
+                    o[j] = a * gr[j] - inv * (s1 + (xr[j] - m) * inv * s2)
+
+
+def group_backward(g, x, groups, w, mean, rstd, need_x):
+    """Gradients of :func:`group_forward`: ``(gx, gw, gb)`` (``gx`` None unless ``need_x``;
+    ``gw``/``gb`` ``[C]``, the sums over samples and positions of ``g * x_hat`` and ``g``)."""
+    n, c = x.shape[:2]
+    dt = x.dtype
+    x3 = np.ascontiguousarray(x).reshape(n * groups, c // groups, -1)
+    g3 = np.ascontiguousarray(g, dt).reshape(x3.shape)
+    w = np.ones(c, dt) if w is None else np.ascontiguousarray(w, dt)
+    gx = np.empty_like(x3) if need_x else np.empty((1, 1, 1), dt)
+    sw, sb = np.empty(x3.shape[:2], dt), np.empty(x3.shape[:2], dt)
+    if x3.size:
+        parallel_for(_group_bwd, n * groups, g3, x3, w.reshape(groups, -1), np.ascontiguousarray(mean, dt),
+                     np.ascontiguousarray(rstd, dt), gx, sw, sb, bool(need_x), work_per_item=3 * x3[0].size)
+    else:
+        sw[:], sb[:] = 0, 0
+    gw = sw.reshape(n, c).sum(0, dtype=np.float64).astype(dt)
+    gb = sb.reshape(n, c).sum(0, dtype=np.float64).astype(dt)
+    return (gx.reshape(x.shape) if need_x else None), gw, gb
 
 
 # ---- channels (batch norm) ----------------------------------------------------------------

@@ -80,11 +80,17 @@ def _max_fwd(start, stop, x, out, arg, idx, k, s, p, d, delta, want_idx):
                     best = neg
                     code = 0
                     if d_in and h_in and w0 >= 0 and w0 + (kw - 1) * d[2] < n_w:
+                        # the maximum first (one dependency chain), then its first offset
                         for c in range(kk):
                             v = xf[base + delta[c]]
-                            take = (v > best) | (v != v)
-                            best = v if take else best
-                            code = c if take else code
+                            best = v if (v > best) | (v != v) else best
+                        if best == best:
+                            for c in range(kk - 1, -1, -1):
+                                code = c if xf[base + delta[c]] == best else code
+                        else:  # a NaN: the last one, as torch's scan keeps
+                            for c in range(kk):
+                                v = xf[base + delta[c]]
+                                code = c if v != v else code
                     else:  # a window over the border: only its cells inside the input
                         code = -1
                         for i in range(kd):

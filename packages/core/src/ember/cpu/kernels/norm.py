@@ -340,37 +340,51 @@ def _ncs_sums(start, stop, x, y, ref, s1, s2, mode):
 
 
 @jit(fastmath=_REASSOC)
+def _mc_block_stats(x, lo, hi, ref, pa, pq):
+    for j in range(x.shape[1]):
+        pa[j] = 0.0
+        pq[j] = 0.0
+    for r in range(lo, hi):
+        xr = x[r]
+        for j in range(x.shape[1]):
+            d = xr[j] - ref[j]
+            pa[j] += d
+            pq[j] += d * d
+
+
+@jit(fastmath=_REASSOC)
+def _mc_block_grads(g, x, lo, hi, ref, pa, pq):
+    for j in range(x.shape[1]):
+        pa[j] = 0.0
+        pq[j] = 0.0
+    for r in range(lo, hi):
+        gr = g[r]
+        xr = x[r]
+        for j in range(x.shape[1]):
+            pa[j] += gr[j]
+            pq[j] += gr[j] * (xr[j] - ref[j])
+
+
+@jit(fastmath=_REASSOC)
 def _mc_sums(start, stop, x, y, ref, s1, s2, mode):
-    # channels-last [M, C]: chunk i sums rows [M * i // chunks, M * (i + 1) // chunks) into s*[i]
+    # channels-last [M, C]: chunk i sums rows [M * i // chunks, M * (i + 1) // chunks) into s*[i],
+    # blocks of 64 rows in the input dtype, added in float64
     m, c = x.shape
     chunks = s1.shape[0]
-    pa = np.zeros(c, x.dtype)
-    pq = np.zeros(c, x.dtype)
+    pa = np.empty(c, x.dtype)
+    pq = np.empty(c, x.dtype)
     for i in range(start, stop):
         a = s1[i]
         q = s2[i]
         for j in range(c):
             a[j] = 0.0
             q[j] = 0.0
-        lo = m * i // chunks
         hi = m * (i + 1) // chunks
-        # blocks of rows summed in the input dtype, then added in float64
-        for b0 in range(lo, hi, 64):
-            for j in range(c):
-                pa[j] = 0.0
-                pq[j] = 0.0
-            for r in range(b0, min(b0 + 64, hi)):
-                xr = x[r]
-                yr = y[r]
-                if mode == 0:
-                    for j in range(c):
-                        d = yr[j] - ref[j]
-                        pa[j] += d
-                        pq[j] += d * d
-                else:
-                    for j in range(c):
-                        pa[j] += xr[j]
-                        pq[j] += xr[j] * (yr[j] - ref[j])
+        for b0 in range(m * i // chunks, hi, 64):
+            if mode == 0:
+                _mc_block_stats(y, b0, min(b0 + 64, hi), ref, pa, pq)
+            else:
+                _mc_block_grads(x, y, b0, min(b0 + 64, hi), ref, pa, pq)
             for j in range(c):
                 a[j] += pa[j]
                 q[j] += pq[j]

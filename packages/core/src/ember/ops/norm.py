@@ -9,6 +9,12 @@ gy_hat = grad * weight, the input gradient in training mode is
 (running) statistics it is ``gy_hat * invstd``.  The rules use ember ops; when a graph of
 the gradient is wanted (create_graph=True) they recompute x_hat from x with ember ops, so
 double backward is exact.
+
+Compiled kernels (cpu/kernels/norm.py) take numpy float32/float64 arrays: batch_norm,
+layer_norm and the standardisation then run as one pass forward and one backward, saving
+the per-row or per-channel mean and rstd instead of x_hat; group_norm's kernel includes
+its affine step (one node, as torch's), and rms_norm's replaces its chain of ops with one
+node named as the chain's last (``MulBackward0``).  Other arrays take the numpy code here.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ kernel offsets (never over cells).  Each pool and its backward are a pair of ops
 rules are each other, so double backward works.  Window and output sizes follow torch's
 docs: ``out = (L + 2*padding - dilation*(kernel-1) - 1) / stride + 1``, rounded down, or up
 with ``ceil_mode`` as long as the last window starts inside the input or the left padding.
+
+numpy float32/float64 arrays take the compiled kernels (cpu/kernels/pool.py) for max and
+average pooling and their backwards, and for global average pooling; they save the same
+argmax form (the kernel offset in the window), so the rules are shared.
 """
 
 from __future__ import annotations

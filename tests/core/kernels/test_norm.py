@@ -309,3 +309,23 @@ def test_batch_norm_kernel_runs(monkeypatch):
     x = ember.tensor(np.random.default_rng(11).standard_normal((4, 3, 5, 5)).astype(np.float32), requires_grad=True)
     F.batch_norm(x, None, None, training=True).sum().backward()
     assert calls == ["channel_stats", "channel_apply", "channel_backward"]
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_batch_norm_strided_input(dt):
+    """A layout that is neither contiguous nor channels-last takes the numpy path."""
+    rng = np.random.default_rng(14)
+    rm, rv = rng.standard_normal(3), rng.random(3) + 0.5
+    for training in (True, False):
+        efn, tfn, _, _ = _bn(training, 0.1, rm, rv)
+        _check(lambda x, w, b, f=efn: f(x[:, ::2], w, b), lambda x, w, b, f=tfn: f(x[:, ::2], w, b),
+               [_rand(rng, 4, 6, 5, 3), rng.standard_normal(3), rng.standard_normal(3)], [0, 1, 2], dt)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_batch_norm_eval_empty_batch(dt):
+    x = np.zeros((0, 3, 4, 4), dt)
+    rm, rv = np.zeros(3, dt), np.ones(3, dt)
+    e = F.batch_norm(ember.tensor(x), ember.tensor(rm), ember.tensor(rv), training=False)
+    t = TF.batch_norm(torch.tensor(x), torch.tensor(rm), torch.tensor(rv), training=False)
+    assert tuple(e.shape) == tuple(t.shape) and e.dtype == ember.tensor(x).dtype

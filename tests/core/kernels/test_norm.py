@@ -329,3 +329,22 @@ def test_batch_norm_eval_empty_batch(dt):
     e = F.batch_norm(ember.tensor(x), ember.tensor(rm), ember.tensor(rv), training=False)
     t = TF.batch_norm(torch.tensor(x), torch.tensor(rm), torch.tensor(rv), training=False)
     assert tuple(e.shape) == tuple(t.shape) and e.dtype == ember.tensor(x).dtype
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_batch_norm_statistics_with_an_outlier_first_value(channels_last):
+    """float32 statistics stay accurate when a channel's values sit far from its first
+    value (no sum of squares cancels): against torch in float64."""
+    rng = np.random.default_rng(15)
+    x = (rng.standard_normal((16, 3, 9, 7)) + 1000.0).astype(np.float32)
+    x[0, :, 0, 0] = 1e5
+    ex = ember.tensor(x)
+    if channels_last:
+        ex = ex.contiguous(memory_format=ember.channels_last)
+    erm, erv = ember.zeros(3), ember.ones(3)
+    y = F.batch_norm(ex, erm, erv, training=True, momentum=1.0)
+    trm, trv = torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    ty = TF.batch_norm(torch.tensor(x, dtype=torch.float64), trm, trv, training=True, momentum=1.0)
+    np.testing.assert_allclose(erm.numpy(), trm.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(erv.numpy(), trv.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(y.numpy(), ty.numpy(), rtol=1e-4, atol=1e-4)

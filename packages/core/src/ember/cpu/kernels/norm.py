@@ -6,10 +6,10 @@ output while the row sits in cache), the backward one pass that also adds each t
 share of the weight and bias gradients into its own row of a partial-sum buffer.
 
 Channels (batch_norm): ``x`` is ``[N, C, S]`` (contiguous) or ``[M, C]`` (channels-last,
-C the fastest axis).  Statistics are shifted sums (every value minus the channel's first
-value, in float64 across planes) so that one read of ``x`` gives mean and variance
-without the cancellation of plain sums of squares; the output and the input gradient are
-each one pass of ``a[c] * x + b[c]`` style folded coefficients, as torch's CPU kernels.
+C the fastest axis).  Statistics are one read of ``x``: the mean and squared deviations of
+each cached plane (or block of rows) by two passes, merged in float64 by Chan's update,
+so no sum of squares cancels; the output and the input gradient are each one pass of
+``a[c] * x + b[c]`` style folded coefficients, as torch's CPU kernels.
 
 Every function takes and returns numpy arrays of one float dtype; the caller (ops/norm.py)
 has already checked shapes.
@@ -310,46 +310,122 @@ def group_backward(g, x, groups, w, mean, rstd, need_x):
 
 # ---- channels (batch norm) ----------------------------------------------------------------
 
+@jit
+def _merge(cnt, mean, m2, j, n_b, mean_b, m2_b):
+    # Chan et al.'s pairwise update of a count, mean and sum of squared deviations
+    # ("Updating formulae and a pairwise algorithm for computing sample variances", 1979)
+    tot = cnt + n_b
+    delta = mean_b - mean[j]
+    mean[j] += delta * (n_b / tot)
+    m2[j] += m2_b + delta * delta * (cnt * n_b / tot)
+
+
 @jit(fastmath=_REASSOC)
-def _ncs_sums(start, stop, x, y, ref, s1, s2, mode):
-    # per channel c: s1 = sum(y - ref), s2 = sum((y - ref)^2) (mode 0, statistics of x = y)
-    # or s1 = sum(x), s2 = sum(x * (y - ref)) (mode 1: g = x, input = y, gradients' sums)
+def _ncs_stats(start, stop, x, mean, m2):
+    # per channel: each plane's mean and squared deviations (two passes over the cached plane),
+    # planes merged in float64
+    n, _, s = x.shape
+    inv_s = x.dtype.type(1.0) / x.dtype.type(s)
+    for c in range(start, stop):
+        mean[c] = 0.0
+        m2[c] = 0.0
+        for i in range(n):
+            xp = x[i, c]
+            acc = x.dtype.type(0.0)
+            for j in range(s):
+                acc += xp[j]
+            pm = acc * inv_s
+            q = x.dtype.type(0.0)
+            for j in range(s):
+                d = xp[j] - pm
+                q += d * d
+            _merge(float(i * s), mean, m2, c, float(s), float(pm), float(q))
+
+
+@jit(fastmath=_REASSOC)
+def _mc_block_stats(x, lo, hi, bm, bq):
+    c = x.shape[1]
+    inv = x.dtype.type(1.0) / x.dtype.type(hi - lo)
+    for j in range(c):
+        bm[j] = 0.0
+        bq[j] = 0.0
+    for r in range(lo, hi):
+        xr = x[r]
+        for j in range(c):
+            bm[j] += xr[j]
+    for j in range(c):
+        bm[j] *= inv
+    for r in range(lo, hi):
+        xr = x[r]
+        for j in range(c):
+            d = xr[j] - bm[j]
+            bq[j] += d * d
+
+
+@jit(fastmath=_REASSOC)
+def _mc_stats(start, stop, x, mean, m2):
+    # channels-last [M, C]: chunk i takes rows [M * i // chunks, M * (i + 1) // chunks) into
+    # mean[i], m2[i]: blocks of 64 rows by two passes in the input dtype, merged in float64
+    m, c = x.shape
+    chunks = mean.shape[0]
+    bm = np.empty(c, x.dtype)
+    bq = np.empty(c, x.dtype)
+    for i in range(start, stop):
+        lo = m * i // chunks
+        hi = m * (i + 1) // chunks
+        for j in range(c):
+            mean[i, j] = 0.0
+            m2[i, j] = 0.0
+        for b0 in range(lo, hi, 64):
+            b1 = min(b0 + 64, hi)
+            _mc_block_stats(x, b0, b1, bm, bq)
+            for j in range(c):
+                _merge(float(b0 - lo), mean[i], m2[i], j, float(b1 - b0), float(bm[j]), float(bq[j]))
+
+
+def channel_stats(x):
+    """``(mean, biased var)`` per channel, float64 ``[C]``, of ``[N, C, S]`` or ``[M, C]``."""
+    if x.ndim == 3:
+        c = x.shape[1]
+        mean, m2 = np.empty(c), np.empty(c)
+        if c:
+            parallel_for(_ncs_stats, c, x, mean, m2, work_per_item=x.size // c)
+        return mean, m2 / (x.size // c)
+    m, c = x.shape
+    chunks = _chunks(m, c)
+    means, m2s = np.empty((chunks, c)), np.empty((chunks, c))
+    parallel_for(_mc_stats, chunks, x, means, m2s, work_per_item=x.size // chunks)
+    mean, m2, cnt = means[0], m2s[0], m // chunks
+    for i in range(1, chunks):  # the chunks merged as the blocks were
+        n_b = m * (i + 1) // chunks - m * i // chunks
+        tot = cnt + n_b
+        delta = means[i] - mean
+        mean = mean + delta * (n_b / tot)
+        m2 = m2 + m2s[i] + delta * delta * (cnt * n_b / tot)
+        cnt = tot
+    return mean, m2 / m
+
+
+@jit(fastmath=_REASSOC)
+def _ncs_sums(start, stop, g, x, ref, s1, s2):
+    # per channel c: s1 = sum(g), s2 = sum(g * (x - ref))
     n, _, s = x.shape
     for c in range(start, stop):
         a = 0.0
         q = 0.0
         r = ref[c]
         for i in range(n):
+            gp = g[i, c]
             xp = x[i, c]
-            yp = y[i, c]
             pa = x.dtype.type(0.0)
             pq = x.dtype.type(0.0)
-            if mode == 0:
-                for j in range(s):
-                    d = yp[j] - r
-                    pa += d
-                    pq += d * d
-            else:
-                for j in range(s):
-                    pa += xp[j]
-                    pq += xp[j] * (yp[j] - r)
+            for j in range(s):
+                pa += gp[j]
+                pq += gp[j] * (xp[j] - r)
             a += pa
             q += pq
         s1[c] = a
         s2[c] = q
-
-
-@jit(fastmath=_REASSOC)
-def _mc_block_stats(x, lo, hi, ref, pa, pq):
-    for j in range(x.shape[1]):
-        pa[j] = 0.0
-        pq[j] = 0.0
-    for r in range(lo, hi):
-        xr = x[r]
-        for j in range(x.shape[1]):
-            d = xr[j] - ref[j]
-            pa[j] += d
-            pq[j] += d * d
 
 
 @jit(fastmath=_REASSOC)
@@ -366,7 +442,7 @@ def _mc_block_grads(g, x, lo, hi, ref, pa, pq):
 
 
 @jit(fastmath=_REASSOC)
-def _mc_sums(start, stop, x, y, ref, s1, s2, mode):
+def _mc_sums(start, stop, g, x, ref, s1, s2):
     # channels-last [M, C]: chunk i sums rows [M * i // chunks, M * (i + 1) // chunks) into s*[i],
     # blocks of 64 rows in the input dtype, added in float64
     m, c = x.shape
@@ -381,42 +457,25 @@ def _mc_sums(start, stop, x, y, ref, s1, s2, mode):
             q[j] = 0.0
         hi = m * (i + 1) // chunks
         for b0 in range(m * i // chunks, hi, 64):
-            if mode == 0:
-                _mc_block_stats(y, b0, min(b0 + 64, hi), ref, pa, pq)
-            else:
-                _mc_block_grads(x, y, b0, min(b0 + 64, hi), ref, pa, pq)
+            _mc_block_grads(g, x, b0, min(b0 + 64, hi), ref, pa, pq)
             for j in range(c):
                 a[j] += pa[j]
                 q[j] += pq[j]
 
 
-def _sums(x, y, ref, mode):
-    """Per-channel float64 sums over ``[N, C, S]`` or ``[M, C]`` (see the kernels)."""
+def _grad_sums(g, x, ref):
+    """Per-channel float64 ``sum(g)`` and ``sum(g * (x - ref))`` over ``[N, C, S]`` or ``[M, C]``."""
     if x.ndim == 3:
         c = x.shape[1]
         s1, s2 = np.empty(c), np.empty(c)
         if c:
-            parallel_for(_ncs_sums, c, x, y, ref, s1, s2, mode, work_per_item=x.size // c)
+            parallel_for(_ncs_sums, c, g, x, ref, s1, s2, work_per_item=x.size // c)
         return s1, s2
     m, c = x.shape
     chunks = _chunks(m, c)
     s1, s2 = np.empty((chunks, c)), np.empty((chunks, c))
-    parallel_for(_mc_sums, chunks, x, y, ref, s1, s2, mode, work_per_item=x.size // chunks)
+    parallel_for(_mc_sums, chunks, g, x, ref, s1, s2, work_per_item=x.size // chunks)
     return s1.sum(0), s2.sum(0)
-
-
-def _reference(x):
-    """The first value of each channel: the shift of the sums."""
-    return np.ascontiguousarray(x[0, :, 0] if x.ndim == 3 else x[0], x.dtype)
-
-
-def channel_stats(x):
-    """``(mean, biased var)`` per channel, float64 ``[C]``, of ``[N, C, S]`` or ``[M, C]``."""
-    count = x.size // x.shape[1]
-    ref = _reference(x)
-    s1, s2 = _sums(x, x, ref, 0)
-    d = s1 / count
-    return ref + d, np.maximum(s2 / count - d * d, 0.0)
 
 
 @jit(fastmath=_REASSOC)
@@ -511,7 +570,7 @@ def channel_backward(g, x, mean, rstd, w, batch_stats, need_x, need_w, need_b):
     s1 = s2 = None
     if need_w or need_b or (need_x and batch_stats):
         ref = mean.astype(dt)  # the sums of g * (x - mean), with mean rounded to x's dtype
-        s1, s2 = _sums(g, x, ref, 1)
+        s1, s2 = _grad_sums(g, x, ref)
         s2 = s2 + s1 * (ref.astype(np.float64) - mean)  # back to the exact mean
         gb = s1.astype(dt) if need_b else None
         gw = (s2 * rstd).astype(dt) if need_w else None

@@ -9,15 +9,25 @@ gy_hat = grad * weight, the input gradient in training mode is
 (running) statistics it is ``gy_hat * invstd``.  The rules use ember ops; when a graph of
 the gradient is wanted (create_graph=True) they recompute x_hat from x with ember ops, so
 double backward is exact.
+
+Compiled kernels (cpu/kernels/norm.py) take numpy float32/float64 arrays: batch_norm,
+layer_norm and the standardisation then run as one pass forward and one backward, saving
+the per-row or per-channel mean and rstd instead of x_hat; group_norm's kernel includes
+its affine step (one node, as torch's), and rms_norm's replaces its chain of ops with one
+node named as the chain's last (``MulBackward0``).  Other arrays take the numpy code here.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy
+
 from .._autocast import cast_inputs
 from .._tensor import _make
-from ._helpers import _STATE, be, needs_grad, record
+from ..autograd.graph import on_arrays
+from ..cpu import kernels
+from ._helpers import _STATE, be, needs_grad, record, wrap
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm",
            "normalize"]
@@ -89,20 +99,18 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     n = input.numel() // max(c, 1)
     if training and n <= 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
-    xp = be(input).xp
     x = input._data
     bshape = _bshape(input.ndim, 1, c)
+    needs = (_req(input), _req(weight))
+    if _accepts(x, weight, bias):
+        view, restore = _channel_view(x)
+        if view is not None:
+            return _batch_norm_kernel(input, view, restore, running_mean, running_var, weight, bias, training,
+                                      momentum, eps, axes, bshape, n, needs)
+    xp = be(input).xp
     if training:
         mean, var, xc, invstd = _stats(xp, x, axes, eps)
-        if running_mean is not None:
-            running_mean._data *= (1 - momentum)
-            running_mean._data += (momentum * mean.reshape(c)).astype(running_mean._data.dtype, copy=False)
-            running_mean._vc[0] += 1
-        if running_var is not None:
-            unbiased = var.reshape(c) * (n / (n - 1))
-            running_var._data *= (1 - momentum)
-            running_var._data += (momentum * unbiased).astype(running_var._data.dtype, copy=False)
-            running_var._vc[0] += 1
+        _update_running(running_mean, running_var, mean, var, n, momentum)
     else:
         mean = running_mean._data.reshape(bshape).astype(x.dtype, copy=False)
         xc = x - mean
@@ -119,7 +127,71 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if needs_grad(input, weight, bias):
         record("NativeBatchNormBackward0", _norm_rule, (input, weight, bias), r,
                (input, weight, _make(xhat, input.dtype), _make(invstd, input.dtype), axes, axes, bshape,
-                training, eps, None if training else running_mean, None if training else running_var, _req(bias)))
+                training, eps, None if training else running_mean, None if training else running_var, _req(bias),
+                None, needs))
+    return r
+
+
+def _update_running(running_mean, running_var, mean, var, n, momentum):
+    """``running = (1 - momentum) * running + momentum * batch`` in place (the variance
+    unbiased), bumping each buffer's version."""
+    if running_mean is not None:
+        c = running_mean.numel()
+        running_mean._data *= (1 - momentum)
+        running_mean._data += (momentum * mean.reshape(c)).astype(running_mean._data.dtype, copy=False)
+        running_mean._vc[0] += 1
+    if running_var is not None:
+        c = running_var.numel()
+        unbiased = var.reshape(c) * (n / (n - 1))
+        running_var._data *= (1 - momentum)
+        running_var._data += (momentum * unbiased).astype(running_var._data.dtype, copy=False)
+        running_var._vc[0] += 1
+
+
+def _accepts(x, *tensors):
+    """Whether the compiled kernels take ``x`` with these (optional) parameter tensors."""
+    return kernels.accepts(x, *(t._data for t in tensors if t is not None))
+
+
+def _channel_view(x):
+    """``x`` ``[N, C, *]`` as the kernels' ``[N, C, S]`` (contiguous) or ``[M, C]`` (channels
+    last, or no spatial dims) view, and the function that gives a result of that view back
+    in ``x``'s shape and layout; (None, None) for other layouts."""
+    n, c = x.shape[:2]
+    s = x.size // max(n * c, 1)
+    if x.flags.c_contiguous:
+        view = x.reshape(n * s, c) if s == 1 else x.reshape(n, c, s)
+        return view, lambda r: r.reshape(x.shape)
+    order = kernels.dense_order(x)
+    if order != (0,) + tuple(range(2, x.ndim)) + (1,):
+        return None, None
+    t = x.transpose(order)
+    inverse = tuple(int(i) for i in numpy.argsort(order))
+    return t.reshape(-1, c), lambda r: r.reshape(t.shape).transpose(inverse)
+
+
+def _batch_norm_kernel(input, view, restore, running_mean, running_var, weight, bias, training, momentum, eps,
+                       axes, bshape, n, needs):
+    """batch_norm's forward on the compiled kernels: statistics in one pass (training),
+    then ``x * scale + shift`` with the folded per-channel scale and shift."""
+    x = input._data
+    dt = x.dtype
+    if training:
+        mean, var = kernels.norm.channel_stats(view)
+        _update_running(running_mean, running_var, mean.astype(dt), var.astype(dt), n, momentum)
+    else:
+        mean = running_mean._data.astype(numpy.float64)
+        var = running_var._data.astype(numpy.float64)
+    rstd = 1.0 / numpy.sqrt(var + eps)
+    scale = rstd if weight is None else rstd * weight._data.astype(numpy.float64)
+    shift = -mean * scale
+    if bias is not None:
+        shift += bias._data
+    r = _make(restore(kernels.norm.channel_apply(view, scale, shift)), input.dtype)
+    if needs_grad(input, weight, bias):
+        record("NativeBatchNormBackward0", _norm_rule, (input, weight, bias), r,
+               (input, weight, None, None, axes, axes, bshape, training, eps, None if training else running_mean,
+                None if training else running_var, _req(bias), ("channels", mean, rstd), needs))
     return r
 
 
@@ -137,9 +209,21 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
         if t is not None and tuple(t.shape) != normalized_shape:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t.shape)} and normalized_shape = {list(normalized_shape)}")
-    xp = be(input).xp
     x = input._data
     axes = tuple(range(input.ndim - k, input.ndim))
+    width = math.prod(normalized_shape)
+    needs = (_req(input), _req(weight))
+    if width and _accepts(x, weight, bias):
+        out, mean, _, rstd = kernels.norm.rows_forward(
+            x.reshape(-1, width), None if weight is None else weight._data.reshape(-1),
+            None if bias is None else bias._data.reshape(-1), eps)
+        r = _make(out.reshape(x.shape), input.dtype)
+        if needs_grad(input, weight, bias):
+            record("NativeLayerNormBackward0", _norm_rule, (input, weight, bias), r,
+                   (input, weight, None, None, axes, tuple(range(input.ndim - k)), normalized_shape, True, eps,
+                    None, None, _req(bias), ("rows", mean, rstd), needs))
+        return r
+    xp = be(input).xp
     _, _, xc, invstd = _stats(xp, x, axes, eps)
     xhat = xc * invstd
     out = xhat
@@ -151,20 +235,27 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     if needs_grad(input, weight, bias):
         record("NativeLayerNormBackward0", _norm_rule, (input, weight, bias), r,
                (input, weight, _make(xhat, input.dtype), _make(invstd, input.dtype), axes,
-                tuple(range(input.ndim - k)), normalized_shape, True, eps, None, None, _req(bias)))
+                tuple(range(input.ndim - k)), normalized_shape, True, eps, None, None, _req(bias), None, needs))
     return r
 
 
 def _standardize(input, axes, eps, name):
     """``(x - mean) / sqrt(var + eps)`` over ``axes`` as one node (no affine); also returns
     the mean and biased variance arrays, keepdims, for running statistics."""
-    xp = be(input).xp
     x = input._data
-    mean, var, xc, invstd = _stats(xp, x, axes, eps)
-    r = _make((xc * invstd).astype(x.dtype, copy=False), input.dtype)
+    width = math.prod(x.shape[a] for a in axes)
+    if width and axes == tuple(range(x.ndim - len(axes), x.ndim)) and _accepts(x):
+        keep = x.shape[:x.ndim - len(axes)] + (1,) * len(axes)
+        out, mean, var, invstd = kernels.norm.rows_forward(x.reshape(-1, width), None, None, eps)
+        mean, var, invstd = mean.reshape(keep), var.reshape(keep), invstd.reshape(keep)
+        r = _make(out.reshape(x.shape), input.dtype)
+    else:
+        mean, var, xc, invstd = _stats(be(input).xp, x, axes, eps)
+        r = _make((xc * invstd).astype(x.dtype, copy=False), input.dtype)
     if needs_grad(input):
         record(name, _norm_rule, (input, None, None), r,
-               (input, None, r, _make(invstd, input.dtype), axes, axes, None, True, eps, None, None, False))
+               (input, None, r, _make(invstd, input.dtype), axes, axes, None, True, eps, None, None, False, None,
+                (True, False)))
     return r, mean, var
 
 
@@ -207,9 +298,61 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"{[n * c // num_groups, num_groups] + list(input.shape[2:])}")
     _check_channel_vectors(input, weight, bias)
+    if input.numel() and _accepts(input._data, weight, bias):
+        out, mean, rstd = kernels.norm.group_forward(input._data, num_groups, None if weight is None else weight._data,
+                                                     None if bias is None else bias._data, eps)
+        r = _make(out, input.dtype)
+        if needs_grad(input, weight, bias):
+            record("NativeGroupNormBackward0", _group_rule, (input, weight, bias), r,
+                   (input, weight, mean, rstd, num_groups, eps, _req(bias), (_req(input), _req(weight))))
+        return r
     grouped = input.reshape(n, num_groups, (input.numel() // max(n * num_groups, 1)))
     xhat, _, _ = _standardize(grouped, (2,), eps, "NativeGroupNormBackward0")
     return _affine(xhat.reshape(input.shape), weight, bias)
+
+
+def _group_rule(g, x, weight, mean, rstd, groups, eps, bias_req, needs):
+    """Gradients of group norm with its affine step, one node as torch's (the compiled
+    forward); ember ops, recomputing the statistics from ``x`` when a graph of the
+    gradient is built, so double backward is exact."""
+    from .elementwise import rsqrt
+    from .reduction import mean as _mean
+    from .reduction import sum as _sum
+    need_x, need_w = needs
+    n, c = x.shape[:2]
+    xg = x.reshape(n, groups, -1)
+    if _STATE.enabled and x._requires_grad:
+        xc = xg - _mean(xg, (2,), keepdim=True)
+        inv = rsqrt(_mean(xc * xc, (2,), keepdim=True) + eps)
+    else:
+        inv = wrap(rstd.reshape(n, groups, 1), x.dtype)
+        xc = xg - wrap(mean.reshape(n, groups, 1), x.dtype)
+    xhat = xc * inv
+    red = (0,) + tuple(range(2, x.ndim))
+    gw = gb = gx = None
+    if weight is not None and need_w:
+        gw = _sum(g * xhat.reshape(x.shape), red)
+    if bias_req:
+        gb = _sum(g, red)
+    if need_x:
+        gy = (g * weight.reshape(_bshape(x.ndim, 1, c)) if weight is not None else g).reshape(n, groups, -1)
+        cnt = gy.shape[2]
+        s1 = _sum(gy, (2,), keepdim=True)
+        s2 = _sum(gy * xhat, (2,), keepdim=True)
+        gx = ((inv / cnt) * (gy * cnt - s1 - xhat * s2)).reshape(x.shape)
+    return gx, gw, gb
+
+
+def _group_arrays(g, x, weight, mean, rstd, groups, eps, bias_req, needs):
+    if x.size and kernels.accepts(g, x, *(() if weight is None else (weight,))):
+        gx, gw, gb = kernels.norm.group_backward(g, x, groups, weight, mean, rstd, needs[0])
+        return gx, (gw if weight is not None and needs[1] else None), (gb if bias_req else None)
+    res = _group_rule(wrap(g), wrap(x), None if weight is None else wrap(weight), mean, rstd, groups, eps, bias_req,
+                      needs)
+    return tuple(None if v is None else v._data for v in res)
+
+
+_group_rule = on_arrays(_group_arrays)(_group_rule)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
@@ -276,10 +419,56 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         import ml_dtypes
         eps = float(ml_dtypes.finfo(x.dtype.np).eps)
     dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
+    width = math.prod(normalized_shape)
+    if not low and width and _accepts(x._data, weight):
+        out, rstd = kernels.norm.rms_forward(x._data.reshape(-1, width),
+                                             None if weight is None else weight._data.reshape(-1), eps)
+        r = _make(out.reshape(x.shape), x.dtype)
+        if needs_grad(x, weight):
+            # one node for the whole chain, named as the chain's last node (a product)
+            record("MulBackward0", _rms_rule, (x, weight), r, (x, weight, rstd, dims, eps, (_req(x), _req(weight))))
+        return r
     out = x * rsqrt(_mean(x * x, dims, keepdim=True) + eps)
     if weight is not None:
         out = out * weight
     return out.to(input.dtype) if low else out
+
+
+def _rms_rule(g, x, weight, rstd, dims, eps, needs):
+    """Gradients of ``x * r * w`` with ``r = 1/sqrt(mean(x^2) + eps)`` over ``dims``:
+    ``gx = r * (gy - x_hat * mean(gy * x_hat))`` with ``gy = g * w``, ``x_hat = x * r``, and
+    ``gw = sum(g * x_hat)`` over the leading dims; ember ops, so differentiable again."""
+    from .elementwise import rsqrt
+    from .reduction import mean as _mean
+    from .reduction import sum as _sum
+    need_x, need_w = needs
+    if _STATE.enabled and x._requires_grad:
+        r = rsqrt(_mean(x * x, dims, keepdim=True) + eps)
+    else:
+        r = wrap(rstd.reshape(_keep_shape(x.shape, dims)), x.dtype)
+    xhat = x * r
+    gw = gx = None
+    if weight is not None and need_w:
+        lead = tuple(range(x.ndim - len(dims)))
+        gw = _sum(g * xhat, lead) if lead else g * xhat
+    if need_x:
+        gy = g * weight if weight is not None else g
+        gx = r * (gy - xhat * _mean(gy * xhat, dims, keepdim=True))
+    return gx, gw
+
+
+def _rms_arrays(g, x, weight, rstd, dims, eps, needs):
+    if kernels.accepts(g, x, *(() if weight is None else (weight,))):
+        width = math.prod(x.shape[d] for d in dims)
+        gx, gw = kernels.norm.rms_backward(g.reshape(-1, width), x.reshape(-1, width),
+                                           None if weight is None else weight.reshape(-1), rstd, needs[0],
+                                           needs[1] and weight is not None)
+        return (None if gx is None else gx.reshape(x.shape)), (None if gw is None else gw.reshape(weight.shape))
+    res = _rms_rule(wrap(g), wrap(x), None if weight is None else wrap(weight), rstd, dims, eps, needs)
+    return tuple(None if v is None else v._data for v in res)
+
+
+_rms_rule = on_arrays(_rms_arrays)(_rms_rule)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
@@ -324,13 +513,24 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return r
 
 
+def _keep_shape(shape, axes):
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
 def _norm_rule(g, x, weight, xhat, invstd, stat_axes, w_axes, wshape, batch_stats, eps, running_mean,
-               running_var, bias_req):
+               running_var, bias_req, kstats, needs):
+    """Gradients of batch/layer/group norm.  ``kstats`` is ``(kind, mean, rstd)`` when the
+    compiled forward ran (then ``xhat``/``invstd`` are None and come from these statistics)."""
     from .elementwise import rsqrt
     from .reduction import mean as _mean
     from .reduction import sum as _sum
+    need_x, need_w = needs
+    if xhat is None:
+        keep = _keep_shape(x.shape, stat_axes)
+        invstd = wrap(kstats[2].reshape(keep).astype(x._data.dtype), x.dtype)
+        xhat = (x - wrap(kstats[1].reshape(keep).astype(x._data.dtype), x.dtype)) * invstd
     if not _STATE.enabled and batch_stats:
-        return _norm_rule_arrays(g, x, weight, xhat, invstd, stat_axes, w_axes, wshape, bias_req)
+        return _norm_rule_arrays(g, x, weight, xhat, invstd, stat_axes, w_axes, wshape, bias_req, needs)
     if _STATE.enabled and x._requires_grad:
         # building the gradient's graph: x_hat and invstd as functions of x
         if batch_stats:
@@ -341,11 +541,11 @@ def _norm_rule(g, x, weight, xhat, invstd, stat_axes, w_axes, wshape, batch_stat
             invstd = rsqrt(running_var.reshape(wshape) + eps)
         xhat = xc * invstd
     gw = gb = gx = None
-    if weight is not None and weight._requires_grad:
+    if weight is not None and need_w:
         gw = _sum(g * xhat, w_axes).reshape(weight.shape) if w_axes else (g * xhat)
     if bias_req:
         gb = _sum(g, w_axes) if w_axes else g
-    if x._requires_grad:
+    if need_x:
         gyh = g * weight.reshape(wshape) if weight is not None else g
         if batch_stats:
             n = 1
@@ -359,19 +559,20 @@ def _norm_rule(g, x, weight, xhat, invstd, stat_axes, w_axes, wshape, batch_stat
     return gx, gw, gb
 
 
-def _norm_rule_arrays(g, x, weight, xhat, invstd, stat_axes, w_axes, wshape, bias_req):
+def _norm_rule_arrays(g, x, weight, xhat, invstd, stat_axes, w_axes, wshape, bias_req, needs):
     """The training-mode rule on arrays (no graph of the gradient wanted): fewer passes."""
     ga, xh, inv = g._data, xhat._data, invstd._data
     xp = be(g).xp
+    need_x, need_w = needs
     if stat_axes == w_axes and ga.dtype == xh.dtype and _einsum_sums(xp, ga):
-        return _batch_norm_rule_arrays(xp, ga, x, weight, xh, inv, stat_axes, wshape, bias_req, g.dtype)
+        return _batch_norm_rule_arrays(xp, ga, weight, xh, inv, stat_axes, wshape, bias_req, g.dtype, needs)
     gxh = ga * xh
     gw = gb = gx = None
-    if weight is not None and weight._requires_grad:
+    if weight is not None and need_w:
         gw = _make(gxh.sum(axis=w_axes).reshape(weight.shape) if w_axes else gxh, g.dtype)
     if bias_req:
         gb = _make(ga.sum(axis=w_axes) if w_axes else ga, g.dtype)
-    if x._requires_grad:
+    if need_x:
         m1 = ga.mean(axis=stat_axes, keepdims=True)
         m2 = gxh.mean(axis=stat_axes, keepdims=True)
         scale = inv if weight is None else inv * weight._data.reshape(wshape)
@@ -385,16 +586,17 @@ def _norm_rule_arrays(g, x, weight, xhat, invstd, stat_axes, w_axes, wshape, bia
     return gx, gw, gb
 
 
-def _batch_norm_rule_arrays(xp, ga, x, weight, xh, inv, axes, wshape, bias_req, dtype):
+def _batch_norm_rule_arrays(xp, ga, weight, xh, inv, axes, wshape, bias_req, dtype, needs):
     """The training-mode rule when the statistics and the affine parameters share their
     axes (batch norm): both sums in einsum passes, the input gradient in one allocation."""
+    need_x, need_w = needs
     s1 = _sum_kept(xp, ga, axes)
     s2 = _sum_kept(xp, ga, axes, xh)
     flat = tuple(n for i, n in enumerate(ga.shape) if i not in axes)
-    gw = _make(s2.reshape(weight.shape), dtype) if weight is not None and weight._requires_grad else None
+    gw = _make(s2.reshape(weight.shape), dtype) if weight is not None and need_w else None
     gb = _make(s1.reshape(flat), dtype) if bias_req else None
     gx = None
-    if x._requires_grad:
+    if need_x:
         n = ga.size // max(s1.size, 1)
         scale = inv if weight is None else inv * weight._data.reshape(wshape)
         gx = xh * (s2 / n)
@@ -403,3 +605,59 @@ def _batch_norm_rule_arrays(xp, ga, x, weight, xh, inv, axes, wshape, bias_req, 
         gx *= scale
         gx = _make(gx.astype(ga.dtype, copy=False), dtype)
     return gx, gw, gb
+
+
+def _norm_arrays(g, x, weight, xhat, invstd, stat_axes, w_axes, wshape, batch_stats, eps, running_mean,
+                 running_var, bias_req, kstats, needs):
+    """The array form of :func:`_norm_rule`: the compiled backward where the kernels take
+    the arrays, else the tensor rule on wrapped arrays (grad mode is off here)."""
+    if kernels.accepts(g, x, *(() if weight is None else (weight,))):
+        r = _kernel_backward(g, x, weight, xhat, invstd, stat_axes, w_axes, batch_stats, bias_req, kstats, needs)
+        if r is not None:
+            return r
+    t = [None if a is None else wrap(a) for a in (g, x, weight, xhat, invstd, running_mean, running_var)]
+    res = _norm_rule(t[0], t[1], t[2], t[3], t[4], stat_axes, w_axes, wshape, batch_stats, eps, t[5], t[6],
+                     bias_req, kstats, needs)
+    return tuple(None if v is None else v._data for v in res)
+
+
+_norm_rule = on_arrays(_norm_arrays)(_norm_rule)
+
+
+def _kernel_backward(g, x, weight, xhat, invstd, stat_axes, w_axes, batch_stats, bias_req, kstats, needs):
+    """``(gx, gw, gb)`` from the compiled kernels, or None when they do not cover the case."""
+    need_x, need_w = needs
+    w = None if weight is None else weight.reshape(-1)
+    if kstats is not None and kstats[0] == "channels":
+        if g.strides != x.strides:  # the kernels read g in x's layout
+            g2 = numpy.empty_like(x)
+            g2[...] = g
+            g = g2
+        xv, restore = _channel_view(x)
+        gv, _ = _channel_view(g)
+        if xv is None:
+            return None
+        gx, gw, gb = kernels.norm.channel_backward(gv, xv, kstats[1], kstats[2], w, batch_stats, need_x,
+                                                   need_w and w is not None, bias_req)
+        return (None if gx is None else restore(gx)), gw, gb
+    ndim = x.ndim
+    if not batch_stats or stat_axes != tuple(range(ndim - len(stat_axes), ndim)):
+        return None
+    width = math.prod(x.shape[a] for a in stat_axes)
+    if not width:
+        return None
+    if kstats is not None:  # layer norm
+        mean, rstd = kstats[1], kstats[2]
+        gx, gw, gb = kernels.norm.rows_backward(g.reshape(-1, width), x.reshape(-1, width), w, mean, rstd, rstd,
+                                                need_x, (need_w and w is not None) or bias_req)
+        wshape = tuple(x.shape[a] for a in stat_axes)
+        return ((None if gx is None else gx.reshape(x.shape)),
+                (gw.reshape(wshape) if need_w and w is not None else None),
+                (gb.reshape(wshape) if bias_req else None))
+    if weight is not None or w_axes != stat_axes or xhat is None:
+        return None
+    # the standardisation of group/instance norm: x_hat is its output
+    one = numpy.ones(1, x.dtype)
+    gx, _, _ = kernels.norm.rows_backward(g.reshape(-1, width), xhat.reshape(-1, width), None, one * 0, one,
+                                          invstd.reshape(-1), need_x, False)
+    return (None if gx is None else gx.reshape(x.shape)), None, None

@@ -7,6 +7,10 @@ kernel offsets (never over cells).  Each pool and its backward are a pair of ops
 rules are each other, so double backward works.  Window and output sizes follow torch's
 docs: ``out = (L + 2*padding - dilation*(kernel-1) - 1) / stride + 1``, rounded down, or up
 with ``ceil_mode`` as long as the last window starts inside the input or the left padding.
+
+numpy float32/float64 arrays take the compiled kernels (cpu/kernels/pool.py) for max and
+average pooling and their backwards, and for global average pooling; they save the same
+argmax form (the kernel offset in the window), so the rules are shared.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from .._autocast import autocast_op
 from .._memory_format import keep_format
 from .._tensor import _make
 from ..backends import NUMPY, backend_of_array
+from ..cpu import kernels
 from ._helpers import _ndarray, be, needs_grad, record, wrap
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
@@ -202,6 +207,9 @@ def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, retu
     _check_out(x, geo)
     xp = be(x).xp
     arr = x._data
+    if kernels.accepts(arr):
+        best, arg, idx = kernels.pool.max_forward(arr, geo, _rank_dtype(xp, math.prod(k)), return_indices)
+        return _max_result(x, best, arg, idx, geo, unbatched, return_indices)
     floating = x.dtype.is_floating_point
     low = -xp.inf if floating else xp.iinfo(arr.dtype).min
     xpad = geo.pad(xp, arr, low)
@@ -215,13 +223,19 @@ def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, retu
     if geo.bordered and (best == low).any():
         # a window holding only the lowest value: torch keeps its first cell inside the input
         arg = xp.where(best == low, _first_inside(xp, geo), arg).astype(arg.dtype, copy=False)
+    return _max_result(x, best, arg, _flat_indices(xp, arg, geo) if return_indices else None, geo, unbatched,
+                       return_indices)
+
+
+def _max_result(x, best, arg, idx, geo, unbatched, return_indices):
+    """The output tensor (and indices) of a max pool, its node recorded."""
     r = _make(best, x.dtype)
     if needs_grad(x):
-        record(f"MaxPool{max(nd, 2)}DWithIndicesBackward0", _max_rule, (x,), r, (arg, geo))
+        record(f"MaxPool{max(geo.nd, 2)}DWithIndicesBackward0", _max_rule, (x,), r, (arg, geo))
     out = r.squeeze(0) if unbatched else r
     if not return_indices:
         return out
-    idx = _make(_flat_indices(xp, arg, geo), D.int64)
+    idx = _make(idx, D.int64)
     return out, (idx.squeeze(0) if unbatched else idx)
 
 
@@ -253,6 +267,8 @@ def _flat_indices(xp, arg, geo):
 
 def _max_unpool_array(xp, ga, a, geo):
     """Send each gradient cell ``[N, C, *out]`` to the input cell its window's maximum came from."""
+    if kernels.accepts(ga):
+        return kernels.pool.max_backward(ga, a, geo)
     n, c = ga.shape[:2]
     if geo.k == geo.s and all(d_ == 1 for d_ in geo.d):
         # windows do not overlap: write each kernel offset's share into a strided view
@@ -373,12 +389,16 @@ def _avg_pool(input, nd, kernel_size, stride, padding, ceil_mode, count_include_
 
 
 def _avg_array(xp, a, geo, div):
+    if kernels.accepts(a):
+        return kernels.pool.avg_forward(a, geo, div)
     win = geo.windows(xp, geo.pad(xp, a, 0))
     out = win.sum(axis=tuple(range(2 + geo.nd, 2 + 2 * geo.nd)), dtype=a.dtype) / div
     return xp.ascontiguousarray(out.astype(a.dtype, copy=False))
 
 
 def _avg_scatter_array(xp, ga, geo, div):
+    if kernels.accepts(ga):
+        return kernels.pool.avg_backward(ga, geo, div)
     gd = (ga / div).astype(ga.dtype, copy=False)
     dwin = xp.broadcast_to(gd.reshape(gd.shape + (1,) * geo.nd), gd.shape + geo.k)
     return geo.scatter(xp, dwin, ga.dtype)
@@ -471,6 +491,10 @@ def _adaptive_avg(input, output_size, nd, name):
     sizes, out = _adaptive_sizes(input, output_size, nd, name)
     dims = tuple(range(-nd, 0))
     if all(o == 1 for o in out):
+        if kernels.accepts(input._data):
+            r = _global_mean_kernel(input, nd)
+            if r is not None:
+                return r
         from .reduction import mean
         return mean(input, dims, keepdim=True)
     if all(o > 0 and n % o == 0 for n, o in zip(sizes, out)):
@@ -486,6 +510,21 @@ def _adaptive_avg(input, output_size, nd, name):
         axis = input.ndim - nd + i
         x = matmul(x.movedim(axis, -1), pt).movedim(-1, axis)
     return x.contiguous()
+
+
+def _global_mean_kernel(input, nd):
+    """``mean(input, last nd dims, keepdim=True)`` by the compiled kernel, recorded as that
+    mean (torch pools to one cell with a mean as well); None for layouts it does not take."""
+    from .reduction import _mean_rule
+    vals = kernels.pool.spatial_mean(input._data, nd)
+    if vals is None:
+        return None
+    r = _make(vals, input.dtype)
+    if needs_grad(input):
+        shape = input._data.shape
+        record("MeanBackward1", _mean_rule, (input,), r,
+               (shape, tuple(range(input.ndim - nd, input.ndim)), True, math.prod(shape[input.ndim - nd:])))
+    return r
 
 
 def adaptive_avg_pool1d(input, output_size):

@@ -1,0 +1,268 @@
+"""Softmax and log_softmax along one dim, their backwards, and nll_loss's gradient.
+
+An array is seen as ``[outer, C, inner]`` in its own memory order (``C`` the reduced dim):
+with ``inner == 1`` (the last dim, the common case) a row of ``C`` values stays in L1
+while it is read three times (max, exp-sum, normalize); otherwise a block of columns of
+``inner`` is reduced together, each pass reading ``C`` contiguous runs, the block sized so
+that its ``C`` runs stay in L2 between the passes.  Work is split over rows (or blocks) with ``parallel_for``.
+
+Formulas: ``y = exp(x - m) / sum(exp(x - m))``, ``log y = (x - m) - log(sum(exp(x - m)))``
+with ``m`` the max; backwards ``gx = y * (g - sum(g * y))`` and
+``gx = g - exp(y) * sum(g)`` (torch's ``derivatives.yaml``).  Sums of float32 rows are
+reassociated (vector partial sums), which keeps them within a few ulp of a float64 sum.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _math as M
+from ._runtime import dense_order, jit, parallel_for
+
+__all__ = ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward", "nll_grad"]
+
+_FM = {"reassoc", "contract", "nsz"}
+
+
+def _block(n, inner):
+    """Columns of ``inner`` reduced together: 16 to 256 (whole cache lines), about 64 KiB
+    of values per pass."""
+    return min(inner, max(16, min(256, ((1 << 14) // max(n, 1)) // 16 * 16)))
+
+
+# ---- last dim: one row at a time ---------------------------------------------------
+
+@jit(fastmath=_FM)
+def _forward_rows(start, stop, x, y, log, dead_zero):
+    n = x.shape[1]
+    for i in range(start, stop):
+        xr = x[i]
+        yr = y[i]
+        m = xr[0]
+        for c in range(1, n):
+            v = xr[c]
+            m = v if v > m else m
+        if dead_zero and m == -np.inf:  # every entry -inf: exp gives 0s, the sum is set to 1
+            m = xr.dtype.type(0)
+        s = xr.dtype.type(0)
+        if log:
+            for c in range(n):
+                s += M.exp(xr[c] - m)
+            ls = M.log(s)
+            for c in range(n):
+                yr[c] = (xr[c] - m) - ls
+        else:
+            for c in range(n):
+                e = M.exp(xr[c] - m)
+                yr[c] = e
+                s += e
+            if dead_zero and s == 0:
+                s = xr.dtype.type(1)
+            inv = xr.dtype.type(1) / s
+            for c in range(n):
+                yr[c] *= inv
+
+
+@jit(fastmath=_FM)
+def _backward_rows(start, stop, g, y, gx, log):
+    n = y.shape[1]
+    for i in range(start, stop):
+        gr = g[i]
+        yr = y[i]
+        out = gx[i]
+        s = yr.dtype.type(0)
+        if log:
+            for c in range(n):
+                s += gr[c]
+            for c in range(n):
+                out[c] = gr[c] - M.exp(yr[c]) * s
+        else:
+            for c in range(n):
+                s += gr[c] * yr[c]
+            for c in range(n):
+                out[c] = yr[c] * (gr[c] - s)
+
+
+# ---- other dims: blocks of columns of [outer, C, inner] ----------------------------
+
+@jit(fastmath=_FM)
+def _forward_blocks(start, stop, x, y, log, bs, dead_zero):
+    n, inner = x.shape[1], x.shape[2]
+    nb = (inner + bs - 1) // bs
+    m = np.empty(bs, x.dtype)
+    s = np.empty(bs, x.dtype)
+    for k in range(start, stop):
+        o = k // nb
+        j0 = (k % nb) * bs
+        w = min(bs, inner - j0)
+        xo = x[o]
+        yo = y[o]
+        for j in range(w):
+            m[j] = xo[0, j0 + j]
+            s[j] = 0
+        for c in range(1, n):
+            for j in range(w):
+                v = xo[c, j0 + j]
+                m[j] = v if v > m[j] else m[j]
+        if dead_zero:
+            for j in range(w):
+                m[j] = 0 if m[j] == -np.inf else m[j]
+        if log:
+            for c in range(n):
+                for j in range(w):
+                    s[j] += M.exp(xo[c, j0 + j] - m[j])
+            for j in range(w):
+                s[j] = M.log(s[j])
+            for c in range(n):
+                for j in range(w):
+                    yo[c, j0 + j] = (xo[c, j0 + j] - m[j]) - s[j]
+        else:
+            for c in range(n):
+                for j in range(w):
+                    e = M.exp(xo[c, j0 + j] - m[j])
+                    yo[c, j0 + j] = e
+                    s[j] += e
+            for j in range(w):
+                s[j] = x.dtype.type(1) / (1 if dead_zero and s[j] == 0 else s[j])
+            for c in range(n):
+                for j in range(w):
+                    yo[c, j0 + j] *= s[j]
+
+
+@jit(fastmath=_FM)
+def _backward_blocks(start, stop, g, y, gx, log, bs):
+    n, inner = y.shape[1], y.shape[2]
+    nb = (inner + bs - 1) // bs
+    s = np.empty(bs, y.dtype)
+    for k in range(start, stop):
+        o = k // nb
+        j0 = (k % nb) * bs
+        w = min(bs, inner - j0)
+        go = g[o]
+        yo = y[o]
+        out = gx[o]
+        for j in range(w):
+            s[j] = 0
+        if log:
+            for c in range(n):
+                for j in range(w):
+                    s[j] += go[c, j0 + j]
+            for c in range(n):
+                for j in range(w):
+                    out[c, j0 + j] = go[c, j0 + j] - M.exp(yo[c, j0 + j]) * s[j]
+        else:
+            for c in range(n):
+                for j in range(w):
+                    s[j] += go[c, j0 + j] * yo[c, j0 + j]
+            for c in range(n):
+                for j in range(w):
+                    out[c, j0 + j] = yo[c, j0 + j] * (go[c, j0 + j] - s[j])
+
+
+# ---- nll_loss's gradient: zero rows with one coefficient each ----------------------
+
+@jit
+def _nll_grad_rows(start, stop, t, coef, out):
+    n = out.shape[1]
+    for i in range(start, stop):
+        r = out[i]
+        for c in range(n):
+            r[c] = 0
+        k = t[i]
+        if 0 <= k < n:
+            r[k] = coef[i]
+
+
+# ---- entry points ------------------------------------------------------------------
+
+def _dense(a):
+    """``a`` (or a C-contiguous copy when it is not a dense block) and its memory order."""
+    order = dense_order(a)
+    if order is None:
+        a = np.ascontiguousarray(a)
+        order = tuple(range(a.ndim))
+    return a, order
+
+
+def _blocks(a, order, d):
+    """``a`` in memory order ``order`` as a C-contiguous ``[outer, C, inner]`` array (a
+    view when ``a`` is dense in that order, else a copy)."""
+    t = np.ascontiguousarray(a.transpose(order))
+    pos = order.index(d)
+    shape = t.shape
+    return t.reshape(math.prod(shape[:pos]), shape[pos], math.prod(shape[pos + 1:]))
+
+
+def _like(a, order):
+    """A new array of ``a``'s shape, dtype and memory order (the one given back: an array
+    that owns its memory can become ``.grad`` without a copy)."""
+    out = np.empty_like(a)
+    return out if out.transpose(order).flags.c_contiguous else np.empty(a.shape, a.dtype, order="C")
+
+
+def _forward(x, d, log, dead_zero=False):
+    x, order = _dense(x)
+    y = _like(x, order)
+    if not y.transpose(order).flags.c_contiguous:
+        order = tuple(range(x.ndim))
+    x3, y3 = _blocks(x, order, d), _blocks(y, order, d)
+    outer, n, inner = x3.shape
+    if inner == 1:
+        parallel_for(_forward_rows, outer, x3.reshape(outer, n), y3.reshape(outer, n), log, dead_zero,
+                     work_per_item=n)
+    else:
+        bs = _block(n, inner)
+        items = outer * ((inner + bs - 1) // bs)
+        parallel_for(_forward_blocks, items, x3, y3, log, bs, dead_zero, work_per_item=n * bs)
+    return y
+
+
+def _backward(g, y, d, log):
+    y, order = _dense(y)
+    gx = _like(y, order)
+    if not gx.transpose(order).flags.c_contiguous:
+        order = tuple(range(y.ndim))
+    y3, g3, gx3 = _blocks(y, order, d), _blocks(g, order, d), _blocks(gx, order, d)
+    outer, n, inner = y3.shape
+    if inner == 1:
+        parallel_for(_backward_rows, outer, g3.reshape(outer, n), y3.reshape(outer, n), gx3.reshape(outer, n),
+                     log, work_per_item=n)
+    else:
+        bs = _block(n, inner)
+        items = outer * ((inner + bs - 1) // bs)
+        parallel_for(_backward_blocks, items, g3, y3, gx3, log, bs, work_per_item=n * bs)
+    return gx
+
+
+def softmax(x, d, dead_zero=False):
+    """softmax of the float32/float64 array ``x`` (at least 1-d, not empty) along ``d``,
+    in ``x``'s dtype and memory layout; with ``dead_zero`` a slice whose entries are all
+    -inf gives zeros instead of NaN (attention's fully masked rows)."""
+    return _forward(x, d, False, dead_zero)
+
+
+def log_softmax(x, d):
+    """log_softmax of ``x`` along ``d`` (as ``softmax``)."""
+    return _forward(x, d, True)
+
+
+def softmax_backward(g, y, d):
+    """``y * (g - sum(g * y, d))`` for softmax's output ``y``, in ``y``'s layout."""
+    return _backward(g, y, d, False)
+
+
+def log_softmax_backward(g, y, d):
+    """``g - exp(y) * sum(g, d)`` for log_softmax's output ``y``, in ``y``'s layout."""
+    return _backward(g, y, d, True)
+
+
+def nll_grad(target, coef, n_classes, dtype):
+    """The ``[N, C]`` array that is ``coef[i]`` at ``[i, target[i]]`` and 0 elsewhere
+    (entries of ``target`` outside ``[0, C)``, the ignored ones, give a zero row)."""
+    n = target.shape[0]
+    out = np.empty((n, n_classes), dtype)
+    parallel_for(_nll_grad_rows, n, np.ascontiguousarray(target, np.int64), np.ascontiguousarray(coef, dtype),
+                 out, work_per_item=max(n_classes, 1))
+    return out

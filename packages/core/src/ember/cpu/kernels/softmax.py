@@ -2,9 +2,9 @@
 
 An array is seen as ``[outer, C, inner]`` in its own memory order (``C`` the reduced dim):
 with ``inner == 1`` (the last dim, the common case) a row of ``C`` values stays in L1
-while it is read three times (max, exp-sum, normalize); otherwise a block of columns of
-``inner`` is reduced together, each pass reading ``C`` contiguous runs, the block sized so
-that its ``C`` runs stay in L2 between the passes.  Work is split over rows (or blocks) with ``parallel_for``.
+while it is read three times (max, exp-sum, normalize); otherwise the ``inner`` columns
+are reduced together, with running maxima and sums per column, each pass reading the
+``[C, inner]`` block in memory order.  Work is split over rows (or blocks) with ``parallel_for``.
 
 Formulas: ``y = exp(x - m) / sum(exp(x - m))``, ``log y = (x - m) - log(sum(exp(x - m)))``
 with ``m`` the max; backwards ``gx = y * (g - sum(g * y))`` and
@@ -17,22 +17,59 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba.extending import register_jitable
 
 from . import _math as M
-from ._runtime import dense_order, jit, parallel_for
+from ._runtime import dense_order, jit, parallel_for, threads
 
 __all__ = ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward", "nll_grad"]
 
 _FM = {"reassoc", "contract", "nsz"}
 
 
-def _block(n, inner):
-    """Columns of ``inner`` reduced together: 16 to 256 (whole cache lines), about 64 KiB
-    of values per pass."""
-    return min(inner, max(16, min(256, ((1 << 14) // max(n, 1)) // 16 * 16)))
+def _block(outer, inner):
+    """Columns of ``inner`` reduced together: all of them (each pass then streams through
+    memory in order, which measured faster than L2-sized blocks that jump between pages),
+    split into one block per thread when ``outer`` alone cannot feed the threads."""
+    parts = -(-threads() // outer)
+    if parts <= 1:
+        return inner
+    per = -(-inner // parts)
+    return min(inner, (per + 15) // 16 * 16)
 
 
 # ---- last dim: one row at a time ---------------------------------------------------
+
+@register_jitable
+def _row_max(xr):
+    # eight running maxima: LLVM does not vectorize a floating max reduction without
+    # no-NaN function attributes, and one chain waits on each compare.  A NaN is skipped
+    # here and reaches the output through exp.
+    n = xr.shape[0]
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = xr[0]
+    k = n - n % 8
+    for c in range(0, k, 8):
+        v0, v1, v2, v3 = xr[c], xr[c + 1], xr[c + 2], xr[c + 3]
+        v4, v5, v6, v7 = xr[c + 4], xr[c + 5], xr[c + 6], xr[c + 7]
+        m0 = v0 if v0 > m0 else m0
+        m1 = v1 if v1 > m1 else m1
+        m2 = v2 if v2 > m2 else m2
+        m3 = v3 if v3 > m3 else m3
+        m4 = v4 if v4 > m4 else m4
+        m5 = v5 if v5 > m5 else m5
+        m6 = v6 if v6 > m6 else m6
+        m7 = v7 if v7 > m7 else m7
+    for c in range(k, n):
+        v = xr[c]
+        m0 = v if v > m0 else m0
+    m0 = m1 if m1 > m0 else m0
+    m2 = m3 if m3 > m2 else m2
+    m4 = m5 if m5 > m4 else m4
+    m6 = m7 if m7 > m6 else m6
+    m0 = m2 if m2 > m0 else m0
+    m4 = m6 if m6 > m4 else m4
+    return m4 if m4 > m0 else m0
+
 
 @jit(fastmath=_FM)
 def _forward_rows(start, stop, x, y, log, dead_zero):
@@ -40,10 +77,7 @@ def _forward_rows(start, stop, x, y, log, dead_zero):
     for i in range(start, stop):
         xr = x[i]
         yr = y[i]
-        m = xr[0]
-        for c in range(1, n):
-            v = xr[c]
-            m = v if v > m else m
+        m = _row_max(xr)
         if dead_zero and m == -np.inf:  # every entry -inf: exp gives 0s, the sum is set to 1
             m = xr.dtype.type(0)
         s = xr.dtype.type(0)
@@ -213,7 +247,7 @@ def _forward(x, d, log, dead_zero=False):
         parallel_for(_forward_rows, outer, x3.reshape(outer, n), y3.reshape(outer, n), log, dead_zero,
                      work_per_item=n)
     else:
-        bs = _block(n, inner)
+        bs = _block(outer, inner)
         items = outer * ((inner + bs - 1) // bs)
         parallel_for(_forward_blocks, items, x3, y3, log, bs, dead_zero, work_per_item=n * bs)
     return y
@@ -230,7 +264,7 @@ def _backward(g, y, d, log):
         parallel_for(_backward_rows, outer, g3.reshape(outer, n), y3.reshape(outer, n), gx3.reshape(outer, n),
                      log, work_per_item=n)
     else:
-        bs = _block(n, inner)
+        bs = _block(outer, inner)
         items = outer * ((inner + bs - 1) // bs)
         parallel_for(_backward_blocks, items, g3, y3, gx3, log, bs, work_per_item=n * bs)
     return gx

@@ -15,11 +15,11 @@ from ember.cpu import kernels
 TOL = {"float32": dict(rtol=1e-5, atol=1e-6), "float64": dict(rtol=1e-10, atol=1e-12)}
 OPS = ["softmax", "log_softmax"]
 
-# (shape, dim): odd and prime sizes, batch 1, rows longer than a vector, every dim of a
-# 3-d array (the non-last dims take the blocked kernel), wide inner blocks, empty arrays
-CASES = [((7,), 0), ((1, 13), -1), ((5, 97), 1), ((5, 97), 0), ((3, 4, 5), 0), ((3, 4, 5), 1), ((3, 4, 5), 2),
-         ((2, 3, 300), 1), ((2, 600, 3), 1), ((1, 1, 1), 1), ((0, 5), 1), ((4, 0), 1), ((4, 0), 0),
-         ((2, 3, 2, 17), -2)]
+# (shape, dim): odd and prime sizes, batch 1, long rows, every dim of a 3-d array (the
+# non-last dims take the blocked kernel), inner dims split into several blocks, empty arrays
+CASES = [((7,), 0), ((1, 13), -1), ((5, 97), 1), ((3, 1031), -1), ((5, 97), 0), ((3, 4, 5), 0), ((3, 4, 5), 1),
+         ((3, 4, 5), 2), ((2, 3, 300), 1), ((2, 600, 3), 1), ((2, 9, 1031), 1), ((1, 200, 1500), 1), ((1, 1, 1), 1),
+         ((0, 5), 1), ((4, 0), 1), ((4, 0), 0), ((2, 3, 2, 17), -2)]
 
 
 def _data(shape, dtype, seed, scale=3.0):
@@ -207,3 +207,22 @@ def test_attention_through_the_kernel(monkeypatch, dtype):
         _close(a, b, dtype)
         _close(a, c, dtype)
     assert not np.isnan(got[0]).any() and np.all(got[0][:, :, 2] == 0)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("shape,dim", [((700, 300), 1), ((3, 400, 700), 1), ((1, 300, 999), 1)])
+def test_threads_give_the_same_bits(op, shape, dim):
+    # rows and column blocks are split over threads; each is computed whole by one thread
+    x = _data(shape, "float32", 12)
+    g = _data(shape, "float32", 13, 1.0)
+    saved = ember.get_num_threads()
+    try:
+        results = []
+        for n in (1, 3):
+            ember.set_num_threads(n)
+            y, gx = _run(op, x, dim, g)
+            results.append((y.numpy(), gx.numpy()))
+    finally:
+        ember.set_num_threads(saved)
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)

@@ -247,7 +247,7 @@ def _nll_arrays(g, t, wt, denom, n_classes):
     with _ignore_fp(xp):
         per = g.reshape(wt.shape) if g.ndim else (g if denom is None else g / denom)
         coef = (-(per * wt)).astype(g.dtype, copy=False)
-    if t.ndim == 1 and kernels.accepts(coef):
+    if kernels.accepts(coef):
         return kernels.softmax.nll_grad(t, coef, n_classes, coef.dtype)
     classes = xp.arange(n_classes).reshape((1, n_classes) + (1,) * (t.ndim - 1))
     return xp.where(classes == t[:, None], coef[:, None], xp.zeros((), dtype=coef.dtype))

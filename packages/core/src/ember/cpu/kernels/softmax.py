@@ -27,15 +27,17 @@ __all__ = ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
 _FM = {"reassoc", "contract", "nsz"}
 
 
-def _block(outer, inner):
-    """Columns of ``inner`` reduced together: all of them (each pass then streams through
-    memory in order, which measured faster than L2-sized blocks that jump between pages),
-    split into one block per thread when ``outer`` alone cannot feed the threads."""
+def _block(outer, n, inner):
+    """Columns of ``inner`` reduced together: enough that each pass streams through
+    memory (at least 512: narrower blocks jump between pages at every one of the ``n``
+    steps, which measured slow), few enough that the block's ``n`` runs stay in L2
+    between the passes (about 64K values), and split so that every thread gets work when
+    ``outer`` alone cannot feed them."""
+    bs = max(512, (1 << 16) // n)
     parts = -(-threads() // outer)
-    if parts <= 1:
-        return inner
-    per = -(-inner // parts)
-    return min(inner, (per + 15) // 16 * 16)
+    if parts > 1:
+        bs = min(bs, -(-inner // parts))
+    return min(inner, (bs + 15) // 16 * 16)
 
 
 # ---- last dim: one row at a time ---------------------------------------------------
@@ -209,6 +211,20 @@ def _nll_grad_rows(start, stop, t, coef, out):
             r[k] = coef[i]
 
 
+@jit
+def _nll_grad_blocks(start, stop, t, coef, out):
+    # out [N, C, inner]: coef[i, j] where t[i, j] == c, else 0 (one select per element)
+    n, inner = out.shape[1], out.shape[2]
+    for i in range(start, stop):
+        ti = t[i]
+        ci = coef[i]
+        oi = out[i]
+        for c in range(n):
+            row = oi[c]
+            for j in range(inner):
+                row[j] = ci[j] if ti[j] == c else 0
+
+
 # ---- entry points ------------------------------------------------------------------
 
 def _dense(a):
@@ -230,24 +246,26 @@ def _blocks(a, order, d):
 
 
 def _like(a, order):
-    """A new array of ``a``'s shape, dtype and memory order (the one given back: an array
-    that owns its memory can become ``.grad`` without a copy)."""
+    """A new array of ``a``'s shape, dtype and memory order ``order``, and that order (C
+    order where numpy's layout-keeping allocation ranks equal strides otherwise).  The
+    result is given back itself, not a view: an array that owns its memory can become
+    ``.grad`` without a copy."""
     out = np.empty_like(a)
-    return out if out.transpose(order).flags.c_contiguous else np.empty(a.shape, a.dtype, order="C")
+    if out.transpose(order).flags.c_contiguous:
+        return out, order
+    return np.empty(a.shape, a.dtype), tuple(range(a.ndim))
 
 
 def _forward(x, d, log, dead_zero=False):
     x, order = _dense(x)
-    y = _like(x, order)
-    if not y.transpose(order).flags.c_contiguous:
-        order = tuple(range(x.ndim))
+    y, order = _like(x, order)
     x3, y3 = _blocks(x, order, d), _blocks(y, order, d)
     outer, n, inner = x3.shape
     if inner == 1:
         parallel_for(_forward_rows, outer, x3.reshape(outer, n), y3.reshape(outer, n), log, dead_zero,
                      work_per_item=n)
     else:
-        bs = _block(outer, inner)
+        bs = _block(outer, n, inner)
         items = outer * ((inner + bs - 1) // bs)
         parallel_for(_forward_blocks, items, x3, y3, log, bs, dead_zero, work_per_item=n * bs)
     return y
@@ -255,16 +273,14 @@ def _forward(x, d, log, dead_zero=False):
 
 def _backward(g, y, d, log):
     y, order = _dense(y)
-    gx = _like(y, order)
-    if not gx.transpose(order).flags.c_contiguous:
-        order = tuple(range(y.ndim))
+    gx, order = _like(y, order)
     y3, g3, gx3 = _blocks(y, order, d), _blocks(g, order, d), _blocks(gx, order, d)
     outer, n, inner = y3.shape
     if inner == 1:
         parallel_for(_backward_rows, outer, g3.reshape(outer, n), y3.reshape(outer, n), gx3.reshape(outer, n),
                      log, work_per_item=n)
     else:
-        bs = _block(outer, inner)
+        bs = _block(outer, n, inner)
         items = outer * ((inner + bs - 1) // bs)
         parallel_for(_backward_blocks, items, g3, y3, gx3, log, bs, work_per_item=n * bs)
     return gx
@@ -293,10 +309,18 @@ def log_softmax_backward(g, y, d):
 
 
 def nll_grad(target, coef, n_classes, dtype):
-    """The ``[N, C]`` array that is ``coef[i]`` at ``[i, target[i]]`` and 0 elsewhere
-    (entries of ``target`` outside ``[0, C)``, the ignored ones, give a zero row)."""
+    """nll_loss's gradient: the ``[N, C, *d]`` array that is ``coef[i, *j]`` at class
+    ``target[i, *j]`` and 0 elsewhere, for ``target`` and ``coef`` of shape ``[N, *d]``
+    (entries of ``target`` outside ``[0, C)``, the ignored ones, match no class)."""
     n = target.shape[0]
-    out = np.empty((n, n_classes), dtype)
-    parallel_for(_nll_grad_rows, n, np.ascontiguousarray(target, np.int64), np.ascontiguousarray(coef, dtype),
-                 out, work_per_item=max(n_classes, 1))
+    spatial = target.shape[1:]
+    inner = math.prod(spatial)
+    out = np.empty((n, n_classes) + spatial, dtype)
+    t = np.ascontiguousarray(target, np.int64).reshape(n, inner)
+    coef = np.ascontiguousarray(coef, dtype).reshape(n, inner)
+    if not spatial:
+        parallel_for(_nll_grad_rows, n, t.reshape(n), coef.reshape(n), out, work_per_item=max(n_classes, 1))
+    else:
+        parallel_for(_nll_grad_blocks, n, t, coef, out.reshape(n, n_classes, inner),
+                     work_per_item=max(n_classes * inner, 1))
     return out

@@ -74,7 +74,7 @@ def _row_max(xr):
 
 
 @jit(fastmath=_FM)
-def _forward_rows(start, stop, x, y, log, dead_zero):
+def _forward_rows(start, stop, x, y, dead_zero):
     n = x.shape[1]
     for i in range(start, stop):
         xr = x[i]
@@ -83,22 +83,44 @@ def _forward_rows(start, stop, x, y, log, dead_zero):
         if dead_zero and m == -np.inf:  # every entry -inf: exp gives 0s, the sum is set to 1
             m = xr.dtype.type(0)
         s = xr.dtype.type(0)
-        if log:
+        for c in range(n):
+            e = M.exp(xr[c] - m)
+            yr[c] = e
+            s += e
+        if dead_zero and s == 0:
+            s = xr.dtype.type(1)
+        inv = xr.dtype.type(1) / s
+        for c in range(n):
+            yr[c] *= inv
+
+
+@jit(fastmath=_FM)
+def _log_forward_rows(start, stop, x, y):
+    # rows in L1-sized chunks: the logs of a chunk's sums are taken in one vector loop
+    # (a scalar log per row costs as much as the rest of a short row)
+    n = x.shape[1]
+    chunk = max(1, 2048 // n)
+    m = np.empty(chunk, x.dtype)
+    s = np.empty(chunk, x.dtype)
+    for r0 in range(start, stop, chunk):
+        r1 = min(r0 + chunk, stop)
+        for i in range(r0, r1):
+            xr = x[i]
+            mi = _row_max(xr)
+            si = xr.dtype.type(0)
             for c in range(n):
-                s += M.exp(xr[c] - m)
-            ls = M.log(s)
+                si += M.exp(xr[c] - mi)
+            m[i - r0] = mi
+            s[i - r0] = si
+        for k in range(r1 - r0):
+            s[k] = M.log(s[k])
+        for i in range(r0, r1):
+            xr = x[i]
+            yr = y[i]
+            mi = m[i - r0]
+            ls = s[i - r0]
             for c in range(n):
-                yr[c] = (xr[c] - m) - ls
-        else:
-            for c in range(n):
-                e = M.exp(xr[c] - m)
-                yr[c] = e
-                s += e
-            if dead_zero and s == 0:
-                s = xr.dtype.type(1)
-            inv = xr.dtype.type(1) / s
-            for c in range(n):
-                yr[c] *= inv
+                yr[c] = (xr[c] - mi) - ls
 
 
 @jit(fastmath=_FM)
@@ -261,9 +283,10 @@ def _forward(x, d, log, dead_zero=False):
     y, order = _like(x, order)
     x3, y3 = _blocks(x, order, d), _blocks(y, order, d)
     outer, n, inner = x3.shape
-    if inner == 1:
-        parallel_for(_forward_rows, outer, x3.reshape(outer, n), y3.reshape(outer, n), log, dead_zero,
-                     work_per_item=n)
+    if inner == 1 and log:
+        parallel_for(_log_forward_rows, outer, x3.reshape(outer, n), y3.reshape(outer, n), work_per_item=n)
+    elif inner == 1:
+        parallel_for(_forward_rows, outer, x3.reshape(outer, n), y3.reshape(outer, n), dead_zero, work_per_item=n)
     else:
         bs = _block(outer, n, inner)
         items = outer * ((inner + bs - 1) // bs)

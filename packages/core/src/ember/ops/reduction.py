@@ -497,7 +497,7 @@ def _softmax_arrays(g, r, d):
     if r.ndim and r.size and kernels.accepts(g, r):
         return kernels.softmax.softmax_backward(g, r, d)
     gr = g * r
-    return gr - r * gr.sum(axis=d if r.ndim else None, keepdims=True)
+    return gr - r * backend_of_array(r).xp.sum(gr, axis=d if r.ndim else None, keepdims=True)
 
 
 @on_arrays(_softmax_arrays)
@@ -530,7 +530,8 @@ def log_softmax(input, dim, dtype=None, _stacklevel=3):
 def _log_softmax_arrays(g, r, d):
     if r.ndim and r.size and kernels.accepts(g, r):
         return kernels.softmax.log_softmax_backward(g, r, d)
-    return g - backend_of_array(r).xp.exp(r) * g.sum(axis=d if r.ndim else None, keepdims=True)
+    xp = backend_of_array(r).xp
+    return g - xp.exp(r) * xp.sum(g, axis=d if r.ndim else None, keepdims=True)
 
 
 @on_arrays(_log_softmax_arrays)

@@ -226,3 +226,20 @@ def test_threads_give_the_same_bits(op, shape, dim):
         ember.set_num_threads(saved)
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_dead_slices_give_zeros(dim, dtype):
+    # attention's option: a slice of only -inf gives zeros (rows and column blocks alike);
+    # the others are the plain softmax
+    x = _data((5, 6), dtype, 14)
+    if dim == 1:
+        x[2, :] = -np.inf
+    else:
+        x[:, 3] = -np.inf
+    y = kernels.softmax.softmax(x, dim, dead_zero=True)
+    want = torch.softmax(torch.tensor(x), dim).numpy()
+    dead = np.isnan(want)
+    assert dead.any() and np.all(y[dead] == 0)
+    _close(y[~dead], want[~dead], dtype)

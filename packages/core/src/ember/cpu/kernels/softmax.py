@@ -145,6 +145,9 @@ def _backward_rows(start, stop, g, y, gx, log):
 
 # ---- other dims: blocks of columns of [outer, C, inner] ----------------------------
 
+# Each pass takes a block's run of one class as a 1-d contiguous slice, so that the element
+# loops index from 0 (an offset index keeps a negative-index check that stops vectorizing).
+
 @jit(fastmath=_FM)
 def _forward_blocks(start, stop, x, y, log, bs, dead_zero):
     n, inner = x.shape[1], x.shape[2]
@@ -155,38 +158,44 @@ def _forward_blocks(start, stop, x, y, log, bs, dead_zero):
         o = k // nb
         j0 = (k % nb) * bs
         w = min(bs, inner - j0)
-        xo = x[o]
-        yo = y[o]
+        xr = x[o, 0, j0:j0 + w]
         for j in range(w):
-            m[j] = xo[0, j0 + j]
+            m[j] = xr[j]
             s[j] = 0
         for c in range(1, n):
+            xr = x[o, c, j0:j0 + w]
             for j in range(w):
-                v = xo[c, j0 + j]
+                v = xr[j]
                 m[j] = v if v > m[j] else m[j]
         if dead_zero:
             for j in range(w):
                 m[j] = 0 if m[j] == -np.inf else m[j]
         if log:
             for c in range(n):
+                xr = x[o, c, j0:j0 + w]
                 for j in range(w):
-                    s[j] += M.exp(xo[c, j0 + j] - m[j])
+                    s[j] += M.exp(xr[j] - m[j])
             for j in range(w):
                 s[j] = M.log(s[j])
             for c in range(n):
+                xr = x[o, c, j0:j0 + w]
+                yr = y[o, c, j0:j0 + w]
                 for j in range(w):
-                    yo[c, j0 + j] = (xo[c, j0 + j] - m[j]) - s[j]
+                    yr[j] = (xr[j] - m[j]) - s[j]
         else:
             for c in range(n):
+                xr = x[o, c, j0:j0 + w]
+                yr = y[o, c, j0:j0 + w]
                 for j in range(w):
-                    e = M.exp(xo[c, j0 + j] - m[j])
-                    yo[c, j0 + j] = e
+                    e = M.exp(xr[j] - m[j])
+                    yr[j] = e
                     s[j] += e
             for j in range(w):
                 s[j] = x.dtype.type(1) / (1 if dead_zero and s[j] == 0 else s[j])
             for c in range(n):
+                yr = y[o, c, j0:j0 + w]
                 for j in range(w):
-                    yo[c, j0 + j] *= s[j]
+                    yr[j] *= s[j]
 
 
 @jit(fastmath=_FM)
@@ -198,25 +207,31 @@ def _backward_blocks(start, stop, g, y, gx, log, bs):
         o = k // nb
         j0 = (k % nb) * bs
         w = min(bs, inner - j0)
-        go = g[o]
-        yo = y[o]
-        out = gx[o]
         for j in range(w):
             s[j] = 0
         if log:
             for c in range(n):
+                gr = g[o, c, j0:j0 + w]
                 for j in range(w):
-                    s[j] += go[c, j0 + j]
+                    s[j] += gr[j]
             for c in range(n):
+                gr = g[o, c, j0:j0 + w]
+                yr = y[o, c, j0:j0 + w]
+                outr = gx[o, c, j0:j0 + w]
                 for j in range(w):
-                    out[c, j0 + j] = go[c, j0 + j] - M.exp(yo[c, j0 + j]) * s[j]
+                    outr[j] = gr[j] - M.exp(yr[j]) * s[j]
         else:
             for c in range(n):
+                gr = g[o, c, j0:j0 + w]
+                yr = y[o, c, j0:j0 + w]
                 for j in range(w):
-                    s[j] += go[c, j0 + j] * yo[c, j0 + j]
+                    s[j] += gr[j] * yr[j]
             for c in range(n):
+                gr = g[o, c, j0:j0 + w]
+                yr = y[o, c, j0:j0 + w]
+                outr = gx[o, c, j0:j0 + w]
                 for j in range(w):
-                    out[c, j0 + j] = yo[c, j0 + j] * (go[c, j0 + j] - s[j])
+                    outr[j] = yr[j] * (gr[j] - s[j])
 
 
 # ---- nll_loss's gradient: zero rows with one coefficient each ----------------------

@@ -23,6 +23,7 @@ from .. import _dtype as D
 from .._autocast import autocast_op
 from .._tensor import _make
 from ..autograd.graph import on_arrays
+from ..cpu import kernels
 from ._helpers import _type_name, be, needs_grad, record
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -119,6 +120,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 def _softmax_rows(xp, scores):
     """Softmax over the last dim; rows whose entries are all -inf give zeros instead of NaN."""
+    if scores.ndim and scores.size and kernels.accepts(scores):
+        return kernels.softmax.softmax(scores, scores.ndim - 1, dead_zero=True)
     top = scores.max(axis=-1, keepdims=True)
     dead = xp.isneginf(top)
     if dead.any():
@@ -148,8 +151,12 @@ def _sdpa_rule_arrays(g, q, k, v, p, keep, scale, attn_mask, mask_grad, xp):
     dp = xp.matmul(g, xp.swapaxes(v, -1, -2))
     if keep is not None:
         dp *= keep
-    dp -= (dp * p).sum(axis=-1, keepdims=True)
-    dp *= p  # dS, the gradient of the (masked) scores
+    if dp.size and kernels.accepts(dp, p):
+        dp = kernels.softmax.softmax_backward(dp, p, p.ndim - 1)
+    else:
+        dp -= (dp * p).sum(axis=-1, keepdims=True)
+        dp *= p
+    # dp is now dS, the gradient of the (masked) scores
     ds_scaled = dp * dp.dtype.type(scale)
     gq = xp.matmul(ds_scaled, k)
     gk = xp.matmul(xp.swapaxes(ds_scaled, -1, -2), q)

@@ -1,10 +1,9 @@
 """Loss functions of torch.nn.functional (ctc_loss has its own module), with the distances
 they use (pairwise_distance, cosine_similarity).
 
-cross_entropy with class-index targets is one node (log_softmax and nll fused): the loss
-is ``sum_c A[i, c] * log_softmax(x)[i, c]`` for a constant coefficient matrix ``A`` that
-carries the class weights, label smoothing, ignored targets and the 'mean' divisor, so
-its gradient is ``A*g - softmax(x) * sum_c(A*g)``.
+cross_entropy with class-index targets is ``nll_loss(log_softmax(x, 1))``, as in torch (the
+same graph: NllLossBackward0 over LogSoftmaxBackward0; label smoothing adds torch's
+smoothing term); each of the two ops has a compiled kernel for float32/float64 arrays.
 """
 
 from __future__ import annotations
@@ -15,7 +14,10 @@ import warnings
 from .. import _dtype as D
 from .._autocast import autocast_op
 from .._tensor import Tensor, _make
-from ._helpers import _STATE, be, needs_grad, record
+from ..autograd.graph import on_arrays
+from ..backends import backend_of_array
+from ..cpu import kernels
+from ._helpers import be, needs_grad, record, wrap
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "kl_div", "huber_loss", "smooth_l1_loss", "soft_margin_loss",
@@ -53,29 +55,18 @@ def _reduce(loss, reduction):
 
 # ---- class-index losses ------------------------------------------------------------
 
-def _index_coeffs(xp, target, n_classes, weight, ignore_index, smoothing, reduction, dtype):
-    """The coefficient matrix ``A`` ``[N, C, *]`` (class dim 1) and the per-element mask."""
-    t = target
+def _target_weights(xp, t, n_classes, weight, ignore_index, dtype):
+    """``(safe, wt, valid)``: the targets with ignored entries sent to class 0, each
+    target's class weight (1 without weights, 0 where ignored) and the mask of the counted
+    ones.  IndexError for a target outside ``[0, C)`` that is not ``ignore_index``, as
+    torch's CPU kernel."""
     valid = t != ignore_index
     bad = valid & ((t < 0) | (t >= n_classes))
     if bad.any():
         raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
-    safe = xp.where(valid, t, 0)
-    w = weight if weight is not None else None
-    wt = w[safe] if w is not None else xp.ones(t.shape, dtype=dtype)
-    wt = xp.where(valid, wt, 0).astype(dtype, copy=False)        # w_{t_i} (0 where ignored)
-    classes = xp.arange(n_classes).reshape((1, n_classes) + (1,) * (t.ndim - 1))
-    onehot = (classes == safe[:, None]).astype(dtype)
-    a = -(1 - smoothing) * onehot * wt[:, None]
-    if smoothing:
-        wc = (w if w is not None else xp.ones(n_classes, dtype=dtype)).astype(dtype, copy=False)
-        wc = wc.reshape((1, n_classes) + (1,) * (t.ndim - 1))
-        a = a - (smoothing / n_classes) * wc * valid[:, None].astype(dtype)
-    if reduction == "mean":
-        denom = wt.sum()
-        with _ignore_fp(xp):
-            a = a / denom
-    return a.astype(dtype, copy=False)
+    safe = xp.where(valid, t, 0).astype(xp.int64)
+    wt = weight[safe] if weight is not None else xp.ones(t.shape, dtype=dtype)
+    return safe, xp.where(valid, wt, 0).astype(dtype, copy=False), valid
 
 
 class _ignore_fp:
@@ -127,13 +118,6 @@ def _check_weight(weight, n_classes, input):
                            f"got weight tensor of shape: {list(weight.shape)}")
 
 
-def _batched(input, target):
-    """Unbatched ``[C]`` input with a 0-d target as a batch of one."""
-    if input.ndim == 1:
-        return input.unsqueeze(0), target.reshape(1), True
-    return input, target, False
-
-
 @autocast_op("fp32")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
@@ -142,7 +126,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     contributes nothing) or class probabilities of the input's shape.  ``weight`` ``[C]``
     rescales classes ('mean' then divides by the summed weights of the targets);
     ``label_smoothing`` mixes the target with the uniform distribution
-    (torch.nn.functional.cross_entropy)."""
+    (torch.nn.functional.cross_entropy).  Class indices: ``nll_loss(log_softmax(input, 1))``
+    plus, with smoothing, ``label_smoothing / C`` times the (weighted) sum of ``-log_softmax``
+    over the classes, reduced as the nll term (torch's formula and graph)."""
+    from .reduction import log_softmax
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -155,34 +142,36 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if isinstance(target, Tensor) and target.dtype.is_floating_point and target.shape == input.shape:
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing, c_dim, n_classes)
     _check_index_target(input, target, "cross_entropy")
-    x, t, unbatched = _batched(input, target)
-    xp = be(x).xp
-    arr = x._data
-    shifted = arr - arr.max(axis=1, keepdims=True)
-    lse = xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
-    lsm = shifted - lse
-    a = _index_coeffs(xp, t._data, n_classes, None if weight is None else weight._data, ignore_index,
-                      label_smoothing, reduction, arr.dtype)
-    per = (a * lsm).sum(axis=1)
-    out = per if reduction == "none" else per.sum()
-    if unbatched and reduction == "none":
-        out = out.reshape(())
-    r = _make(xp.asarray(out, dtype=arr.dtype), input.dtype)
-    if needs_grad(x):
-        record("NllLossBackward0" if not label_smoothing else "CrossEntropyLossBackward0", _ce_rule, (x,), r,
-               (x, _make(a, x.dtype), _make(lsm, x.dtype), reduction))
+    lsm = log_softmax(input, c_dim)
+    nll = _nll(lsm, target, weight, ignore_index, reduction, n_classes)
+    if not label_smoothing:
+        return nll
+    ignored = target == ignore_index
+    if weight is None:
+        smooth = -lsm.sum(c_dim)
+    else:
+        smooth = -(lsm * weight.reshape((n_classes,) + (1,) * (input.ndim - c_dim - 1))).sum(c_dim)
+    smooth = smooth.masked_fill(ignored, 0.0)
+    if reduction == "mean":
+        counted = target[~ignored].long()
+        smooth = smooth.sum() / (weight[counted].sum() if weight is not None else counted.numel())
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return _scaled(nll, 1 - label_smoothing) + _scaled(smooth, label_smoothing / n_classes)
+
+
+def _scaled(t, s):
+    """``t * s`` for a Python number ``s``, recorded as torch records it inside its own
+    kernels (MulBackward1: the scalar overload; ``t * s`` in Python records MulBackward0)."""
+    r = wrap(t._data * s, t.dtype)
+    if needs_grad(t):
+        record("MulBackward1", _scaled_rule, (t,), r, (s,))
     return r
 
 
-def _ce_rule(g, x, a, lsm, reduction):
-    from .elementwise import exp
-    from .reduction import softmax
-    from .reduction import sum as _sum
-    if reduction == "none":
-        g = g.reshape((a.shape[0],) + tuple(a.shape[2:])).unsqueeze(1)
-    ag = a * g
-    p = softmax(x, 1) if _STATE.enabled and x._requires_grad else exp(lsm)
-    return ag - p * _sum(ag, 1, keepdim=True)
+@on_arrays()
+def _scaled_rule(g, s):
+    return g * s
 
 
 def _cross_entropy_probs(input, target, weight, reduction, smoothing, c_dim, n_classes):
@@ -201,8 +190,11 @@ def _cross_entropy_probs(input, target, weight, reduction, smoothing, c_dim, n_c
 @autocast_op("fp32")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log likelihood of log-probabilities ``input`` ``[N, C]`` / ``[N, C, d1, ...]`` /
-    ``[C]`` at class indices ``target`` (torch.nn.functional.nll_loss); ``weight`` and
-    ``ignore_index`` as in cross_entropy."""
+    ``[C]`` at class indices ``target`` (int64 or uint8, the input's shape without the class
+    dim): ``-weight[t] * input[n, t]``, summed, averaged over the summed weights of the
+    counted targets ('mean') or kept per element ('none'); ``ignore_index`` contributes
+    nothing (torch.nn.functional.nll_loss).  IndexError for a target out of range,
+    RuntimeError/ValueError for shapes and dtypes as torch."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if input.ndim == 0:
@@ -210,24 +202,67 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     n_classes = input.shape[0 if input.ndim == 1 else 1]
     _check_weight(weight, n_classes, input)
     _check_index_target(input, target, "nll_loss")
-    x, t, unbatched = _batched(input, target)
-    xp = be(x).xp
-    a = _index_coeffs(xp, t._data, n_classes, None if weight is None else weight._data, ignore_index, 0.0,
-                      reduction, x._data.dtype)
-    per = (a * x._data).sum(axis=1)
-    out = per if reduction == "none" else per.sum()
-    if unbatched and reduction == "none":
-        out = out.reshape(())
-    r = _make(xp.asarray(out, dtype=x._data.dtype), input.dtype)
-    if needs_grad(x):
-        record("NllLossBackward0", _nll_rule, (x,), r, (_make(a, x.dtype), reduction))
+    return _nll(input, target, weight, ignore_index, reduction, n_classes)
+
+
+def _nll(input, target, weight, ignore_index, reduction, n_classes):
+    """nll_loss of checked arguments; inputs of 3 or more than 4 dims are seen as
+    ``[N, C, 1, d1 * d2 * ...]``, as torch does (its graph has the two views)."""
+    if input.ndim == 3 or input.ndim > 4:
+        n, spatial = input.shape[0], tuple(input.shape[2:])
+        rest = math.prod(spatial)
+        out = _nll(input.reshape(n, n_classes, 1, rest), target.reshape(n, 1, rest), weight, ignore_index,
+                   reduction, n_classes)
+        return out.reshape((n,) + spatial) if reduction == "none" else out
+    xp = be(input).xp
+    arr, t = input._data, target._data
+    unbatched = input.ndim == 1
+    if unbatched:  # one example: a batch of one on the arrays (torch's graph has no view here)
+        arr, t = arr.reshape(1, n_classes), t.reshape(1)
+    safe, wt, valid = _target_weights(xp, t, n_classes, None if weight is None else weight._data, ignore_index,
+                                      arr.dtype)
+    per = -(wt * xp.take_along_axis(arr, safe[:, None], axis=1)[:, 0])
+    denom = None
+    if reduction == "none":
+        out = per.reshape(()) if unbatched else per
+    elif reduction == "sum":
+        out = per.sum()
+    else:
+        denom = wt.sum()
+        with _ignore_fp(xp):
+            out = per.sum() / denom
+    r = _make(xp.asarray(out, dtype=arr.dtype), input.dtype)
+    if needs_grad(input):
+        record("NllLoss2DBackward0" if input.ndim == 4 else "NllLossBackward0", _nll_rule, (input,), r,
+               (xp.where(valid, safe, -1), wt, denom, n_classes))
     return r
 
 
-def _nll_rule(g, a, reduction):
-    if reduction == "none":
-        g = g.reshape((a.shape[0],) + tuple(a.shape[2:])).unsqueeze(1)
-    return a * g
+# The gradient is -w[t] * g (g / total weight for 'mean') at each counted target and 0
+# elsewhere, ignored targets included (saved as -1: they match no class).
+
+
+def _nll_arrays(g, t, wt, denom, n_classes):
+    xp = backend_of_array(wt).xp
+    with _ignore_fp(xp):
+        per = g.reshape(wt.shape) if g.ndim else (g if denom is None else g / denom)
+        coef = (-(per * wt)).astype(g.dtype, copy=False)
+    if kernels.accepts(coef):
+        return kernels.softmax.nll_grad(t, coef, n_classes, coef.dtype)
+    classes = xp.arange(n_classes).reshape((1, n_classes) + (1,) * (t.ndim - 1))
+    return xp.where(classes == t[:, None], coef[:, None], xp.zeros((), dtype=coef.dtype))
+
+
+@on_arrays(_nll_arrays)
+def _nll_rule(g, t, wt, denom, n_classes):
+    # linear in g: a constant matrix of coefficients times g
+    xp = backend_of_array(wt).xp
+    classes = xp.arange(n_classes).reshape((1, n_classes) + (1,) * (t.ndim - 1))
+    with _ignore_fp(xp):
+        scale = wt if denom is None else wt / denom
+    coeffs = xp.where(classes == t[:, None], -scale[:, None], xp.zeros((), dtype=wt.dtype))
+    per = g.reshape((t.shape[0], 1) + tuple(t.shape[1:])) if g.ndim else g
+    return _make(coeffs, g.dtype) * per
 
 
 # ---- regression and binary losses --------------------------------------------------

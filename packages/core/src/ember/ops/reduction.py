@@ -14,6 +14,8 @@ from .. import return_types
 from .._autocast import autocast_op
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.graph import on_arrays, record
+from ..backends import backend_of_array
+from ..cpu import kernels
 from ._helpers import _STATE, be, needs_grad, wrap
 from .shape import expand, reshape, unsqueeze
 
@@ -468,14 +470,22 @@ def _cumsum_rule(g, d):
 
 
 def softmax(input, dim, dtype=None, _stacklevel=3):
-    """exp(x) / sum(exp(x)) along ``dim``, max-subtracted for stability."""
+    """exp(x) / sum(exp(x)) along ``dim``, max-subtracted for stability
+    (torch.nn.functional.softmax); ``dtype`` casts the input first, integer inputs give
+    the default float dtype.  Same shape (any) and memory layout as the input."""
     x = input if dtype is None else input.to(dtype)
     d = _wrap_dim(dim, x.ndim)
     bk = be(x)
     xp = bk.xp
     arr = x._data if x.dtype._category >= 2 else bk.astype(x._data, D.get_default_dtype())
-    e = xp.exp(arr - xp.max(arr, axis=d, keepdims=True)) if arr.ndim else xp.ones_like(arr)
-    if arr.ndim:
+    if not arr.ndim:
+        e = xp.ones_like(arr)
+    elif not arr.size:
+        e = xp.zeros_like(arr)
+    elif kernels.accepts(arr):
+        e = kernels.softmax.softmax(arr, d)
+    else:
+        e = xp.exp(arr - xp.max(arr, axis=d, keepdims=True))
         e /= xp.sum(e, axis=d, keepdims=True)
     r = wrap(e, x.dtype if x.dtype._category >= 2 else D.get_default_dtype())
     if needs_grad(x):
@@ -483,29 +493,48 @@ def softmax(input, dim, dtype=None, _stacklevel=3):
     return r
 
 
+def _softmax_arrays(g, r, d):
+    if r.ndim and r.size and kernels.accepts(g, r):
+        return kernels.softmax.softmax_backward(g, r, d)
+    gr = g * r
+    return gr - r * backend_of_array(r).xp.sum(gr, axis=d if r.ndim else None, keepdims=True)
+
+
+@on_arrays(_softmax_arrays)
 def _softmax_rule(g, r, d):
     gr = g * r
     return gr - r * sum(gr, d, keepdim=True)
 
 
 def log_softmax(input, dim, dtype=None, _stacklevel=3):
-    """x - logsumexp(x) along ``dim``."""
+    """x - logsumexp(x) along ``dim`` (torch.nn.functional.log_softmax); ``dtype`` and
+    the result's shape and layout as in ``softmax``."""
     x = input if dtype is None else input.to(dtype)
     d = _wrap_dim(dim, x.ndim)
     bk = be(x)
     xp = bk.xp
     arr = x._data if x.dtype._category >= 2 else bk.astype(x._data, D.get_default_dtype())
-    if arr.ndim:
+    if not arr.ndim or not arr.size:
+        out = xp.zeros_like(arr)
+    elif kernels.accepts(arr):
+        out = kernels.softmax.log_softmax(arr, d)
+    else:
         shifted = arr - xp.max(arr, axis=d, keepdims=True)
         out = shifted - xp.log(xp.sum(xp.exp(shifted), axis=d, keepdims=True))
-    else:
-        out = xp.zeros_like(arr)
     r = wrap(out, x.dtype if x.dtype._category >= 2 else D.get_default_dtype())
     if needs_grad(x):
         record("LogSoftmaxBackward0", _log_softmax_rule, (x,), r, (r, d))
     return r
 
 
+def _log_softmax_arrays(g, r, d):
+    if r.ndim and r.size and kernels.accepts(g, r):
+        return kernels.softmax.log_softmax_backward(g, r, d)
+    xp = backend_of_array(r).xp
+    return g - xp.exp(r) * xp.sum(g, axis=d if r.ndim else None, keepdims=True)
+
+
+@on_arrays(_log_softmax_arrays)
 def _log_softmax_rule(g, r, d):
     from .elementwise import exp
     return g - exp(r) * sum(g, d, keepdim=True)

@@ -14,6 +14,7 @@ from .. import _dtype as D
 from .._tensor import Tensor, _make
 from ..autograd.graph import on_arrays, record
 from ..backends import NUMPY
+from ..cpu import kernels
 from ._helpers import _STATE, be, check_same_device, inplace, needs_grad, operand, wrap
 
 _float_default = D.get_default_dtype
@@ -747,9 +748,9 @@ def _sqrt_rule(g, r): return g / (2 * r)
 def _rsqrt_rule(g, r): return -0.5 * g * r * r * r
 @on_arrays()
 def _tan_rule(g, r): return g * (1 + r * r)
-@on_arrays()
+@on_arrays(lambda g, r: kernels.activation.tanh_grad(g, r) if kernels.accepts(g, r) else g * (1 - r * r))
 def _tanh_rule(g, r): return g * (1 - r * r)
-@on_arrays()
+@on_arrays(lambda g, r: kernels.activation.sigmoid_grad(g, r) if kernels.accepts(g, r) else g * r * (1 - r))
 def _sigmoid_rule(g, r): return g * r * (1 - r)
 @on_arrays()
 def _reciprocal_rule(g, r): return -g * r * r
@@ -831,12 +832,19 @@ def tan(input, *, out=None):
 
 
 def tanh(input, *, out=None):
+    if out is None and input.dtype in _PLAIN_FLOATS and kernels.accepts(input._data):
+        r = _make(kernels.activation.tanh(input._data), input.dtype)  # one pass, over the threads
+        if _STATE.enabled and input._requires_grad:
+            record("TanhBackward0", _tanh_rule, (input,), r, (r,))
+        return r
     return _unary(input, "tanh", "TanhBackward0", _tanh_rule, "out", out)
 
 
 def sigmoid(input, *, out=None):
     dt = input.dtype if input.dtype._category >= 2 else _float_default()
-    if type(input._data) is _ndarray and dt in _PLAIN_FLOATS:
+    if dt in _PLAIN_FLOATS and input.dtype is dt and kernels.accepts(input._data):
+        r = _make(kernels.activation.sigmoid(input._data), dt)  # one pass, over the threads
+    elif type(input._data) is _ndarray and dt in _PLAIN_FLOATS:
         r = _fast_result(_expit(input._data), dt)  # scipy's logistic function: one pass, never overflows
     else:
         bk = be(input)
@@ -860,7 +868,7 @@ def relu(input):
     return r
 
 
-@on_arrays(lambda g, r: masked_grad(g, r > 0))
+@on_arrays(lambda g, r: kernels.activation.relu_grad(g, r) if kernels.accepts(g, r) else masked_grad(g, r > 0))
 def _relu_rule(g, r):
     return where(r > 0, g, 0.0)
 

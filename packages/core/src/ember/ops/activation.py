@@ -294,14 +294,28 @@ def _mask_dropout(input, p, mask_shape, name):
         scaled = xp.zeros(mask_shape, dtype=x.dtype)
     else:
         gen = default_generator(input.device).bit_generator
-        keep = gen.random(mask_shape, dtype=xp.float32) >= p
-        scaled = keep.astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
+        draws = gen.random(mask_shape, dtype=xp.float32)
+        if mask_shape == x.shape and x.flags.c_contiguous and kernels.accepts(x):
+            # one pass for mask, scale and product, from the same draws
+            arr, scaled = kernels.dropout.apply(x, draws, p, 1.0 / (1.0 - p))
+            r = _make(arr, input.dtype)
+            if needs_grad(input):
+                record(name, _dropout_rule, (input,), r, (_make(scaled, input.dtype),))
+            return r
+        scaled = (draws >= p).astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
     r = _make(x * scaled, input.dtype)
     if needs_grad(input):
         record(name, _dropout_rule, (input,), r, (_make(scaled, input.dtype),))
     return r
 
 
+def _dropout_grad_arrays(g, scaled):
+    if g.shape == scaled.shape and scaled.flags.c_contiguous and kernels.accepts(g, scaled):
+        return kernels.dropout.grad(g, scaled)
+    return g * scaled
+
+
+@on_arrays(_dropout_grad_arrays)
 def _dropout_rule(g, scaled):
     return g * scaled
 

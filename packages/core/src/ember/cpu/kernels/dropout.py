@@ -1,0 +1,62 @@
+"""Dropout kernels: the mask, its scaling and the product in one pass, given the uniform
+draws (drawn by the op from ember's generator, so that seeded results do not depend on
+whether the kernels run).
+
+``apply(x, u, p, scale)`` on a C-contiguous numpy float32/float64 ``x`` and float32 draws
+``u`` of its shape gives ``(x * scaled, scaled)`` with ``scaled = scale`` where
+``u >= p`` (p compared in float32, as numpy compares a float32 array with a Python
+float) and 0 elsewhere; a float32 ``x`` gets ``scaled`` written over ``u``.
+``grad(g, scaled)`` is ``g * scaled`` (``g`` may be a broadcast scalar).
+"""
+
+from __future__ import annotations
+
+import numpy
+
+from ._runtime import jit, parallel_for
+
+__all__ = ["apply", "grad"]
+
+
+@jit
+def _apply(start, stop, x, u, p, scale, out, scaled):
+    x, u, out, scaled = x[start:stop], u[start:stop], out[start:stop], scaled[start:stop]
+    zero = scale - scale
+    for i in range(stop - start):
+        s = scale if u[i] >= p else zero
+        scaled[i] = s
+        out[i] = x[i] * s  # a product, as numpy's path: an inf dropped gives nan
+
+
+@jit
+def _grad(start, stop, g, scalar, scaled, out):
+    scaled, out = scaled[start:stop], out[start:stop]
+    if scalar:
+        g0 = g[0]
+        for i in range(stop - start):
+            out[i] = g0 * scaled[i]
+    else:
+        g = g[start:stop]
+        for i in range(stop - start):
+            out[i] = g[i] * scaled[i]
+
+
+def apply(x, u, p, scale):
+    dt = x.dtype
+    xf = x.reshape(-1)
+    uf = u.reshape(-1)
+    out = numpy.empty(x.shape, dt)
+    scaled = u if dt == u.dtype else numpy.empty(x.shape, dt)
+    parallel_for(_apply, xf.size, xf, uf, numpy.float32(p), dt.type(scale), out.reshape(-1), scaled.reshape(-1))
+    return out, scaled
+
+
+def grad(g, scaled):
+    out = numpy.empty(scaled.shape, scaled.dtype)
+    scalar = g.size > 0 and not any(g.strides)
+    if scalar:
+        gf = numpy.full(1, g[(0,) * g.ndim], dtype=g.dtype)
+    else:
+        gf = numpy.ascontiguousarray(g).reshape(-1)
+    parallel_for(_grad, out.size, gf, scalar, scaled.reshape(-1), out.reshape(-1))
+    return out

@@ -725,6 +725,12 @@ def _unary(x, fname, node, rule, save, out=None, keep_int=False):
     return _out(r, out)
 
 
+def _big(arr) -> bool:
+    """Large enough for a kernel to beat numpy's one-pass ufunc (threads, no temporaries)
+    by more than its call overhead."""
+    return arr.size >= 16384
+
+
 # Gradient rules of the unary ops; those written with operators only run unchanged on
 # arrays when no graph of the gradient is wanted.  They are written for real inputs; a
 # complex input records the rule's ``for_complex`` form (see _holomorphic).
@@ -748,9 +754,9 @@ def _sqrt_rule(g, r): return g / (2 * r)
 def _rsqrt_rule(g, r): return -0.5 * g * r * r * r
 @on_arrays()
 def _tan_rule(g, r): return g * (1 + r * r)
-@on_arrays(lambda g, r: kernels.activation.tanh_grad(g, r) if kernels.accepts(g, r) else g * (1 - r * r))
+@on_arrays(lambda g, r: kernels.activation.tanh_grad(g, r) if _big(r) and kernels.accepts(g, r) else g * (1 - r * r))
 def _tanh_rule(g, r): return g * (1 - r * r)
-@on_arrays(lambda g, r: kernels.activation.sigmoid_grad(g, r) if kernels.accepts(g, r) else g * r * (1 - r))
+@on_arrays(lambda g, r: kernels.activation.sigmoid_grad(g, r) if _big(r) and kernels.accepts(g, r) else g * r * (1 - r))
 def _sigmoid_rule(g, r): return g * r * (1 - r)
 @on_arrays()
 def _reciprocal_rule(g, r): return -g * r * r
@@ -832,7 +838,7 @@ def tan(input, *, out=None):
 
 
 def tanh(input, *, out=None):
-    if out is None and input.dtype in _PLAIN_FLOATS and kernels.accepts(input._data):
+    if out is None and input.dtype in _PLAIN_FLOATS and _big(input._data) and kernels.accepts(input._data):
         r = _make(kernels.activation.tanh(input._data), input.dtype)  # one pass, over the threads
         if _STATE.enabled and input._requires_grad:
             record("TanhBackward0", _tanh_rule, (input,), r, (r,))
@@ -842,7 +848,7 @@ def tanh(input, *, out=None):
 
 def sigmoid(input, *, out=None):
     dt = input.dtype if input.dtype._category >= 2 else _float_default()
-    if dt in _PLAIN_FLOATS and input.dtype is dt and kernels.accepts(input._data):
+    if dt in _PLAIN_FLOATS and input.dtype is dt and _big(input._data) and kernels.accepts(input._data):
         r = _make(kernels.activation.sigmoid(input._data), dt)  # one pass, over the threads
     elif type(input._data) is _ndarray and dt in _PLAIN_FLOATS:
         r = _fast_result(_expit(input._data), dt)  # scipy's logistic function: one pass, never overflows
@@ -868,7 +874,13 @@ def relu(input):
     return r
 
 
-@on_arrays(lambda g, r: kernels.activation.relu_grad(g, r) if kernels.accepts(g, r) else masked_grad(g, r > 0))
+def _relu_grad_arrays(g, r):
+    if _big(r) and kernels.accepts(g, r):
+        return kernels.activation.relu_grad(g, r)  # one pass: a select, no mask array
+    return masked_grad(g, r > 0)
+
+
+@on_arrays(_relu_grad_arrays)
 def _relu_rule(g, r):
     return where(r > 0, g, 0.0)
 

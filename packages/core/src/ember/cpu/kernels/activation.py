@@ -25,7 +25,7 @@ from numba import types
 from numba.extending import overload, register_jitable
 
 from . import _math as M
-from ._runtime import dense_order, jit, parallel_for
+from ._runtime import PARALLEL_MIN_WORK, dense_order, jit, parallel_for
 
 __all__ = ["gelu", "gelu_grad", "silu", "silu_grad", "mish", "mish_grad", "elu", "elu_grad", "softplus",
            "softplus_grad", "sigmoid", "sigmoid_grad", "tanh", "tanh_grad", "hardswish", "hardswish_grad",
@@ -423,25 +423,42 @@ def _alloc(x, order):
     return t.transpose(tuple(numpy.argsort(order))), t.reshape(-1)
 
 
+def _run(kernel, n, *args):
+    if n < PARALLEL_MIN_WORK:  # one thread: skip the pool's bookkeeping (microseconds a call)
+        kernel(0, n, *args)
+    else:
+        parallel_for(kernel, n, *args)
+
+
 def _forward(kernel, x, *params):
+    t_ = x.dtype.type
+    if x.flags.c_contiguous:
+        out = numpy.empty(x.shape, x.dtype)
+        _run(kernel, x.size, x.reshape(-1), out.reshape(-1), *[t_(p) for p in params])
+        return out
     x, order = _order(x)
     out, of = _alloc(x, order)
-    t_ = x.dtype.type
-    parallel_for(kernel, of.size, x.transpose(order).reshape(-1), of, *[t_(p) for p in params])
+    _run(kernel, of.size, x.transpose(order).reshape(-1), of, *[t_(p) for p in params])
     return out
 
 
 def _backward(kernel, g, saved, *params):
-    saved, order = _order(saved)
-    out, of = _alloc(saved, order)
+    t_ = saved.dtype.type
     scalar = g.size > 0 and not any(g.strides)  # a broadcast scalar: the gradient of a sum
     if scalar:
-        gf = numpy.full(1, g[(0,) * g.ndim], dtype=g.dtype)
-    else:
+        gf = numpy.empty(1, g.dtype)  # writable, so the kernel keeps one signature
+        gf[0] = g.reshape(-1)[0]
+    if saved.flags.c_contiguous and (scalar or g.flags.c_contiguous):
+        out = numpy.empty(saved.shape, saved.dtype)
+        _run(kernel, out.size, gf if scalar else g.reshape(-1), scalar, saved.reshape(-1), out.reshape(-1),
+             *[t_(p) for p in params])
+        return out
+    saved, order = _order(saved)
+    out, of = _alloc(saved, order)
+    if not scalar:
         gt = g.transpose(order)
         gf = (gt if gt.flags.c_contiguous else numpy.ascontiguousarray(gt)).reshape(-1)
-    t_ = saved.dtype.type
-    parallel_for(kernel, of.size, gf, scalar, saved.transpose(order).reshape(-1), of, *[t_(p) for p in params])
+    _run(kernel, of.size, gf, scalar, saved.transpose(order).reshape(-1), of, *[t_(p) for p in params])
     return out
 
 

@@ -55,7 +55,8 @@ def grad(g, scaled):
     out = numpy.empty(scaled.shape, scaled.dtype)
     scalar = g.size > 0 and not any(g.strides)
     if scalar:
-        gf = numpy.full(1, g[(0,) * g.ndim], dtype=g.dtype)
+        gf = numpy.empty(1, g.dtype)  # writable, so the kernel keeps one signature
+        gf[0] = g.reshape(-1)[0]
     else:
         gf = numpy.ascontiguousarray(g).reshape(-1)
     parallel_for(_grad, out.size, gf, scalar, scaled.reshape(-1), out.reshape(-1))

@@ -26,17 +26,8 @@ __all__ = ["gelu", "silu", "mish", "leaky_relu", "elu", "selu", "celu", "softplu
            "dropout2d", "dropout1d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "linear", "bilinear"]
 
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _KERNEL_DTYPES = (D.float32, D.float64)
-
-
-class _Kernels:
-    """``kernels.activation``'s functions, looked up (and numba imported) at the first call."""
-
-    def __getattr__(self, name):
-        return getattr(kernels.activation, name)
-
-
-_K = _Kernels()
 
 
 def _kernel_input(input) -> bool:
@@ -44,12 +35,13 @@ def _kernel_input(input) -> bool:
 
 
 def _single(input, node, rule, params, kernel, composed, grad_params=None):
-    """A one-node activation: the forward by ``kernel`` on numpy float32/float64 arrays,
+    """A one-node activation: the forward by ``kernels.activation.<kernel>`` (numba is
+    imported only then) on numpy float32/float64 arrays,
     else by ``composed`` (ember ops, run without a graph: the reference and the other
     backends' path); ``rule(g, input, *grad_params)`` (``params`` unless given) is its
     gradient."""
     if _kernel_input(input):
-        r = _make(kernel(input._data, *params), input.dtype)
+        r = _make(getattr(kernels.activation, kernel)(input._data, *params), input.dtype)
     else:
         with no_grad():
             r = composed(input, *params)
@@ -69,7 +61,6 @@ def _arrays(kernel_name):
             return rule(wrap(g), wrap(x), *params)._data
         return on_arrays(on_arrays_form)(rule)
     return mark
-_INV_SQRT2 = 1.0 / math.sqrt(2.0)
 
 
 def gelu(input, approximate="none"):
@@ -82,7 +73,7 @@ def gelu(input, approximate="none"):
         raise RuntimeError(f"\"GeluKernelImpl\" not implemented for '{_long(input.dtype)}'")
     x = input._data
     if _kernel_input(input):
-        r = _make(_K.gelu(x, approximate), input.dtype)
+        r = _make(kernels.activation.gelu(x, approximate), input.dtype)
         if needs_grad(input):
             record("GeluBackward0", _gelu_rule, (input,), r, (input, approximate))
         return r
@@ -115,7 +106,7 @@ def silu(input, inplace=False):
     from .elementwise import sigmoid
     if inplace:
         return _inplace(input, silu)
-    return _single(input, "SiluBackward0", _silu_rule, (), _K.silu, lambda x: x * sigmoid(x))
+    return _single(input, "SiluBackward0", _silu_rule, (), "silu", lambda x: x * sigmoid(x))
 
 
 @_arrays("silu_grad")
@@ -130,7 +121,7 @@ def mish(input, inplace=False):
     from .elementwise import tanh
     if inplace:
         return _inplace(input, mish)
-    return _single(input, "MishBackward0", _mish_rule, (), _K.mish, lambda x: x * tanh(softplus(x)))
+    return _single(input, "MishBackward0", _mish_rule, (), "mish", lambda x: x * tanh(softplus(x)))
 
 
 @_arrays("mish_grad")
@@ -146,7 +137,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     from .elementwise import where
     if inplace:
         return _inplace(input, leaky_relu, negative_slope)
-    return _single(input, "LeakyReluBackward0", _leaky_relu_rule, (negative_slope,), _K.leaky_relu,
+    return _single(input, "LeakyReluBackward0", _leaky_relu_rule, (negative_slope,), "leaky_relu",
                    lambda x, s: where(x > 0, x, x * s))
 
 
@@ -161,7 +152,7 @@ def _elu_like(input, node, alpha, scale, input_scale, grad_input_scale=None):
     # elsewhere; elu, selu and celu are its three parametrisations
     from .elementwise import expm1, where
     grad_params = None if grad_input_scale is None else (alpha, scale, grad_input_scale)
-    return _single(input, node, _elu_rule, (alpha, scale, input_scale), _K.elu,
+    return _single(input, node, _elu_rule, (alpha, scale, input_scale), "elu",
                    lambda x, a, s, i: where(x > 0, x * s, expm1(x.clamp(max=0) * i) * (s * a)), grad_params)
 
 
@@ -227,7 +218,7 @@ def hardswish(input, inplace=False):
         return _inplace(input, hardswish)
     x = input._data
     if _kernel_input(input):
-        r = _make(_K.hardswish(x), input.dtype)
+        r = _make(kernels.activation.hardswish(x), input.dtype)
     else:
         r = wrap(x * be(input).xp.clip(x + 3, 0, 6) / 6, input.dtype)
     if needs_grad(input):
@@ -249,7 +240,7 @@ def hardsigmoid(input, inplace=False):
     1/6 strictly between -3 and 3, else 0."""
     if inplace:
         return _inplace(input, hardsigmoid)
-    return _single(input, "HardsigmoidBackward0", _hardsigmoid_rule, (), _K.hardsigmoid,
+    return _single(input, "HardsigmoidBackward0", _hardsigmoid_rule, (), "hardsigmoid",
                    lambda x: hardtanh(x + 3, 0.0, 6.0) / 6)
 
 
@@ -262,7 +253,7 @@ def _hardsigmoid_rule(g, x):
 def softplus(input, beta=1.0, threshold=20.0):
     """``log(1 + exp(beta x)) / beta``, and ``x`` where ``beta x > threshold``
     (torch.nn.functional.softplus): any shape."""
-    return _single(input, "SoftplusBackward0", _softplus_rule, (beta, threshold), _K.softplus, _softplus_composed)
+    return _single(input, "SoftplusBackward0", _softplus_rule, (beta, threshold), "softplus", _softplus_composed)
 
 
 def _softplus_composed(input, beta, threshold):

@@ -37,6 +37,34 @@ def test_kernel_equals_numpy_path(shape, p, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", ["alpha_dropout", "feature_alpha_dropout"])
+def test_alpha_dropout_equals_numpy_path(op, dtype):
+    fn = getattr(F, op)
+
+    def call(x, p):
+        return fn(x, p, training=True)
+    rng = np.random.default_rng(8)
+    for shape in [(1, 1), (13, 17), (4, 6, 5, 3), (100003, 2)]:
+        arr = (rng.standard_normal(shape) * 3).astype(dtype)
+        for p in (0.2, 0.7):
+            ky, kg = _run(arr, p, None, 21, call)
+            with kernels.disabled():
+                ny, ng = _run(arr, p, None, 21, call)
+            np.testing.assert_array_equal(ky, ny)
+            np.testing.assert_array_equal(kg, ng)
+    # torch's rescaling keeps zero mean and unit variance of standard normal input
+    x = ember.from_numpy(rng.standard_normal((400, 500)).astype(dtype))
+    y = F.alpha_dropout(x, 0.3, training=True).numpy()
+    assert abs(y.mean()) < 0.02 and abs(y.std() - 1) < 0.02
+    ty = torch.nn.functional.alpha_dropout(torch.from_numpy(x.numpy()), 0.3, training=True).numpy()
+    assert abs(ty.mean() - y.mean()) < 0.02 and abs(ty.std() - y.std()) < 0.02
+    def dropped_value(a):  # every dropped element takes one value: the most frequent
+        values, counts = np.unique(a, return_counts=True)
+        return values[counts.argmax()]
+    np.testing.assert_allclose(dropped_value(y), dropped_value(ty), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_torch_semantics(dtype):
     p = 0.3
     rng = np.random.default_rng(5)
@@ -95,12 +123,13 @@ def test_inplace_and_modes():
 def test_kernel_path_runs(monkeypatch):
     calls = []
     fam = kernels.dropout
-    for fname in ("apply", "grad"):
+    for fname in ("apply", "apply_alpha", "grad"):
         real = getattr(fam, fname)
         monkeypatch.setattr(fam, fname, lambda *a, _real=real, _n=fname: calls.append(_n) or _real(*a))
     x = ember.randn(40, 30, requires_grad=True)
     F.dropout(x, 0.2).sum().backward()
-    assert calls == ["apply", "grad"]
+    F.alpha_dropout(x, 0.2, training=True).sum().backward()
+    assert calls == ["apply", "grad", "apply_alpha", "grad"]
     calls.clear()
     F.dropout2d(ember.randn(2, 3, 4, 4, requires_grad=True), 0.2).sum().backward()  # a broadcast mask
     with kernels.disabled():

@@ -403,11 +403,16 @@ def _alpha_dropout(input, p, training, inplace, feature):
     xp = be(input).xp
     x = input._data
     mshape = shape[:2] + (1,) * (input.ndim - 2) if feature else shape
-    keep = (default_generator(input.device).bit_generator.random(mshape, dtype=xp.float32) >= p).astype(x.dtype)
+    draws = default_generator(input.device).bit_generator.random(mshape, dtype=xp.float32)
     a = 1.0 / math.sqrt((_ALPHA_PRIME * _ALPHA_PRIME * p + 1) * (1 - p))
-    scaled = keep * x.dtype.type(a)
-    shift = (keep - 1) * x.dtype.type(_ALPHA_PRIME * a) + x.dtype.type(_ALPHA_PRIME * a * p)
-    r = _make((x * scaled + shift).astype(x.dtype, copy=False), input.dtype)
+    if mshape == shape and x.flags.c_contiguous and kernels.accepts(x):  # one pass from the same draws
+        arr, scaled = kernels.dropout.apply_alpha(x, draws, p, a, _ALPHA_PRIME * a, _ALPHA_PRIME * a * p)
+    else:
+        keep = (draws >= p).astype(x.dtype)
+        scaled = keep * x.dtype.type(a)
+        shift = (keep - 1) * x.dtype.type(_ALPHA_PRIME * a) + x.dtype.type(_ALPHA_PRIME * a * p)
+        arr = x * scaled + shift
+    r = _make(arr.astype(x.dtype, copy=False), input.dtype)
     if needs_grad(input):
         record("AddBackward0", _dropout_rule, (input,), r, (_make(scaled, input.dtype),))
     return _write_back(input, r) if inplace else r

@@ -6,7 +6,9 @@ whether the kernels run).
 ``u`` of its shape gives ``(x * scaled, scaled)`` with ``scaled = scale`` where
 ``u >= p`` (p compared in float32, as numpy compares a float32 array with a Python
 float) and 0 elsewhere; a float32 ``x`` gets ``scaled`` written over ``u``.
-``grad(g, scaled)`` is ``g * scaled`` (``g`` may be a broadcast scalar).
+``apply_alpha(x, u, p, a, c1, c2)`` is alpha dropout's ``x * scaled + shift`` with
+``scaled = keep * a``, ``shift = (keep - 1) * c1 + c2`` (keep 1 or 0), as the numpy path
+computes them.  ``grad(g, scaled)`` is ``g * scaled`` (``g`` may be a broadcast scalar).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numpy
 
 from ._runtime import jit, parallel_for
 
-__all__ = ["apply", "grad"]
+__all__ = ["apply", "apply_alpha", "grad"]
 
 
 @jit
@@ -26,6 +28,17 @@ def _apply(start, stop, x, u, p, scale, out, scaled):
         s = scale if u[i] >= p else zero
         scaled[i] = s
         out[i] = x[i] * s  # a product, as numpy's path: an inf dropped gives nan
+
+
+@jit
+def _apply_alpha(start, stop, x, u, p, a, c1, c2, one, out, scaled):
+    # ``one`` comes typed from the caller: a float literal here would make the loop float64
+    x, u, out, scaled = x[start:stop], u[start:stop], out[start:stop], scaled[start:stop]
+    for i in range(stop - start):
+        k = one if u[i] >= p else one - one
+        s = k * a
+        scaled[i] = s
+        out[i] = x[i] * s + ((k - one) * c1 + c2)
 
 
 @jit
@@ -48,6 +61,15 @@ def apply(x, u, p, scale):
     out = numpy.empty(x.shape, dt)
     scaled = u if dt == u.dtype else numpy.empty(x.shape, dt)
     parallel_for(_apply, xf.size, xf, uf, numpy.float32(p), dt.type(scale), out.reshape(-1), scaled.reshape(-1))
+    return out, scaled
+
+
+def apply_alpha(x, u, p, a, c1, c2):
+    dt = x.dtype
+    out = numpy.empty(x.shape, dt)
+    scaled = u if dt == u.dtype else numpy.empty(x.shape, dt)
+    parallel_for(_apply_alpha, x.size, x.reshape(-1), u.reshape(-1), numpy.float32(p), dt.type(a), dt.type(c1),
+                 dt.type(c2), dt.type(1.0), out.reshape(-1), scaled.reshape(-1))
     return out, scaled
 
 

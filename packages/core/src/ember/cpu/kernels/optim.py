@@ -19,11 +19,10 @@ __all__ = ["adam"]
 
 
 @jit
-def _adam(start, stop, p, g, m, v, vmax, amsgrad, decay, l2, wd, w, beta2, c2, bc2, eps, neg_step):
+def _adam(start, stop, p, g, m, v, vmax, amsgrad, decay, l2, wd, w, beta2, c2, bc2, eps, neg_step, one):
+    # every scalar comes typed from the caller: a float literal here would make the loop float64
     p, g, m, v = p[start:stop], g[start:stop], m[start:stop], v[start:stop]
-    half = w - w + 0.5
-    one = w - w + 1.0
-    lerp_low = abs(w) < half
+    lerp_low = abs(w) < 0.5  # once, outside the loop
     if amsgrad:
         vmax = vmax[start:stop]
         for i in range(stop - start):
@@ -66,4 +65,4 @@ def adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step, lr, beta1, b
     vmax = max_exp_avg_sq.reshape(-1) if amsgrad else exp_avg_sq.reshape(-1)
     parallel_for(_adam, param.size, param.reshape(-1), grad.reshape(-1), exp_avg.reshape(-1),
                  exp_avg_sq.reshape(-1), vmax, bool(amsgrad), t(decay), l2, t(weight_decay), t(1 - beta1),
-                 t(beta2), t(1 - beta2), t(bias_correction2_sqrt), t(eps), t(-step_size), work_per_item=4)
+                 t(beta2), t(1 - beta2), t(bias_correction2_sqrt), t(eps), t(-step_size), t(1.0), work_per_item=4)

@@ -161,7 +161,7 @@ def test_kernel_path_runs(monkeypatch):
     # the ops call the kernels (forward and backward) for numpy float arrays, not otherwise
     calls = []
     fam = kernels.activation
-    for fname in ("silu", "silu_grad", "gelu", "gelu_grad", "relu_grad", "sigmoid", "sigmoid_grad"):
+    for fname in ("silu", "silu_grad", "gelu", "gelu_grad", "relu", "relu_grad", "sigmoid", "sigmoid_grad"):
         real = getattr(fam, fname)
         monkeypatch.setattr(fam, fname, lambda *a, _real=real, _n=fname: calls.append(_n) or _real(*a))
     x = ember.randn(160, 103, requires_grad=True)
@@ -169,7 +169,7 @@ def test_kernel_path_runs(monkeypatch):
     F.gelu(x).sum().backward()
     F.relu(x).sum().backward()
     ember.sigmoid(x).sum().backward()
-    assert calls == ["silu", "silu_grad", "gelu", "gelu_grad", "relu_grad", "sigmoid", "sigmoid_grad"]
+    assert calls == ["silu", "silu_grad", "gelu", "gelu_grad", "relu", "relu_grad", "sigmoid", "sigmoid_grad"]
     calls.clear()
     with kernels.disabled():
         F.silu(x).sum().backward()
@@ -194,6 +194,16 @@ def test_nonfinite_inputs():
         ty, _, _ = _run(name, arr, None, "torch")
         ey, _, _ = _run(name, arr, None, "ember")
         np.testing.assert_allclose(ey, ty, rtol=1e-6, err_msg=name)
+
+
+def test_relu_signed_zero_and_nan():
+    # torch's relu keeps -0.0 and NaN; so does the kernel (numpy's maximum gives +0.0)
+    arr = np.zeros(20000, np.float32)
+    arr[:4] = [-0.0, np.nan, -1.0, 2.0]
+    y = F.relu(ember.from_numpy(arr)).numpy()
+    t = torch.relu(torch.from_numpy(arr)).numpy()
+    np.testing.assert_array_equal(np.signbit(y), np.signbit(t))
+    np.testing.assert_array_equal(y, t)
 
 
 def test_celu_zero_alpha():

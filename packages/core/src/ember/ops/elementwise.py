@@ -868,7 +868,11 @@ def sigmoid(input, *, out=None):
 
 def relu(input):
     """max(input, 0); the gradient is 1 where the result is positive."""
-    r = wrap(be(input).xp.maximum(input._data, 0), input.dtype)
+    x = input._data
+    if input.dtype in _PLAIN_FLOATS and _big(x) and kernels.accepts(x):
+        r = _make(kernels.activation.relu(x), input.dtype)  # one pass over the threads
+    else:
+        r = wrap(be(input).xp.maximum(x, 0), input.dtype)
     if _STATE.enabled and input._requires_grad:
         record("ReluBackward0", _relu_rule, (input,), r, (r,))
     return r

@@ -29,7 +29,7 @@ from ._runtime import PARALLEL_MIN_WORK, dense_order, jit, parallel_for
 
 __all__ = ["gelu", "gelu_grad", "silu", "silu_grad", "mish", "mish_grad", "elu", "elu_grad", "softplus",
            "softplus_grad", "sigmoid", "sigmoid_grad", "tanh", "tanh_grad", "hardswish", "hardswish_grad",
-           "hardsigmoid", "hardsigmoid_grad", "leaky_relu", "leaky_relu_grad", "relu_grad"]
+           "hardsigmoid", "hardsigmoid_grad", "leaky_relu", "leaky_relu_grad", "relu", "relu_grad"]
 
 
 def _c(v, like):
@@ -219,6 +219,14 @@ def _leaky_relu_f(start, stop, x, out, slope):
     for i in range(stop - start):
         v = x[i]
         out[i] = v if v > _c(0.0, v) else v * slope
+
+
+@jit(fastmath={"contract"})
+def _relu_f(start, stop, x, out):
+    x, out = x[start:stop], out[start:stop]
+    for i in range(stop - start):
+        v = x[i]
+        out[i] = _c(0.0, v) if v < _c(0.0, v) else v  # NaN and -0.0 pass through, as torch's
 
 
 # ---- backwards: ``g`` is the gradient, or its one value when ``scalar`` ----------------------
@@ -545,6 +553,10 @@ def leaky_relu(x, negative_slope):
 
 def leaky_relu_grad(g, x, negative_slope):
     return _backward(_leaky_relu_b, g, x, negative_slope)
+
+
+def relu(x):
+    return _forward(_relu_f, x)
 
 
 def relu_grad(g, y):

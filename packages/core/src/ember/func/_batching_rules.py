@@ -143,7 +143,7 @@ modified_bessel_k1 scaled_modified_bessel_k0 scaled_modified_bessel_k1 spherical
 chebyshev_polynomial_t chebyshev_polynomial_u chebyshev_polynomial_v chebyshev_polynomial_w
 shifted_chebyshev_polynomial_t shifted_chebyshev_polynomial_u shifted_chebyshev_polynomial_v
 shifted_chebyshev_polynomial_w hermite_polynomial_h hermite_polynomial_he laguerre_polynomial_l
-legendre_polynomial_p masked_scatter""".split()
+legendre_polynomial_p masked_scatter celu hardsigmoid mish selu""".split()
 for _n in _ELEMENTWISE:
     RULES[_n] = elementwise
 

@@ -15,6 +15,7 @@ from ..ops._helpers import inplace as _inplace
 from ..ops.activation import (
     alpha_dropout,
     bilinear,
+    celu,
     dropout,
     dropout1d,
     dropout2d,
@@ -23,10 +24,13 @@ from ..ops.activation import (
     feature_alpha_dropout,
     gelu,
     gumbel_softmax,
+    hardsigmoid,
     hardswish,
     hardtanh,
     leaky_relu,
     linear,
+    mish,
+    selu,
     silu,
     softplus,
 )
@@ -128,7 +132,7 @@ __all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", 
             "pixel_unshuffle", "channel_shuffle"]
 __all__ += ["affine_grid", "grid_sample"]
 __all__ += ["pdist"]
-__all__ += ["hardtanh", "hardswish"]
+__all__ += ["hardtanh", "hardswish", "hardsigmoid", "mish", "selu", "celu"]
 __all__ += ["gumbel_softmax", "fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
             "fractional_max_pool3d_with_indices", "linear_cross_entropy", "conv_tbc", "native_channel_shuffle"]
 __all__ += ["group_norm", "instance_norm", "local_response_norm", "normalize", "rms_norm"]
@@ -214,47 +218,14 @@ def pad(input, pad, mode: str = "constant", value=None):
 
 # ---- more activations, composed of ember ops (their gradients follow) ---------------------
 
-_SELU_ALPHA = 1.6732632423543772848170429916717
-_SELU_SCALE = 1.0507009873554804934193349852946
-
-
 def relu6(input, inplace: bool = False):
     """min(max(x, 0), 6): hardtanh(x, 0, 6), with its gradient (0 at both bounds)."""
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
-def selu(input, inplace: bool = False):
-    """scale * (max(0, x) + min(0, alpha * (exp(x) - 1))) with the self-normalizing alpha and
-    scale of Klambauer et al., 2017."""
-    if inplace:
-        return _inplace(input, selu)
-    return _SELU_SCALE * elu(input, _SELU_ALPHA)
-
-
-def celu(input, alpha: float = 1.0, inplace: bool = False):
-    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (Barron, 2017)."""
-    if inplace:
-        return _inplace(input, celu, alpha)
-    return _ops.where(input > 0, input, alpha * _ops.expm1(input / alpha))
-
-
 def softsign(input):
     """x / (1 + |x|)."""
     return input / (1 + input.abs())
-
-
-def hardsigmoid(input, inplace: bool = False):
-    """relu6(x + 3) / 6."""
-    if inplace:
-        return _inplace(input, hardsigmoid)
-    return relu6(input + 3) / 6
-
-
-def mish(input, inplace: bool = False):
-    """x * tanh(softplus(x)) (Misra, 2019)."""
-    if inplace:
-        return _inplace(input, mish)
-    return input * _ops.tanh(softplus(input))
 
 
 def logsigmoid(input):

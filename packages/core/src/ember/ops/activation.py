@@ -1,22 +1,66 @@
-"""Activations, dropout and the dense layers (torch.nn.functional.gelu, silu, leaky_relu,
-elu, softplus, dropout, dropout1d/2d/3d, alpha_dropout, feature_alpha_dropout, linear,
-bilinear).  relu, tanh, sigmoid, softmax and log_softmax
-live with the elementwise ops and reductions."""
+"""Activations, dropout and the dense layers (torch.nn.functional.gelu, silu, mish,
+leaky_relu, elu, selu, celu, softplus, hardsigmoid, hardswish, hardtanh, dropout,
+dropout1d/2d/3d, alpha_dropout, feature_alpha_dropout, linear, bilinear).  relu, tanh,
+sigmoid, softmax and log_softmax live with the elementwise ops and reductions.
+
+The activations are one node each, as torch's; on numpy float32/float64 arrays their
+forward and backward run as compiled kernels (``cpu/kernels/activation.py``), elsewhere
+as the ember ops they are written with."""
 
 from __future__ import annotations
 
 import math
 
+import numpy
+
+from .. import _dtype as D
 from .._autocast import autocast_op
 from .._tensor import Tensor, _make
+from ..autograd.grad_mode import no_grad
+from ..autograd.graph import on_arrays
+from ..cpu import kernels
 from ._helpers import be, check_same_device, needs_grad, record, wrap
 from ._helpers import inplace as _inplace
 
-__all__ = ["gelu", "silu", "leaky_relu", "elu", "softplus", "dropout", "dropout2d", "dropout1d", "dropout3d",
-           "alpha_dropout", "feature_alpha_dropout", "linear", "bilinear"]
+__all__ = ["gelu", "silu", "mish", "leaky_relu", "elu", "selu", "celu", "softplus", "hardsigmoid", "dropout",
+           "dropout2d", "dropout1d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "linear", "bilinear"]
 
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_KERNEL_DTYPES = (D.float32, D.float64)
+
+
+def _kernel_input(input) -> bool:
+    return input.dtype in _KERNEL_DTYPES and kernels.accepts(input._data)
+
+
+def _single(input, node, rule, params, kernel, composed, grad_params=None):
+    """A one-node activation: the forward by ``kernels.activation.<kernel>`` (numba is
+    imported only then) on numpy float32/float64 arrays,
+    else by ``composed`` (ember ops, run without a graph: the reference and the other
+    backends' path); ``rule(g, input, *grad_params)`` (``params`` unless given) is its
+    gradient."""
+    if _kernel_input(input):
+        r = _make(getattr(kernels.activation, kernel)(input._data, *params), input.dtype)
+    else:
+        with no_grad():
+            r = composed(input, *params)
+    if needs_grad(input):
+        record(node, rule, (input,), r, (input, *(params if grad_params is None else grad_params)))
+    return r
+
+
+def _arrays(kernel_name):
+    """Give a gradient rule ``rule(g, x, *params)`` its array form: the backward kernel
+    ``kernel_name`` for numpy float32/float64 arrays, else the rule itself on the arrays
+    wrapped as tensors."""
+    def mark(rule):
+        def on_arrays_form(g, x, *params):
+            if kernels.accepts(g, x):
+                return getattr(kernels.activation, kernel_name)(g, x, *params)
+            return rule(wrap(g), wrap(x), *params)._data
+        return on_arrays(on_arrays_form)(rule)
+    return mark
 
 
 def gelu(input, approximate="none"):
@@ -27,8 +71,13 @@ def gelu(input, approximate="none"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"GeluKernelImpl\" not implemented for '{_long(input.dtype)}'")
-    xp = be(input).xp
     x = input._data
+    if _kernel_input(input):
+        r = _make(kernels.activation.gelu(x, approximate), input.dtype)
+        if needs_grad(input):
+            record("GeluBackward0", _gelu_rule, (input,), r, (input, approximate))
+        return r
+    xp = be(input).xp
     if approximate == "tanh":
         arr = 0.5 * x * (1 + xp.tanh(_SQRT_2_PI * (x + 0.044715 * x * x * x)))
     else:
@@ -39,6 +88,7 @@ def gelu(input, approximate="none"):
     return r
 
 
+@_arrays("gelu_grad")
 def _gelu_rule(g, x, approximate):
     from .elementwise import erf, exp, tanh
     if approximate == "tanh":
@@ -51,27 +101,96 @@ def _gelu_rule(g, x, approximate):
 
 
 def silu(input, inplace=False):
-    """``x * sigmoid(x)`` (torch.nn.functional.silu); written into ``input`` when ``inplace``."""
+    """``x * sigmoid(x)`` (torch.nn.functional.silu; Elfwing et al., 2017): any shape, float
+    dtypes; written into ``input`` when ``inplace``."""
     from .elementwise import sigmoid
     if inplace:
         return _inplace(input, silu)
-    return input * sigmoid(input)
+    return _single(input, "SiluBackward0", _silu_rule, (), "silu", lambda x: x * sigmoid(x))
+
+
+@_arrays("silu_grad")
+def _silu_rule(g, x):
+    from .elementwise import sigmoid
+    s = sigmoid(x)
+    return g * s * (1 + x * (1 - s))
+
+
+def mish(input, inplace=False):
+    """``x * tanh(softplus(x))`` (torch.nn.functional.mish; Misra, 2019): any shape."""
+    from .elementwise import tanh
+    if inplace:
+        return _inplace(input, mish)
+    return _single(input, "MishBackward0", _mish_rule, (), "mish", lambda x: x * tanh(softplus(x)))
+
+
+@_arrays("mish_grad")
+def _mish_rule(g, x):
+    from .elementwise import sigmoid, tanh
+    t = tanh(softplus(x))
+    return g * (t + x * sigmoid(x) * (1 - t * t))
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """``x`` where positive, ``negative_slope * x`` elsewhere."""
+    """``x`` where positive, ``negative_slope * x`` elsewhere
+    (torch.nn.functional.leaky_relu): any shape."""
     from .elementwise import where
     if inplace:
         return _inplace(input, leaky_relu, negative_slope)
-    return where(input > 0, input, input * negative_slope)
+    return _single(input, "LeakyReluBackward0", _leaky_relu_rule, (negative_slope,), "leaky_relu",
+                   lambda x, s: where(x > 0, x, x * s))
+
+
+@_arrays("leaky_relu_grad")
+def _leaky_relu_rule(g, x, negative_slope):
+    from .elementwise import where
+    return where(x > 0, g, g * negative_slope)
+
+
+def _elu_like(input, node, alpha, scale, input_scale, grad_input_scale=None):
+    # torch's elu kernel: scale * x where positive, scale * alpha * (exp(input_scale x) - 1)
+    # elsewhere; elu, selu and celu are its three parametrisations
+    from .elementwise import expm1, where
+    grad_params = None if grad_input_scale is None else (alpha, scale, grad_input_scale)
+    return _single(input, node, _elu_rule, (alpha, scale, input_scale), "elu",
+                   lambda x, a, s, i: where(x > 0, x * s, expm1(x.clamp(max=0) * i) * (s * a)), grad_params)
+
+
+@_arrays("elu_grad")
+def _elu_rule(g, x, alpha, scale, input_scale):
+    from .elementwise import exp, where
+    return where(x > 0, g * scale, g * exp(x.clamp(max=0) * input_scale) * (scale * alpha * input_scale))
 
 
 def elu(input, alpha=1.0, inplace=False):
-    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
-    from .elementwise import expm1, where
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere (torch.nn.functional.elu;
+    Clevert et al., 2015): any shape."""
     if inplace:
         return _inplace(input, elu, alpha)
-    return where(input > 0, input, expm1(input.clamp(max=0)) * alpha)
+    return _elu_like(input, "EluBackward0", alpha, 1.0, 1.0)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    """``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with the self-normalizing
+    alpha and scale of Klambauer et al., 2017 (torch.nn.functional.selu): any shape."""
+    if inplace:
+        return _inplace(input, selu)
+    return _elu_like(input, "EluBackward0", _SELU_ALPHA, _SELU_SCALE, 1.0)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (torch.nn.functional.celu;
+    Barron, 2017): any shape.  RuntimeError when ``alpha`` is 0."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    if inplace:
+        return _inplace(input, celu, alpha)
+    # torch's derivative formula takes 1/alpha of alpha rounded to float32
+    return _elu_like(input, "CeluBackward0", alpha, 1.0, 1.0 / alpha, 1.0 / float(numpy.float32(alpha)))
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
@@ -98,23 +217,57 @@ def hardswish(input, inplace=False):
     if inplace:
         return _inplace(input, hardswish)
     x = input._data
-    r = wrap(x * be(input).xp.clip(x + 3, 0, 6) / 6, input.dtype)
+    if _kernel_input(input):
+        r = _make(kernels.activation.hardswish(x), input.dtype)
+    else:
+        r = wrap(x * be(input).xp.clip(x + 3, 0, 6) / 6, input.dtype)
     if needs_grad(input):
         record("HardswishBackward0", _hardswish_rule, (input,), r, (input,))
     return r
 
 
+@_arrays("hardswish_grad")
 def _hardswish_rule(g, x):
     from .elementwise import where
     return where(x <= -3, 0.0, where(x < 3, g * (x / 3 + 0.5), g))
 
 
+_SIXTH_F32 = float(numpy.float32(1 / 6))  # torch's gradient factor, 1/6 rounded to float32 in every dtype
+
+
+def hardsigmoid(input, inplace=False):
+    """``relu6(x + 3) / 6`` (torch.nn.functional.hardsigmoid): any shape.  Its gradient is
+    1/6 strictly between -3 and 3, else 0."""
+    if inplace:
+        return _inplace(input, hardsigmoid)
+    return _single(input, "HardsigmoidBackward0", _hardsigmoid_rule, (), "hardsigmoid",
+                   lambda x: hardtanh(x + 3, 0.0, 6.0) / 6)
+
+
+@_arrays("hardsigmoid_grad")
+def _hardsigmoid_rule(g, x):
+    from .elementwise import where
+    return where((x > -3) & (x < 3), g * _SIXTH_F32, 0.0)
+
+
 def softplus(input, beta=1.0, threshold=20.0):
-    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``."""
+    """``log(1 + exp(beta x)) / beta``, and ``x`` where ``beta x > threshold``
+    (torch.nn.functional.softplus): any shape."""
+    return _single(input, "SoftplusBackward0", _softplus_rule, (beta, threshold), "softplus", _softplus_composed)
+
+
+def _softplus_composed(input, beta, threshold):
     from .elementwise import exp, log1p, relu, where
     bx = input * beta
     soft = (log1p(exp(-bx.abs())) + relu(bx)) / beta
     return where(bx > threshold, input, soft)
+
+
+@_arrays("softplus_grad")
+def _softplus_rule(g, x, beta, threshold):
+    from .elementwise import sigmoid, where
+    bx = x * beta
+    return where(bx > threshold, g, g * sigmoid(bx))
 
 
 # ---- dropout -----------------------------------------------------------------------
@@ -132,14 +285,28 @@ def _mask_dropout(input, p, mask_shape, name):
         scaled = xp.zeros(mask_shape, dtype=x.dtype)
     else:
         gen = default_generator(input.device).bit_generator
-        keep = gen.random(mask_shape, dtype=xp.float32) >= p
-        scaled = keep.astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
+        draws = gen.random(mask_shape, dtype=xp.float32)
+        if mask_shape == x.shape and x.flags.c_contiguous and kernels.accepts(x):
+            # one pass for mask, scale and product, from the same draws
+            arr, scaled = kernels.dropout.apply(x, draws, p, 1.0 / (1.0 - p))
+            r = _make(arr, input.dtype)
+            if needs_grad(input):
+                record(name, _dropout_rule, (input,), r, (_make(scaled, input.dtype),))
+            return r
+        scaled = (draws >= p).astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
     r = _make(x * scaled, input.dtype)
     if needs_grad(input):
         record(name, _dropout_rule, (input,), r, (_make(scaled, input.dtype),))
     return r
 
 
+def _dropout_grad_arrays(g, scaled):
+    if g.shape == scaled.shape and scaled.flags.c_contiguous and kernels.accepts(g, scaled):
+        return kernels.dropout.grad(g, scaled)
+    return g * scaled
+
+
+@on_arrays(_dropout_grad_arrays)
 def _dropout_rule(g, scaled):
     return g * scaled
 
@@ -236,11 +403,16 @@ def _alpha_dropout(input, p, training, inplace, feature):
     xp = be(input).xp
     x = input._data
     mshape = shape[:2] + (1,) * (input.ndim - 2) if feature else shape
-    keep = (default_generator(input.device).bit_generator.random(mshape, dtype=xp.float32) >= p).astype(x.dtype)
+    draws = default_generator(input.device).bit_generator.random(mshape, dtype=xp.float32)
     a = 1.0 / math.sqrt((_ALPHA_PRIME * _ALPHA_PRIME * p + 1) * (1 - p))
-    scaled = keep * x.dtype.type(a)
-    shift = (keep - 1) * x.dtype.type(_ALPHA_PRIME * a) + x.dtype.type(_ALPHA_PRIME * a * p)
-    r = _make((x * scaled + shift).astype(x.dtype, copy=False), input.dtype)
+    if mshape == shape and x.flags.c_contiguous and kernels.accepts(x):  # one pass from the same draws
+        arr, scaled = kernels.dropout.apply_alpha(x, draws, p, a, _ALPHA_PRIME * a, _ALPHA_PRIME * a * p)
+    else:
+        keep = (draws >= p).astype(x.dtype)
+        scaled = keep * x.dtype.type(a)
+        shift = (keep - 1) * x.dtype.type(_ALPHA_PRIME * a) + x.dtype.type(_ALPHA_PRIME * a * p)
+        arr = x * scaled + shift
+    r = _make(arr.astype(x.dtype, copy=False), input.dtype)
     if needs_grad(input):
         record("AddBackward0", _dropout_rule, (input,), r, (_make(scaled, input.dtype),))
     return _write_back(input, r) if inplace else r

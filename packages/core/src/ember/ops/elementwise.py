@@ -14,6 +14,7 @@ from .. import _dtype as D
 from .._tensor import Tensor, _make
 from ..autograd.graph import on_arrays, record
 from ..backends import NUMPY
+from ..cpu import kernels
 from ._helpers import _STATE, be, check_same_device, inplace, needs_grad, operand, wrap
 
 _float_default = D.get_default_dtype
@@ -724,6 +725,12 @@ def _unary(x, fname, node, rule, save, out=None, keep_int=False):
     return _out(r, out)
 
 
+def _big(arr) -> bool:
+    """Large enough for a kernel to beat numpy's one-pass ufunc (threads, no temporaries)
+    by more than its call overhead."""
+    return arr.size >= 16384
+
+
 # Gradient rules of the unary ops; those written with operators only run unchanged on
 # arrays when no graph of the gradient is wanted.  They are written for real inputs; a
 # complex input records the rule's ``for_complex`` form (see _holomorphic).
@@ -747,9 +754,9 @@ def _sqrt_rule(g, r): return g / (2 * r)
 def _rsqrt_rule(g, r): return -0.5 * g * r * r * r
 @on_arrays()
 def _tan_rule(g, r): return g * (1 + r * r)
-@on_arrays()
+@on_arrays(lambda g, r: kernels.activation.tanh_grad(g, r) if _big(r) and kernels.accepts(g, r) else g * (1 - r * r))
 def _tanh_rule(g, r): return g * (1 - r * r)
-@on_arrays()
+@on_arrays(lambda g, r: kernels.activation.sigmoid_grad(g, r) if _big(r) and kernels.accepts(g, r) else g * r * (1 - r))
 def _sigmoid_rule(g, r): return g * r * (1 - r)
 @on_arrays()
 def _reciprocal_rule(g, r): return -g * r * r
@@ -831,12 +838,19 @@ def tan(input, *, out=None):
 
 
 def tanh(input, *, out=None):
+    if out is None and input.dtype in _PLAIN_FLOATS and _big(input._data) and kernels.accepts(input._data):
+        r = _make(kernels.activation.tanh(input._data), input.dtype)  # one pass, over the threads
+        if _STATE.enabled and input._requires_grad:
+            record("TanhBackward0", _tanh_rule, (input,), r, (r,))
+        return r
     return _unary(input, "tanh", "TanhBackward0", _tanh_rule, "out", out)
 
 
 def sigmoid(input, *, out=None):
     dt = input.dtype if input.dtype._category >= 2 else _float_default()
-    if type(input._data) is _ndarray and dt in _PLAIN_FLOATS:
+    if dt in _PLAIN_FLOATS and input.dtype is dt and _big(input._data) and kernels.accepts(input._data):
+        r = _make(kernels.activation.sigmoid(input._data), dt)  # one pass, over the threads
+    elif type(input._data) is _ndarray and dt in _PLAIN_FLOATS:
         r = _fast_result(_expit(input._data), dt)  # scipy's logistic function: one pass, never overflows
     else:
         bk = be(input)
@@ -854,13 +868,23 @@ def sigmoid(input, *, out=None):
 
 def relu(input):
     """max(input, 0); the gradient is 1 where the result is positive."""
-    r = wrap(be(input).xp.maximum(input._data, 0), input.dtype)
+    x = input._data
+    if input.dtype in _PLAIN_FLOATS and _big(x) and kernels.accepts(x):
+        r = _make(kernels.activation.relu(x), input.dtype)  # one pass over the threads
+    else:
+        r = wrap(be(input).xp.maximum(x, 0), input.dtype)
     if _STATE.enabled and input._requires_grad:
         record("ReluBackward0", _relu_rule, (input,), r, (r,))
     return r
 
 
-@on_arrays(lambda g, r: masked_grad(g, r > 0))
+def _relu_grad_arrays(g, r):
+    if _big(r) and kernels.accepts(g, r):
+        return kernels.activation.relu_grad(g, r)  # one pass: a select, no mask array
+    return masked_grad(g, r > 0)
+
+
+@on_arrays(_relu_grad_arrays)
 def _relu_rule(g, r):
     return where(r > 0, g, 0.0)
 

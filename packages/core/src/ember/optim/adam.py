@@ -10,6 +10,7 @@ import math
 import numpy
 
 from .._blas import axpby, axpy
+from ..cpu import kernels
 from ._per_parameter import PerParameterOptimizer
 from .optimizer import _check_lr, _state_zeros_like
 
@@ -25,9 +26,16 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float
     the parameter's shape and dtype; ``step`` is the step number after incrementing (>= 1).
     ``decoupled_weight_decay`` selects AdamW's ``param *= 1 - lr * weight_decay`` over
     Adam's L2 term added to the gradient.  ``xp`` is the array module (numpy or cupy);
-    one scratch array holds every intermediate.
+    one scratch array holds every intermediate.  Numpy float32/float64 arrays, all
+    C-contiguous, take the one-pass kernel (``cpu/kernels/optim.py``) instead.
     """
     g = -grad if maximize else grad
+    arrays = (param, g, exp_avg, exp_avg_sq) + ((max_exp_avg_sq,) if amsgrad else ())
+    if kernels.accepts(*arrays) and all(a.flags.c_contiguous for a in arrays):
+        kernels.optim.adam(param, g, exp_avg, exp_avg_sq, max_exp_avg_sq, step=step, lr=lr, beta1=beta1,
+                           beta2=beta2, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                           decoupled_weight_decay=decoupled_weight_decay)
+        return
     if weight_decay != 0:
         if decoupled_weight_decay:
             param *= 1 - lr * weight_decay

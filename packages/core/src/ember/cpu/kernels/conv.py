@@ -1,0 +1,525 @@
+"""Convolution kernels: column building (im2col), its adjoint (col2im) and direct
+depthwise convolution, for ``ops/conv.py``.
+
+Every kernel works on 5-d arrays ``[N, C, D, H, W]`` (1-d and 2-d convolutions get unit
+dims in front), reads its input in any memory layout (channels-last included), pads on
+the fly (no padded copy) and processes a range of rows (image-channel planes) so that
+``parallel_for`` splits it over threads.  The matrix products stay in numpy's BLAS:
+
+* dense and grouped convolutions: per chunk of images the columns ``[B, K, P]`` (``K =
+  C/groups * prod(k)`` rows in the weight's own order, plus a row of ones that carries
+  the bias through the product) and one stacked product ``w[O, K] @ cols`` that writes
+  the output ``[B, O, P]`` in place; the input gradient is ``w^T @ g`` followed by col2im,
+  the weight gradient ``g @ cols^T`` summed over the images.
+* depthwise convolutions (one input channel per group): no product, a direct sliding
+  window per plane, forward, input gradient and weight gradient.
+
+Geometry travels as one int64 array ``geo``: kernel (3), stride (3), low padding (3),
+dilation (3), in that order.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+
+from ..._blas import get_num_threads, set_num_threads
+from ._runtime import PARALLEL_MIN_WORK, _executor, jit, parallel_for, threads
+
+__all__ = ["forward", "input_grad", "weight_grad", "bias_grad", "is_depthwise"]
+
+# bytes of one block's columns (a band of output rows of one image): about a core's L2
+_BLOCK_BYTES = 512 << 10
+
+
+@jit
+def _span(off, stride, n_out, n_in):
+    """The output positions q in [lo, hi) whose input q*stride + off lies in [0, n_in)."""
+    lo = 0 if off >= 0 else (-off + stride - 1) // stride
+    top = n_in - 1 - off
+    hi = top // stride + 1 if top >= 0 else 0
+    lo = min(lo, n_out)
+    hi = max(min(hi, n_out), lo)
+    return lo, hi
+
+
+# Inner loops run over 1-d views from index 0 (``for q in range(n): d[q] = s[q]``): with
+# indices numba cannot prove non-negative it checks for wrap-around on every access and
+# LLVM leaves the loop scalar (6x slower, measured on the depthwise forward).
+
+@jit
+def _im2col(start, stop, x, cols, geo, osize, t0, t1):
+    """Rows [start, stop) of (image, channel): cols[b, c*kk + k, p] = x at kernel offset k
+    of output position p (zero where the window leaves the input), for the output rows
+    (depth-height pairs, flattened) t0 <= t < t1 only."""
+    nc = x.shape[1]
+    d_in, h_in, w_in = x.shape[2], x.shape[3], x.shape[4]
+    kd, kh, kw = geo[0], geo[1], geo[2]
+    sd, sh, sw = geo[3], geo[4], geo[5]
+    pd, ph, pw = geo[6], geo[7], geo[8]
+    dd, dh, dw = geo[9], geo[10], geo[11]
+    oh, ow = osize[1], osize[2]
+    zero = cols.dtype.type(0)
+    for r in range(start, stop):
+        b = r // nc
+        c = r - b * nc
+        row = c * kd * kh * kw
+        for i in range(kd):
+            for j in range(kh):
+                for k in range(kw):
+                    off = k * dw - pw
+                    lo, hi = _span(off, sw, ow, w_in)
+                    p = 0
+                    for t in range(t0, t1):
+                        a = t // oh
+                        e = t - a * oh
+                        z = a * sd + i * dd - pd
+                        y = e * sh + j * dh - ph
+                        dst = cols[b, row, p:p + ow]
+                        if 0 <= z < d_in and 0 <= y < h_in:
+                            for q in range(lo):
+                                dst[q] = zero
+                            d = dst[lo:hi]
+                            src = x[b, c, z, y, lo * sw + off:]
+                            if sw == 1:
+                                for q in range(hi - lo):
+                                    d[q] = src[q]
+                            else:
+                                for q in range(hi - lo):
+                                    d[q] = src[q * sw]
+                            tail = dst[hi:]
+                            for q in range(ow - hi):
+                                tail[q] = zero
+                        else:
+                            for q in range(ow):
+                                dst[q] = zero
+                        p += ow
+                    row += 1
+
+
+@jit
+def _col2im(start, stop, dcols, dx, geo, osize, t0, t1):
+    """Rows [start, stop) of (image, channel): adds dcols[b, c*kk + k, p] onto each input
+    cell of dx[b, c] that kernel offset k of output position p met, for the output rows
+    t0 <= t < t1 (dcols holding just those positions)."""
+    nc = dx.shape[1]
+    d_in, h_in, w_in = dx.shape[2], dx.shape[3], dx.shape[4]
+    kd, kh, kw = geo[0], geo[1], geo[2]
+    sd, sh, sw = geo[3], geo[4], geo[5]
+    pd, ph, pw = geo[6], geo[7], geo[8]
+    dd, dh, dw = geo[9], geo[10], geo[11]
+    oh, ow = osize[1], osize[2]
+    for r in range(start, stop):
+        b = r // nc
+        c = r - b * nc
+        row = c * kd * kh * kw
+        for i in range(kd):
+            for j in range(kh):
+                for k in range(kw):
+                    off = k * dw - pw
+                    lo, hi = _span(off, sw, ow, w_in)
+                    p = 0
+                    for t in range(t0, t1):
+                        a = t // oh
+                        e = t - a * oh
+                        z = a * sd + i * dd - pd
+                        y = e * sh + j * dh - ph
+                        if 0 <= z < d_in and 0 <= y < h_in:
+                            src = dcols[b, row, p + lo:p + hi]
+                            dst = dx[b, c, z, y, lo * sw + off:]
+                            if sw == 1:
+                                for q in range(hi - lo):
+                                    dst[q] += src[q]
+                            else:
+                                for q in range(hi - lo):
+                                    dst[q * sw] += src[q]
+                        p += ow
+                    row += 1
+
+
+# ---- depthwise: one input channel per group ----------------------------------------------
+
+@jit(fastmath={"reassoc", "contract", "nsz"})
+def _dw_fwd(start, stop, x, w, bias, has_bias, out, geo):
+    """Rows [start, stop) of (image, output channel) o, which reads input channel
+    o // (O / C): out = bias + the sliding window sum."""
+    no = out.shape[1]
+    mult = no // x.shape[1]
+    d_in, h_in, w_in = x.shape[2], x.shape[3], x.shape[4]
+    od, oh, ow = out.shape[2], out.shape[3], out.shape[4]
+    kd, kh, kw = geo[0], geo[1], geo[2]
+    sd, sh, sw = geo[3], geo[4], geo[5]
+    pd, ph, pw = geo[6], geo[7], geo[8]
+    dd, dh, dw = geo[9], geo[10], geo[11]
+    for r in range(start, stop):
+        b = r // no
+        o = r - b * no
+        c = o // mult
+        v = bias[o] if has_bias else out.dtype.type(0)
+        for a in range(od):
+            for e in range(oh):
+                orow = out[b, o, a, e]
+                for q in range(ow):
+                    orow[q] = v
+                for i in range(kd):
+                    z = a * sd + i * dd - pd
+                    if z < 0 or z >= d_in:
+                        continue
+                    for j in range(kh):
+                        y = e * sh + j * dh - ph
+                        if y < 0 or y >= h_in:
+                            continue
+                        for k in range(kw):
+                            off = k * dw - pw
+                            lo, hi = _span(off, sw, ow, w_in)
+                            wv = w[o, 0, i, j, k]
+                            d = orow[lo:hi]
+                            src = x[b, c, z, y, lo * sw + off:]
+                            if sw == 1:
+                                for q in range(hi - lo):
+                                    d[q] += wv * src[q]
+                            else:
+                                for q in range(hi - lo):
+                                    d[q] += wv * src[q * sw]
+
+
+@jit(fastmath={"reassoc", "contract", "nsz"})
+def _dw_dx(start, stop, g, w, dx, geo):
+    """Rows [start, stop) of (image, input channel) c: dx[b, c] = the sum over the output
+    channels reading c of each output cell's gradient times the weight, at the input
+    cells its window met."""
+    nc = dx.shape[1]
+    mult = g.shape[1] // nc
+    d_in, h_in, w_in = dx.shape[2], dx.shape[3], dx.shape[4]
+    od, oh, ow = g.shape[2], g.shape[3], g.shape[4]
+    kd, kh, kw = geo[0], geo[1], geo[2]
+    sd, sh, sw = geo[3], geo[4], geo[5]
+    pd, ph, pw = geo[6], geo[7], geo[8]
+    dd, dh, dw = geo[9], geo[10], geo[11]
+    zero = dx.dtype.type(0)
+    for r in range(start, stop):
+        b = r // nc
+        c = r - b * nc
+        for z in range(d_in):
+            for y in range(h_in):
+                row = dx[b, c, z, y]
+                for q in range(w_in):
+                    row[q] = zero
+        for m in range(mult):
+            o = c * mult + m
+            for a in range(od):
+                for i in range(kd):
+                    z = a * sd + i * dd - pd
+                    if z < 0 or z >= d_in:
+                        continue
+                    for e in range(oh):
+                        for j in range(kh):
+                            y = e * sh + j * dh - ph
+                            if y < 0 or y >= h_in:
+                                continue
+                            for k in range(kw):
+                                off = k * dw - pw
+                                lo, hi = _span(off, sw, ow, w_in)
+                                wv = w[o, 0, i, j, k]
+                                src = g[b, o, a, e, lo:hi]
+                                dst = dx[b, c, z, y, lo * sw + off:]
+                                if sw == 1:
+                                    for q in range(hi - lo):
+                                        dst[q] += wv * src[q]
+                                else:
+                                    for q in range(hi - lo):
+                                        dst[q * sw] += wv * src[q]
+
+
+@jit(fastmath={"reassoc", "contract", "nsz"})
+def _dw_dw(start, stop, x, g, dwt, geo):
+    """Output channels [start, stop): dwt[o, k] = the sum over images and output cells of
+    the gradient times the input its window met at kernel offset k.  Products add up
+    lane by lane in a [kk, W_out] block (vertical adds vectorize; a horizontal sum per
+    row does not), folded into float64 totals after each image."""
+    no = g.shape[1]
+    nb = g.shape[0]
+    mult = no // x.shape[1]
+    d_in, h_in, w_in = x.shape[2], x.shape[3], x.shape[4]
+    od, oh, ow = g.shape[2], g.shape[3], g.shape[4]
+    kd, kh, kw = geo[0], geo[1], geo[2]
+    sd, sh, sw = geo[3], geo[4], geo[5]
+    pd, ph, pw = geo[6], geo[7], geo[8]
+    dd, dh, dw = geo[9], geo[10], geo[11]
+    kk = kd * kh * kw
+    acc = np.zeros(kk, dtype=np.float64)
+    lanes = np.zeros((kk, ow), dtype=g.dtype)
+    for o in range(start, stop):
+        c = o // mult
+        acc[:] = 0.0
+        for b in range(nb):
+            lanes[:, :] = 0
+            for a in range(od):
+                for i in range(kd):
+                    z = a * sd + i * dd - pd
+                    if z < 0 or z >= d_in:
+                        continue
+                    for e in range(oh):
+                        for j in range(kh):
+                            y = e * sh + j * dh - ph
+                            if y < 0 or y >= h_in:
+                                continue
+                            for k in range(kw):
+                                off = k * dw - pw
+                                lo, hi = _span(off, sw, ow, w_in)
+                                gs = g[b, o, a, e, lo:hi]
+                                src = x[b, c, z, y, lo * sw + off:]
+                                lane = lanes[(i * kh + j) * kw + k, lo:hi]
+                                if sw == 1:
+                                    for q in range(hi - lo):
+                                        lane[q] += gs[q] * src[q]
+                                else:
+                                    for q in range(hi - lo):
+                                        lane[q] += gs[q] * src[q * sw]
+            for t in range(kk):
+                row = lanes[t]
+                s = 0.0
+                for q in range(ow):
+                    s += row[q]
+                acc[t] += s
+        for t in range(kk):
+            dwt[o, t] = acc[t]
+
+
+@jit(fastmath={"reassoc", "contract", "nsz"})
+def _sum_channels(start, stop, g, out):
+    """out[o] = the sum of g[:, o, :] (float64 total of row sums)."""
+    for o in range(start, stop):
+        t = 0.0
+        for b in range(g.shape[0]):
+            row = g[b, o]
+            s = g.dtype.type(0)
+            for p in range(row.shape[0]):
+                s += row[p]
+            t += s
+        out[o] = t
+
+
+# ---- entry points (arrays in, arrays out) ------------------------------------------------
+
+def _as5(a):
+    """``a`` [N, C, *spatial] (1-3 spatial dims) as a 5-d view with unit dims in front."""
+    return a.reshape(a.shape[:2] + (1,) * (5 - a.ndim) + a.shape[2:])
+
+
+def _geo(ksize, stride, pad, dilation):
+    lead = 3 - len(ksize)
+    return np.array((1,) * lead + tuple(ksize) + (1,) * lead + tuple(stride) + (0,) * lead
+                    + tuple(lo for lo, _ in pad) + (1,) * lead + tuple(dilation), dtype=np.int64)
+
+
+def _osize(xshape, ksize, stride, pad, dilation):
+    return tuple((h + lo + hi - d * (k - 1) - 1) // s + 1
+                 for h, k, s, (lo, hi), d in zip(xshape[2:], ksize, stride, pad, dilation))
+
+
+def is_depthwise(wshape, groups):
+    """Whether each group has one input channel (depthwise, any channel multiplier)."""
+    return groups > 1 and wshape[1] == 1
+
+
+# ---- threads: each takes whole blocks (columns built and multiplied on one core) ----------
+#
+# A block is one group of one image over a band of output rows; its columns fit in a
+# core's cache, are built by one thread and multiplied by the same thread with a
+# one-thread BLAS call.  Threads split the blocks, so no core waits for another inside a
+# product, and OpenBLAS's own workers (which spin after every product and then compete
+# with the next pass) stay idle: BLAS runs single-threaded for the duration of the call.
+
+class _Blas:
+    lock = threading.Lock()
+    users = 0
+    saved = 1
+
+
+def _split(worker, n, *args, work_per_item=1):
+    """``worker(start, stop, *args)`` over range(n), one contiguous part per thread, with
+    BLAS on one thread while the parts run."""
+    parts = min(threads(), n, max(1, (n * work_per_item) // PARALLEL_MIN_WORK))
+    if parts <= 1:
+        worker(0, n, *args)
+        return
+    with _Blas.lock:
+        if _Blas.users == 0:
+            _Blas.saved = get_num_threads()
+            set_num_threads(1)
+        _Blas.users += 1
+    try:
+        bounds = [n * i // parts for i in range(parts + 1)]
+        pool = _executor(parts - 1)
+        futures = [pool.submit(worker, bounds[i], bounds[i + 1], *args) for i in range(1, parts)]
+        worker(bounds[0], bounds[1], *args)
+        for f in futures:
+            f.result()
+    finally:
+        with _Blas.lock:
+            _Blas.users -= 1
+            if _Blas.users == 0:
+                set_num_threads(_Blas.saved)
+
+
+class _Plan:
+    """Blocks of a product-based convolution: images x groups x bands of output rows."""
+
+    __slots__ = ("n", "groups", "cg", "og", "kk", "krows", "rows", "bands", "nrows", "ow", "osz", "geo")
+
+    def __init__(self, n, groups, cg, og, ksize, osize5, geo, krows, itemsize):
+        self.n, self.groups, self.cg, self.og = n, groups, cg, og
+        self.kk = math.prod(ksize)
+        self.krows = krows
+        self.nrows = osize5[0] * osize5[1]
+        self.ow = osize5[2]
+        self.rows = max(1, min(self.nrows, _BLOCK_BYTES // max(1, krows * self.ow * itemsize)))
+        self.bands = -(-self.nrows // self.rows)
+        self.osz = np.array(osize5, dtype=np.int64)
+        self.geo = geo
+
+    def blocks(self):
+        return self.n * self.groups * self.bands
+
+    def block(self, it):
+        """(image, group, first row, end row) of block ``it``."""
+        n, rest = divmod(it, self.groups * self.bands)
+        gi, band = divmod(rest, self.bands)
+        t0 = band * self.rows
+        return n, gi, t0, min(self.nrows, t0 + self.rows)
+
+
+def _fwd_worker(start, stop, plan, x5, wms, out3, bias_row):
+    cg, og, ow = plan.cg, plan.og, plan.ow
+    buf = np.empty((1, plan.krows, plan.rows * ow), dtype=out3.dtype)
+    if bias_row:
+        buf[0, cg * plan.kk] = 1
+    for it in range(start, stop):
+        n, gi, t0, t1 = plan.block(it)
+        cols = buf[:, :, :(t1 - t0) * ow]
+        _im2col(0, cg, x5[n:n + 1, gi * cg:(gi + 1) * cg], cols, plan.geo, plan.osz, t0, t1)
+        np.matmul(wms[gi], cols[0], out=out3[n, gi * og:(gi + 1) * og, t0 * ow:t1 * ow])
+
+
+def _dw_worker(start, stop, plan, x5, g3, partials):
+    cg, og, ow = plan.cg, plan.og, plan.ow
+    ck = cg * plan.kk
+    buf = np.empty((1, ck, plan.rows * ow), dtype=g3.dtype)
+    acc = np.zeros((plan.groups * og, ck), dtype=g3.dtype)
+    tmp = np.empty((og, ck), dtype=g3.dtype)
+    for it in range(start, stop):
+        n, gi, t0, t1 = plan.block(it)
+        cols = buf[:, :, :(t1 - t0) * ow]
+        _im2col(0, cg, x5[n:n + 1, gi * cg:(gi + 1) * cg], cols, plan.geo, plan.osz, t0, t1)
+        np.matmul(g3[n, gi * og:(gi + 1) * og, t0 * ow:t1 * ow], cols[0].T, out=tmp)
+        acc[gi * og:(gi + 1) * og] += tmp
+    partials[start] = acc
+
+
+def _dx_worker(start, stop, plan, g3, wmts, dx5):
+    # blocks of one image stay on one thread: their col2im add into the same planes
+    cg, og, ow = plan.cg, plan.og, plan.ow
+    buf = np.empty((1, cg * plan.kk, plan.rows * ow), dtype=g3.dtype)
+    per_image = plan.groups * plan.bands
+    for it in range(start * per_image, stop * per_image):
+        n, gi, t0, t1 = plan.block(it)
+        dcols = buf[:, :, :(t1 - t0) * ow]
+        np.matmul(wmts[gi], g3[n, gi * og:(gi + 1) * og, t0 * ow:t1 * ow], out=dcols[0])
+        _col2im(0, cg, dcols, dx5[n:n + 1, gi * cg:(gi + 1) * cg], plan.geo, plan.osz, t0, t1)
+
+
+def forward(x, w, bias, stride, pad, dilation, groups):
+    """The convolution of ``x`` [N, C, *size] by ``w`` [O, C/groups, *k] plus ``bias`` (None
+    or [O]), pad one (low, high) pair per spatial dim; returns out [N, O, *out],
+    C-contiguous."""
+    n = x.shape[0]
+    o, cg = w.shape[:2]
+    ksize = w.shape[2:]
+    osize = _osize(x.shape, ksize, stride, pad, dilation)
+    geo = _geo(ksize, stride, pad, dilation)
+    out = np.empty((n, o) + osize, dtype=x.dtype)
+    if out.size == 0:
+        return out
+    x5, out5 = _as5(x), _as5(out)
+    kk = math.prod(ksize)
+    if is_depthwise(w.shape, groups):
+        has_bias = bias is not None
+        parallel_for(_dw_fwd, n * o, x5, _as5(w), bias if has_bias else out5.reshape(-1)[:1], has_bias, out5,
+                     geo, work_per_item=math.prod(osize) * kk)
+        return out
+    og = o // groups
+    bias_row = bias is not None
+    plan = _Plan(n, groups, cg, og, ksize, out5.shape[2:], geo, cg * kk + bias_row, x.itemsize)
+    wms = []
+    for gi in range(groups):
+        wm = w[gi * og:(gi + 1) * og].reshape(og, cg * kk)
+        wms.append(np.concatenate([wm, bias[gi * og:(gi + 1) * og, None]], axis=1) if bias_row else wm)
+    _split(_fwd_worker, plan.blocks(), plan, x5, wms, out.reshape(n, o, -1), bias_row,
+           work_per_item=og * plan.krows * plan.rows * plan.ow)
+    return out
+
+
+def input_grad(g, w, xshape, stride, pad, dilation, groups):
+    """The gradient [N, C, *size] of the convolution's input, from its output gradient
+    ``g`` [N, O, *out] (C-contiguous result)."""
+    n, c = xshape[:2]
+    o, cg = w.shape[:2]
+    ksize = w.shape[2:]
+    geo = _geo(ksize, stride, pad, dilation)
+    if math.prod(xshape) == 0 or g.size == 0:
+        return np.zeros(xshape, dtype=g.dtype)
+    g = np.ascontiguousarray(g)  # once: broadcast (y.sum()'s) or channels-last gradients
+    g5 = _as5(g)
+    kk = math.prod(ksize)
+    if is_depthwise(w.shape, groups):
+        dx = np.empty(xshape, dtype=g.dtype)
+        parallel_for(_dw_dx, n * c, g5, _as5(w), _as5(dx), geo,
+                     work_per_item=(o // c) * g[0, 0].size * kk)
+        return dx
+    dx = np.zeros(xshape, dtype=g.dtype)
+    og = o // groups
+    plan = _Plan(n, groups, cg, og, ksize, g5.shape[2:], geo, cg * kk, g.itemsize)
+    wmts = [w[gi * og:(gi + 1) * og].reshape(og, cg * kk).T for gi in range(groups)]
+    _split(_dx_worker, n, plan, g.reshape(n, o, -1), wmts, _as5(dx),
+           work_per_item=groups * og * cg * kk * g[0, 0].size)
+    return dx
+
+
+def weight_grad(x, g, wshape, stride, pad, dilation, groups):
+    """The gradient ``wshape`` [O, C/groups, *k] of the convolution's weight from its input
+    ``x`` and output gradient ``g``."""
+    n = x.shape[0]
+    o, cg = wshape[:2]
+    ksize = tuple(wshape[2:])
+    kk = math.prod(ksize)
+    geo = _geo(ksize, stride, pad, dilation)
+    if x.size == 0 or g.size == 0:
+        return np.zeros(wshape, dtype=x.dtype)
+    g = np.ascontiguousarray(g)
+    x5, g5 = _as5(x), _as5(g)
+    if is_depthwise(wshape, groups):
+        dwt = np.empty((o, kk), dtype=x.dtype)
+        parallel_for(_dw_dw, o, x5, g5, dwt, geo, work_per_item=n * g[0, 0].size * kk)
+        return dwt.reshape(wshape)
+    og = o // groups
+    plan = _Plan(n, groups, cg, og, ksize, g5.shape[2:], geo, cg * kk, x.itemsize)
+    partials = {}
+    _split(_dw_worker, plan.blocks(), plan, x5, g.reshape(n, o, -1), partials,
+           work_per_item=og * cg * kk * plan.rows * plan.ow)
+    parts = list(partials.values())
+    dw = parts[0]
+    for p in parts[1:]:
+        dw += p
+    return dw.reshape(wshape)
+
+
+def bias_grad(g):
+    """The bias gradient [O]: ``g`` [N, O, *out] summed over all but dim 1."""
+    n, o = g.shape[:2]
+    g3 = g.reshape(n, o, -1) if g.flags.c_contiguous else np.ascontiguousarray(g).reshape(n, o, -1)
+    out = np.empty(o, dtype=g.dtype)
+    parallel_for(_sum_channels, o, g3, out, work_per_item=g3.shape[0] * g3.shape[2])
+    return out

@@ -92,6 +92,7 @@ CASES = [
     (2, 2, 5, 7, (9, 8), (3, 3), dict(padding="same", dilation=(2, 3))),
     (2, 2, 4, 3, (5, 6), (1, 1), dict()),
     (2, 2, 4, 3, (9, 7), (1, 1), dict(stride=2)),
+    (2, 3, 4, 6, (5, 7), (1, 1), dict(groups=2)),
     (2, 3, 3, 2, (17, 19), (7, 7), dict(stride=3, padding=3)),
     (2, 2, 3, 4, (6, 6), (3, 3), dict(padding=(3, 1))),  # padding beyond the kernel's reach
     (1, 3, 4, 5, (23,), (5,), dict(stride=2, padding=2)),

@@ -45,6 +45,17 @@ def _span(off, stride, n_out, n_in):
     return lo, hi
 
 
+@jit
+def _spans(kw, dw, pw, sw, ow, w_in):
+    """_span of every kernel column, computed once per call (two integer divisions each,
+    which cost as much as a short row's arithmetic)."""
+    los = np.empty(kw, dtype=np.int64)
+    his = np.empty(kw, dtype=np.int64)
+    for k in range(kw):
+        los[k], his[k] = _span(k * dw - pw, sw, ow, w_in)
+    return los, his
+
+
 # Inner loops run over 1-d views from index 0 (``for q in range(n): d[q] = s[q]``): with
 # indices numba cannot prove non-negative it checks for wrap-around on every access and
 # LLVM leaves the loop scalar (6x slower, measured on the depthwise forward).
@@ -153,6 +164,7 @@ def _dw_fwd(start, stop, x, w, bias, has_bias, out, geo):
     sd, sh, sw = geo[3], geo[4], geo[5]
     pd, ph, pw = geo[6], geo[7], geo[8]
     dd, dh, dw = geo[9], geo[10], geo[11]
+    los, his = _spans(kw, dw, pw, sw, ow, w_in)
     for r in range(start, stop):
         b = r // no
         o = r - b * no
@@ -173,7 +185,7 @@ def _dw_fwd(start, stop, x, w, bias, has_bias, out, geo):
                             continue
                         for k in range(kw):
                             off = k * dw - pw
-                            lo, hi = _span(off, sw, ow, w_in)
+                            lo, hi = los[k], his[k]
                             wv = w[o, 0, i, j, k]
                             d = orow[lo:hi]
                             src = x[b, c, z, y, lo * sw + off:]
@@ -183,6 +195,52 @@ def _dw_fwd(start, stop, x, w, bias, has_bias, out, geo):
                             else:
                                 for q in range(hi - lo):
                                     d[q] += wv * src[q * sw]
+
+
+@jit(fastmath={"reassoc", "contract", "nsz"})
+def _dw_fwd_flat(start, stop, x, w, bias, has_bias, out, ph, pw, dh, dw):
+    """The stride-1 2-d depthwise forward of rows [start, stop) of (image, output
+    channel), one flat vector pass per kernel offset: the input plane is copied into a
+    zero-padded plane of pitch Wp = W_out + (kW-1)*dW, where kernel offset (j, k) is the
+    flat shift j*dH*Wp + k*dW for every output cell at once (outputs are computed on
+    rows Wp wide, the extra ones dropped), so that short rows (7x7 planes) cost one
+    loop per offset instead of one per offset and row."""
+    no = out.shape[1]
+    mult = no // x.shape[1]
+    h_in, w_in = x.shape[3], x.shape[4]
+    oh, ow = out.shape[3], out.shape[4]
+    kh, kw = w.shape[3], w.shape[4]
+    wp = ow + (kw - 1) * dw
+    hp = oh + (kh - 1) * dh
+    # (kW-1)*dW of slack: the last computed row reads past the padded plane
+    plane = np.zeros(hp * wp + (kw - 1) * dw, dtype=x.dtype)
+    acc = np.empty(oh * wp, dtype=x.dtype)
+    y0, y1 = max(0, -ph), min(h_in, hp - ph)
+    q0, q1 = max(0, -pw), min(w_in, wp - pw)
+    for r in range(start, stop):
+        b = r // no
+        o = r - b * no
+        c = o // mult
+        if r == start or o % mult == 0:
+            for y in range(y0, y1):
+                src = x[b, c, 0, y, q0:q1]
+                dst = plane[(y + ph) * wp + q0 + pw:]
+                for q in range(q1 - q0):
+                    dst[q] = src[q]
+        v = bias[o] if has_bias else out.dtype.type(0)
+        for t in range(oh * wp):
+            acc[t] = v
+        for j in range(kh):
+            for k in range(kw):
+                wv = w[o, 0, 0, j, k]
+                src = plane[j * dh * wp + k * dw:]
+                for t in range(oh * wp):
+                    acc[t] += wv * src[t]
+        for e in range(oh):
+            src = acc[e * wp:]
+            dst = out[b, o, 0, e]
+            for q in range(ow):
+                dst[q] = src[q]
 
 
 @jit(fastmath={"reassoc", "contract", "nsz"})
@@ -198,6 +256,7 @@ def _dw_dx(start, stop, g, w, dx, geo):
     sd, sh, sw = geo[3], geo[4], geo[5]
     pd, ph, pw = geo[6], geo[7], geo[8]
     dd, dh, dw = geo[9], geo[10], geo[11]
+    los, his = _spans(kw, dw, pw, sw, ow, w_in)
     zero = dx.dtype.type(0)
     for r in range(start, stop):
         b = r // nc
@@ -221,7 +280,7 @@ def _dw_dx(start, stop, g, w, dx, geo):
                                 continue
                             for k in range(kw):
                                 off = k * dw - pw
-                                lo, hi = _span(off, sw, ow, w_in)
+                                lo, hi = los[k], his[k]
                                 wv = w[o, 0, i, j, k]
                                 src = g[b, o, a, e, lo:hi]
                                 dst = dx[b, c, z, y, lo * sw + off:]
@@ -248,6 +307,7 @@ def _dw_dw(start, stop, x, g, dwt, geo):
     sd, sh, sw = geo[3], geo[4], geo[5]
     pd, ph, pw = geo[6], geo[7], geo[8]
     dd, dh, dw = geo[9], geo[10], geo[11]
+    los, his = _spans(kw, dw, pw, sw, ow, w_in)
     kk = kd * kh * kw
     acc = np.zeros(kk, dtype=np.float64)
     lanes = np.zeros((kk, ow), dtype=g.dtype)
@@ -268,7 +328,7 @@ def _dw_dw(start, stop, x, g, dwt, geo):
                                 continue
                             for k in range(kw):
                                 off = k * dw - pw
-                                lo, hi = _span(off, sw, ow, w_in)
+                                lo, hi = los[k], his[k]
                                 gs = g[b, o, a, e, lo:hi]
                                 src = x[b, c, z, y, lo * sw + off:]
                                 lane = lanes[(i * kh + j) * kw + k, lo:hi]
@@ -318,6 +378,12 @@ def _geo(ksize, stride, pad, dilation):
 def _osize(xshape, ksize, stride, pad, dilation):
     return tuple((h + lo + hi - d * (k - 1) - 1) // s + 1
                  for h, k, s, (lo, hi), d in zip(xshape[2:], ksize, stride, pad, dilation))
+
+
+def _flat_depthwise(ndim, stride, pad, ksize, dilation):
+    """Whether _dw_fwd_flat applies: 1-d or 2-d, stride 1, padding within the kernel's reach."""
+    return ndim <= 4 and all(s == 1 for s in stride) and all(
+        lo <= d * (k - 1) and hi <= d * (k - 1) for (lo, hi), k, d in zip(pad, ksize, dilation))
 
 
 def is_depthwise(wshape, groups):
@@ -392,49 +458,81 @@ class _Plan:
         return n, gi, t0, min(self.nrows, t0 + self.rows)
 
 
-def _fwd_worker(start, stop, plan, x5, wms, out3, bias_row):
+def _direct(x, ksize, stride, pad):
+    """``x`` as [N, C, P] when a 1x1 convolution without stride or padding multiplies it as
+    it is (no columns to build), else None."""
+    if math.prod(ksize) == 1 and all(s == 1 for s in stride) and not any(lo or hi for lo, hi in pad) \
+            and x.flags.c_contiguous:
+        return x.reshape(x.shape[0], x.shape[1], -1)
+    return None
+
+
+def _fwd_worker(start, stop, plan, x5, x3, wms, out3, bias, bias_row):
     cg, og, ow = plan.cg, plan.og, plan.ow
-    buf = np.empty((1, plan.krows, plan.rows * ow), dtype=out3.dtype)
-    if bias_row:
-        buf[0, cg * plan.kk] = 1
+    if x3 is None:
+        buf = np.empty((1, plan.krows, plan.rows * ow), dtype=out3.dtype)
+        if bias_row:
+            buf[0, cg * plan.kk] = 1
     for it in range(start, stop):
         n, gi, t0, t1 = plan.block(it)
-        cols = buf[:, :, :(t1 - t0) * ow]
-        _im2col(0, cg, x5[n:n + 1, gi * cg:(gi + 1) * cg], cols, plan.geo, plan.osz, t0, t1)
-        np.matmul(wms[gi], cols[0], out=out3[n, gi * og:(gi + 1) * og, t0 * ow:t1 * ow])
+        target = out3[n, gi * og:(gi + 1) * og, t0 * ow:t1 * ow]
+        if x3 is None:
+            cols = buf[:, :, :(t1 - t0) * ow]
+            _im2col(0, cg, x5[n:n + 1, gi * cg:(gi + 1) * cg], cols, plan.geo, plan.osz, t0, t1)
+            np.matmul(wms[gi], cols[0], out=target)
+        else:
+            np.matmul(wms[gi], x3[n, gi * cg:(gi + 1) * cg, t0 * ow:t1 * ow], out=target)
+            if bias is not None:  # the block is still in cache
+                target += bias[gi * og:(gi + 1) * og, None]
 
 
-def _dw_worker(start, stop, plan, x5, g3, partials):
+def _dw_worker(start, stop, plan, x5, x3, g3, partials):
     cg, og, ow = plan.cg, plan.og, plan.ow
     ck = cg * plan.kk
-    buf = np.empty((1, ck, plan.rows * ow), dtype=g3.dtype)
+    if x3 is None:
+        buf = np.empty((1, ck, plan.rows * ow), dtype=g3.dtype)
     acc = np.zeros((plan.groups * og, ck), dtype=g3.dtype)
     tmp = np.empty((og, ck), dtype=g3.dtype)
     for it in range(start, stop):
         n, gi, t0, t1 = plan.block(it)
-        cols = buf[:, :, :(t1 - t0) * ow]
-        _im2col(0, cg, x5[n:n + 1, gi * cg:(gi + 1) * cg], cols, plan.geo, plan.osz, t0, t1)
-        np.matmul(g3[n, gi * og:(gi + 1) * og, t0 * ow:t1 * ow], cols[0].T, out=tmp)
+        if x3 is None:
+            cols = buf[0, :, :(t1 - t0) * ow]
+            _im2col(0, cg, x5[n:n + 1, gi * cg:(gi + 1) * cg], buf[:, :, :(t1 - t0) * ow], plan.geo, plan.osz,
+                    t0, t1)
+        else:
+            cols = x3[n, gi * cg:(gi + 1) * cg, t0 * ow:t1 * ow]
+        np.matmul(g3[n, gi * og:(gi + 1) * og, t0 * ow:t1 * ow], cols.T, out=tmp)
         acc[gi * og:(gi + 1) * og] += tmp
     partials[start] = acc
 
 
-def _dx_worker(start, stop, plan, g3, wmts, dx5):
+def _dx_worker(start, stop, plan, g3, wmts, dx5, direct):
     # blocks of one image stay on one thread: their col2im add into the same planes
     cg, og, ow = plan.cg, plan.og, plan.ow
-    buf = np.empty((1, cg * plan.kk, plan.rows * ow), dtype=g3.dtype)
+    if direct:  # 1x1, no stride or padding: the product is the gradient
+        dx3 = dx5.reshape(dx5.shape[0], dx5.shape[1], -1)
+    else:
+        buf = np.empty((1, cg * plan.kk, plan.rows * ow), dtype=g3.dtype)
     per_image = plan.groups * plan.bands
     for it in range(start * per_image, stop * per_image):
         n, gi, t0, t1 = plan.block(it)
-        dcols = buf[:, :, :(t1 - t0) * ow]
-        np.matmul(wmts[gi], g3[n, gi * og:(gi + 1) * og, t0 * ow:t1 * ow], out=dcols[0])
-        _col2im(0, cg, dcols, dx5[n:n + 1, gi * cg:(gi + 1) * cg], plan.geo, plan.osz, t0, t1)
+        gblock = g3[n, gi * og:(gi + 1) * og, t0 * ow:t1 * ow]
+        if direct:
+            np.matmul(wmts[gi], gblock, out=dx3[n, gi * cg:(gi + 1) * cg, t0 * ow:t1 * ow])
+        else:
+            dcols = buf[:, :, :(t1 - t0) * ow]
+            np.matmul(wmts[gi], gblock, out=dcols[0])
+            _col2im(0, cg, dcols, dx5[n:n + 1, gi * cg:(gi + 1) * cg], plan.geo, plan.osz, t0, t1)
 
 
 def forward(x, w, bias, stride, pad, dilation, groups):
     """The convolution of ``x`` [N, C, *size] by ``w`` [O, C/groups, *k] plus ``bias`` (None
     or [O]), pad one (low, high) pair per spatial dim; returns out [N, O, *out],
     C-contiguous."""
+    return _forward(x, w, bias, stride, pad, dilation, groups)
+
+
+def _forward(x, w, bias, stride, pad, dilation, groups):
     n = x.shape[0]
     o, cg = w.shape[:2]
     ksize = w.shape[2:]
@@ -447,17 +545,22 @@ def forward(x, w, bias, stride, pad, dilation, groups):
     kk = math.prod(ksize)
     if is_depthwise(w.shape, groups):
         has_bias = bias is not None
-        parallel_for(_dw_fwd, n * o, x5, _as5(w), bias if has_bias else out5.reshape(-1)[:1], has_bias, out5,
-                     geo, work_per_item=math.prod(osize) * kk)
+        b = bias if has_bias else out5.reshape(-1)[:1]
+        if _flat_depthwise(x.ndim, stride, pad, ksize, dilation):
+            parallel_for(_dw_fwd_flat, n * o, x5, _as5(w), b, has_bias, out5, geo[7], geo[8], geo[10], geo[11],
+                         work_per_item=math.prod(osize) * kk)
+        else:
+            parallel_for(_dw_fwd, n * o, x5, _as5(w), b, has_bias, out5, geo, work_per_item=math.prod(osize) * kk)
         return out
     og = o // groups
-    bias_row = bias is not None
+    x3 = _direct(x, ksize, stride, pad)
+    bias_row = bias is not None and x3 is None
     plan = _Plan(n, groups, cg, og, ksize, out5.shape[2:], geo, cg * kk + bias_row, x.itemsize)
     wms = []
     for gi in range(groups):
         wm = w[gi * og:(gi + 1) * og].reshape(og, cg * kk)
         wms.append(np.concatenate([wm, bias[gi * og:(gi + 1) * og, None]], axis=1) if bias_row else wm)
-    _split(_fwd_worker, plan.blocks(), plan, x5, wms, out.reshape(n, o, -1), bias_row,
+    _split(_fwd_worker, plan.blocks(), plan, x5, x3, wms, out.reshape(n, o, -1), bias, bias_row,
            work_per_item=og * plan.krows * plan.rows * plan.ow)
     return out
 
@@ -475,15 +578,21 @@ def input_grad(g, w, xshape, stride, pad, dilation, groups):
     g5 = _as5(g)
     kk = math.prod(ksize)
     if is_depthwise(w.shape, groups):
+        tpad = tuple((d * (k - 1) - lo, d * (k - 1) - hi) for (lo, hi), k, d in zip(pad, ksize, dilation))
+        if o == c and min(min(p) for p in tpad) >= 0 and _flat_depthwise(g.ndim, stride, tpad, ksize, dilation):
+            # the adjoint of a stride-1 depthwise convolution is one with the flipped kernel
+            flipped = w[(slice(None), slice(None)) + (slice(None, None, -1),) * len(ksize)]
+            return _forward(g, flipped, None, stride, tpad, dilation, groups)
         dx = np.empty(xshape, dtype=g.dtype)
         parallel_for(_dw_dx, n * c, g5, _as5(w), _as5(dx), geo,
                      work_per_item=(o // c) * g[0, 0].size * kk)
         return dx
-    dx = np.zeros(xshape, dtype=g.dtype)
+    direct = kk == 1 and all(s == 1 for s in stride) and not any(lo or hi for lo, hi in pad)
+    dx = (np.empty if direct else np.zeros)(xshape, dtype=g.dtype)
     og = o // groups
     plan = _Plan(n, groups, cg, og, ksize, g5.shape[2:], geo, cg * kk, g.itemsize)
     wmts = [w[gi * og:(gi + 1) * og].reshape(og, cg * kk).T for gi in range(groups)]
-    _split(_dx_worker, n, plan, g.reshape(n, o, -1), wmts, _as5(dx),
+    _split(_dx_worker, n, plan, g.reshape(n, o, -1), wmts, _as5(dx), direct,
            work_per_item=groups * og * cg * kk * g[0, 0].size)
     return dx
 
@@ -507,7 +616,7 @@ def weight_grad(x, g, wshape, stride, pad, dilation, groups):
     og = o // groups
     plan = _Plan(n, groups, cg, og, ksize, g5.shape[2:], geo, cg * kk, x.itemsize)
     partials = {}
-    _split(_dw_worker, plan.blocks(), plan, x5, g.reshape(n, o, -1), partials,
+    _split(_dw_worker, plan.blocks(), plan, x5, _direct(x, ksize, stride, pad), g.reshape(n, o, -1), partials,
            work_per_item=og * cg * kk * plan.rows * plan.ow)
     parts = list(partials.values())
     dw = parts[0]

@@ -93,6 +93,10 @@ CASES = [
     (2, 2, 4, 3, (5, 6), (1, 1), dict()),
     (2, 2, 4, 3, (9, 7), (1, 1), dict(stride=2)),
     (2, 3, 4, 6, (5, 7), (1, 1), dict(groups=2)),
+    # small images: several to a block, side by side
+    (2, 8, 6, 5, (6, 5), (1, 1), dict()),
+    (2, 9, 6, 4, (7, 6), (3, 3), dict(padding=1, groups=2)),
+    (2, 7, 5, 3, (8, 9), (3, 3), dict(stride=2, padding=1)),
     (2, 3, 3, 2, (17, 19), (7, 7), dict(stride=3, padding=3)),
     (2, 2, 3, 4, (6, 6), (3, 3), dict(padding=(3, 1))),  # padding beyond the kernel's reach
     (1, 3, 4, 5, (23,), (5,), dict(stride=2, padding=2)),

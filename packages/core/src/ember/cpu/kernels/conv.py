@@ -32,6 +32,8 @@ __all__ = ["forward", "input_grad", "weight_grad", "bias_grad", "is_depthwise"]
 
 # bytes of one block's columns (a band of output rows of one image): about a core's L2
 _BLOCK_BYTES = 512 << 10
+# images with fewer output positions go several to a block
+_SMALL_POSITIONS = 256
 
 
 @jit
@@ -432,9 +434,12 @@ def _split(worker, n, *args, work_per_item=1):
 
 
 class _Plan:
-    """Blocks of a product-based convolution: images x groups x bands of output rows."""
+    """Blocks of a product-based convolution: images x groups x bands of output rows.  A
+    block holds one image's band, or, for small images (fewer than _SMALL_POSITIONS output
+    positions), several whole images side by side, so that the product is wide enough."""
 
-    __slots__ = ("n", "groups", "cg", "og", "kk", "krows", "rows", "bands", "nrows", "ow", "osz", "geo")
+    __slots__ = ("n", "groups", "cg", "og", "kk", "krows", "rows", "bands", "nrows", "ow", "npos", "imgs",
+                 "chunks", "osz", "geo")
 
     def __init__(self, n, groups, cg, og, ksize, osize5, geo, krows, itemsize):
         self.n, self.groups, self.cg, self.og = n, groups, cg, og
@@ -442,20 +447,42 @@ class _Plan:
         self.krows = krows
         self.nrows = osize5[0] * osize5[1]
         self.ow = osize5[2]
-        self.rows = max(1, min(self.nrows, _BLOCK_BYTES // max(1, krows * self.ow * itemsize)))
+        self.npos = self.nrows * self.ow
+        self.imgs = 1
+        if self.npos < _SMALL_POSITIONS and n > 1:
+            self.imgs = max(1, min(-(-_SMALL_POSITIONS // self.npos), -(-n // threads())))
+        self.chunks = -(-n // self.imgs)
+        if self.imgs > 1:
+            self.rows = self.nrows
+        else:
+            self.rows = max(1, min(self.nrows, _BLOCK_BYTES // max(1, krows * self.ow * itemsize)))
         self.bands = -(-self.nrows // self.rows)
         self.osz = np.array(osize5, dtype=np.int64)
         self.geo = geo
 
     def blocks(self):
-        return self.n * self.groups * self.bands
+        return self.chunks * self.groups * self.bands
 
     def block(self, it):
-        """(image, group, first row, end row) of block ``it``."""
-        n, rest = divmod(it, self.groups * self.bands)
+        """(first image, end image, group, first row, end row) of block ``it``."""
+        chunk, rest = divmod(it, self.groups * self.bands)
         gi, band = divmod(rest, self.bands)
         t0 = band * self.rows
-        return n, gi, t0, min(self.nrows, t0 + self.rows)
+        n0 = chunk * self.imgs
+        return n0, min(self.n, n0 + self.imgs), gi, t0, min(self.nrows, t0 + self.rows)
+
+
+def _side_by_side(buf, nb, npos):
+    """``buf`` [rows, >= nb*npos] as [nb, rows, npos]: image b's columns at b*npos."""
+    return buf[:, :nb * npos].reshape(buf.shape[0], nb, npos).transpose(1, 0, 2)
+
+
+def _gather_rows(gbuf, g3, n0, n1, o0, o1):
+    """g3[n0:n1, o0:o1] [B, og, P] laid side by side as [og, B*P] in ``gbuf``."""
+    nb, npos = n1 - n0, g3.shape[2]
+    rows = gbuf[:, :nb * npos]
+    np.copyto(rows.reshape(o1 - o0, nb, npos), g3[n0:n1, o0:o1].transpose(1, 0, 2))
+    return rows
 
 
 def _direct(x, ksize, stride, pad):
@@ -469,12 +496,20 @@ def _direct(x, ksize, stride, pad):
 
 def _fwd_worker(start, stop, plan, x5, x3, wms, out3, bias, bias_row):
     cg, og, ow = plan.cg, plan.og, plan.ow
-    if x3 is None:
-        buf = np.empty((1, plan.krows, plan.rows * ow), dtype=out3.dtype)
+    if x3 is None or plan.imgs > 1:
+        buf = np.empty((1, plan.krows, plan.imgs * plan.rows * ow), dtype=out3.dtype)
         if bias_row:
             buf[0, cg * plan.kk] = 1
+    if plan.imgs > 1:
+        res = np.empty((og, plan.imgs * plan.npos), dtype=out3.dtype)
     for it in range(start, stop):
-        n, gi, t0, t1 = plan.block(it)
+        n, n1, gi, t0, t1 = plan.block(it)
+        if n1 - n > 1:
+            cols = _side_by_side(buf[0], n1 - n, plan.npos)
+            _im2col(0, (n1 - n) * cg, x5[n:n1, gi * cg:(gi + 1) * cg], cols, plan.geo, plan.osz, 0, plan.nrows)
+            r = np.matmul(wms[gi], buf[0, :, :(n1 - n) * plan.npos], out=res[:, :(n1 - n) * plan.npos])
+            out3[n:n1, gi * og:(gi + 1) * og] = r.reshape(og, n1 - n, plan.npos).transpose(1, 0, 2)
+            continue
         target = out3[n, gi * og:(gi + 1) * og, t0 * ow:t1 * ow]
         if x3 is None:
             cols = buf[:, :, :(t1 - t0) * ow]
@@ -489,12 +524,21 @@ def _fwd_worker(start, stop, plan, x5, x3, wms, out3, bias, bias_row):
 def _dw_worker(start, stop, plan, x5, x3, g3, partials):
     cg, og, ow = plan.cg, plan.og, plan.ow
     ck = cg * plan.kk
-    if x3 is None:
-        buf = np.empty((1, ck, plan.rows * ow), dtype=g3.dtype)
+    if x3 is None or plan.imgs > 1:
+        buf = np.empty((1, ck, plan.imgs * plan.rows * ow), dtype=g3.dtype)
+    if plan.imgs > 1:
+        gbuf = np.empty((og, plan.imgs * plan.npos), dtype=g3.dtype)
     acc = np.zeros((plan.groups * og, ck), dtype=g3.dtype)
     tmp = np.empty((og, ck), dtype=g3.dtype)
     for it in range(start, stop):
-        n, gi, t0, t1 = plan.block(it)
+        n, n1, gi, t0, t1 = plan.block(it)
+        if n1 - n > 1:
+            _im2col(0, (n1 - n) * cg, x5[n:n1, gi * cg:(gi + 1) * cg], _side_by_side(buf[0], n1 - n, plan.npos),
+                    plan.geo, plan.osz, 0, plan.nrows)
+            rows = _gather_rows(gbuf, g3, n, n1, gi * og, (gi + 1) * og)
+            np.matmul(rows, buf[0, :, :(n1 - n) * plan.npos].T, out=tmp)
+            acc[gi * og:(gi + 1) * og] += tmp
+            continue
         if x3 is None:
             cols = buf[0, :, :(t1 - t0) * ow]
             _im2col(0, cg, x5[n:n + 1, gi * cg:(gi + 1) * cg], buf[:, :, :(t1 - t0) * ow], plan.geo, plan.osz,
@@ -511,11 +555,18 @@ def _dx_worker(start, stop, plan, g3, wmts, dx5, direct):
     cg, og, ow = plan.cg, plan.og, plan.ow
     if direct:  # 1x1, no stride or padding: the product is the gradient
         dx3 = dx5.reshape(dx5.shape[0], dx5.shape[1], -1)
-    else:
-        buf = np.empty((1, cg * plan.kk, plan.rows * ow), dtype=g3.dtype)
-    per_image = plan.groups * plan.bands
-    for it in range(start * per_image, stop * per_image):
-        n, gi, t0, t1 = plan.block(it)
+    buf = np.empty((1, cg * plan.kk, plan.imgs * plan.rows * ow), dtype=g3.dtype)
+    if plan.imgs > 1:
+        gbuf = np.empty((og, plan.imgs * plan.npos), dtype=g3.dtype)
+    per_chunk = plan.groups * plan.bands
+    for it in range(start * per_chunk, stop * per_chunk):
+        n, n1, gi, t0, t1 = plan.block(it)
+        if n1 - n > 1:
+            rows = _gather_rows(gbuf, g3, n, n1, gi * og, (gi + 1) * og)
+            np.matmul(wmts[gi], rows, out=buf[0, :, :(n1 - n) * plan.npos])
+            _col2im(0, (n1 - n) * cg, _side_by_side(buf[0], n1 - n, plan.npos), dx5[n:n1, gi * cg:(gi + 1) * cg],
+                    plan.geo, plan.osz, 0, plan.nrows)
+            continue
         gblock = g3[n, gi * og:(gi + 1) * og, t0 * ow:t1 * ow]
         if direct:
             np.matmul(wmts[gi], gblock, out=dx3[n, gi * cg:(gi + 1) * cg, t0 * ow:t1 * ow])
@@ -554,6 +605,8 @@ def _forward(x, w, bias, stride, pad, dilation, groups):
         return out
     og = o // groups
     x3 = _direct(x, ksize, stride, pad)
+    if n > 1 and math.prod(osize) < _SMALL_POSITIONS:
+        x3 = None  # small images go several to a block, through columns
     bias_row = bias is not None and x3 is None
     plan = _Plan(n, groups, cg, og, ksize, out5.shape[2:], geo, cg * kk + bias_row, x.itemsize)
     wms = []
@@ -592,7 +645,9 @@ def input_grad(g, w, xshape, stride, pad, dilation, groups):
     og = o // groups
     plan = _Plan(n, groups, cg, og, ksize, g5.shape[2:], geo, cg * kk, g.itemsize)
     wmts = [w[gi * og:(gi + 1) * og].reshape(og, cg * kk).T for gi in range(groups)]
-    _split(_dx_worker, n, plan, g.reshape(n, o, -1), wmts, _as5(dx), direct,
+    if direct and plan.imgs > 1:
+        dx[...] = 0  # side-by-side blocks add their columns back
+    _split(_dx_worker, plan.chunks, plan, g.reshape(n, o, -1), wmts, _as5(dx), direct,
            work_per_item=groups * og * cg * kk * g[0, 0].size)
     return dx
 

@@ -113,6 +113,55 @@ def _im2col(start, stop, x, cols, geo, osize, t0, t1):
 
 
 @jit
+def _im2col_rows(start, stop, xf, cols, geo, osize, h_in, w_in, t0, t1):
+    """_im2col for 1-d and 2-d convolutions of stride 1 whose output rows are as wide as
+    the input's (``same`` padding) and a C-contiguous input ``xf`` [N, C, H*W]: for each
+    kernel offset the valid rows of the band are one contiguous copy of the flat plane,
+    shifted, after which the few cells that wrapped around a row end are zeroed."""
+    nc = xf.shape[1]
+    kh, kw = geo[1], geo[2]
+    ph, pw = geo[7], geo[8]
+    dh, dw = geo[10], geo[11]
+    ow = osize[2]
+    plane = h_in * w_in
+    width = (t1 - t0) * ow
+    zero = cols.dtype.type(0)
+    for r in range(start, stop):
+        b = r // nc
+        c = r - b * nc
+        src = xf[b, c]
+        row = c * kh * kw
+        for j in range(kh):
+            ea = min(max(t0, ph - j * dh), t1)
+            eb = max(min(t1, h_in + ph - j * dh), ea)
+            for k in range(kw):
+                off = k * dw - pw
+                lo, hi = _span(off, 1, ow, w_in)
+                dst = cols[b, row]
+                u_a, u_b = (ea - t0) * ow, (eb - t0) * ow
+                base = (ea + j * dh - ph) * w_in + off - u_a
+                u0 = min(max(u_a, -base), u_b)
+                u1 = max(min(u_b, plane - base), u0)
+                for u in range(u0):
+                    dst[u] = zero
+                d = dst[u0:]
+                s = src[u0 + base:]
+                for u in range(u1 - u0):
+                    d[u] = s[u]
+                tail = dst[u1:]
+                for u in range(width - u1):
+                    tail[u] = zero
+                for e in range(eb - ea):
+                    rowv = dst[u_a + e * ow:]
+                    for q in range(lo):
+                        rowv[q] = zero
+                    edge = rowv[hi:]
+                    for q in range(ow - hi):
+                        edge[q] = zero
+                row += 1
+
+
+@jit
 def _col2im(start, stop, dcols, dx, geo, osize, t0, t1):
     """Rows [start, stop) of (image, channel): adds dcols[b, c*kk + k, p] onto each input
     cell of dx[b, c] that kernel offset k of output position p met, for the output rows
@@ -494,7 +543,24 @@ def _direct(x, ksize, stride, pad):
     return None
 
 
-def _fwd_worker(start, stop, plan, x5, x3, wms, out3, bias, bias_row):
+def _flat_rows(x, osize, stride):
+    """``x`` as [N, C, H*W] when _im2col_rows can build its columns, else None."""
+    if x.ndim <= 4 and x.flags.c_contiguous and all(s == 1 for s in stride) and osize[-1] == x.shape[-1]:
+        return x.reshape(x.shape[0], x.shape[1], -1)
+    return None
+
+
+def _build(plan, x5, xf, n0, n1, gi, cols, t0, t1):
+    """The columns of images [n0, n1), group gi, output rows [t0, t1) into ``cols``."""
+    cg = plan.cg
+    if xf is not None:
+        _im2col_rows(0, (n1 - n0) * cg, xf[n0:n1, gi * cg:(gi + 1) * cg], cols, plan.geo, plan.osz, x5.shape[3],
+                     x5.shape[4], t0, t1)
+    else:
+        _im2col(0, (n1 - n0) * cg, x5[n0:n1, gi * cg:(gi + 1) * cg], cols, plan.geo, plan.osz, t0, t1)
+
+
+def _fwd_worker(start, stop, plan, x5, xf, x3, wms, out3, bias, bias_row):
     cg, og, ow = plan.cg, plan.og, plan.ow
     if x3 is None or plan.imgs > 1:
         buf = np.empty((1, plan.krows, plan.imgs * plan.rows * ow), dtype=out3.dtype)
@@ -506,14 +572,14 @@ def _fwd_worker(start, stop, plan, x5, x3, wms, out3, bias, bias_row):
         n, n1, gi, t0, t1 = plan.block(it)
         if n1 - n > 1:
             cols = _side_by_side(buf[0], n1 - n, plan.npos)
-            _im2col(0, (n1 - n) * cg, x5[n:n1, gi * cg:(gi + 1) * cg], cols, plan.geo, plan.osz, 0, plan.nrows)
+            _build(plan, x5, xf, n, n1, gi, cols, 0, plan.nrows)
             r = np.matmul(wms[gi], buf[0, :, :(n1 - n) * plan.npos], out=res[:, :(n1 - n) * plan.npos])
             out3[n:n1, gi * og:(gi + 1) * og] = r.reshape(og, n1 - n, plan.npos).transpose(1, 0, 2)
             continue
         target = out3[n, gi * og:(gi + 1) * og, t0 * ow:t1 * ow]
         if x3 is None:
             cols = buf[:, :, :(t1 - t0) * ow]
-            _im2col(0, cg, x5[n:n + 1, gi * cg:(gi + 1) * cg], cols, plan.geo, plan.osz, t0, t1)
+            _build(plan, x5, xf, n, n + 1, gi, cols, t0, t1)
             np.matmul(wms[gi], cols[0], out=target)
         else:
             np.matmul(wms[gi], x3[n, gi * cg:(gi + 1) * cg, t0 * ow:t1 * ow], out=target)
@@ -521,7 +587,7 @@ def _fwd_worker(start, stop, plan, x5, x3, wms, out3, bias, bias_row):
                 target += bias[gi * og:(gi + 1) * og, None]
 
 
-def _dw_worker(start, stop, plan, x5, x3, g3, partials):
+def _dw_worker(start, stop, plan, x5, xf, x3, g3, partials):
     cg, og, ow = plan.cg, plan.og, plan.ow
     ck = cg * plan.kk
     if x3 is None or plan.imgs > 1:
@@ -533,16 +599,14 @@ def _dw_worker(start, stop, plan, x5, x3, g3, partials):
     for it in range(start, stop):
         n, n1, gi, t0, t1 = plan.block(it)
         if n1 - n > 1:
-            _im2col(0, (n1 - n) * cg, x5[n:n1, gi * cg:(gi + 1) * cg], _side_by_side(buf[0], n1 - n, plan.npos),
-                    plan.geo, plan.osz, 0, plan.nrows)
+            _build(plan, x5, xf, n, n1, gi, _side_by_side(buf[0], n1 - n, plan.npos), 0, plan.nrows)
             rows = _gather_rows(gbuf, g3, n, n1, gi * og, (gi + 1) * og)
             np.matmul(rows, buf[0, :, :(n1 - n) * plan.npos].T, out=tmp)
             acc[gi * og:(gi + 1) * og] += tmp
             continue
         if x3 is None:
             cols = buf[0, :, :(t1 - t0) * ow]
-            _im2col(0, cg, x5[n:n + 1, gi * cg:(gi + 1) * cg], buf[:, :, :(t1 - t0) * ow], plan.geo, plan.osz,
-                    t0, t1)
+            _build(plan, x5, xf, n, n + 1, gi, buf[:, :, :(t1 - t0) * ow], t0, t1)
         else:
             cols = x3[n, gi * cg:(gi + 1) * cg, t0 * ow:t1 * ow]
         np.matmul(g3[n, gi * og:(gi + 1) * og, t0 * ow:t1 * ow], cols.T, out=tmp)
@@ -613,7 +677,8 @@ def _forward(x, w, bias, stride, pad, dilation, groups):
     for gi in range(groups):
         wm = w[gi * og:(gi + 1) * og].reshape(og, cg * kk)
         wms.append(np.concatenate([wm, bias[gi * og:(gi + 1) * og, None]], axis=1) if bias_row else wm)
-    _split(_fwd_worker, plan.blocks(), plan, x5, x3, wms, out.reshape(n, o, -1), bias, bias_row,
+    xf = _flat_rows(x, osize, stride)
+    _split(_fwd_worker, plan.blocks(), plan, x5, xf, x3, wms, out.reshape(n, o, -1), bias, bias_row,
            work_per_item=og * plan.krows * plan.rows * plan.ow)
     return out
 
@@ -671,7 +736,8 @@ def weight_grad(x, g, wshape, stride, pad, dilation, groups):
     og = o // groups
     plan = _Plan(n, groups, cg, og, ksize, g5.shape[2:], geo, cg * kk, x.itemsize)
     partials = {}
-    _split(_dw_worker, plan.blocks(), plan, x5, _direct(x, ksize, stride, pad), g.reshape(n, o, -1), partials,
+    xf, x3 = _flat_rows(x, g.shape[2:], stride), _direct(x, ksize, stride, pad)
+    _split(_dw_worker, plan.blocks(), plan, x5, xf, x3, g.reshape(n, o, -1), partials,
            work_per_item=og * cg * kk * plan.rows * plan.ow)
     parts = list(partials.values())
     dw = parts[0]

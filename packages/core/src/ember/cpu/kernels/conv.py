@@ -201,6 +201,48 @@ def _col2im(start, stop, dcols, dx, geo, osize, t0, t1):
                     row += 1
 
 
+@jit
+def _col2im_rows(start, stop, dcols, dxf, geo, osize, h_in, w_in, t0, t1):
+    """_col2im in the geometry of _im2col_rows (``dxf`` [N, C, H*W]): the cells of
+    ``dcols`` that wrapped around a row end are zeroed (dcols is scratch), then each
+    kernel offset adds one contiguous shifted band onto the flat plane."""
+    nc = dxf.shape[1]
+    kh, kw = geo[1], geo[2]
+    ph, pw = geo[7], geo[8]
+    dh, dw = geo[10], geo[11]
+    ow = osize[2]
+    plane = h_in * w_in
+    zero = dcols.dtype.type(0)
+    for r in range(start, stop):
+        b = r // nc
+        c = r - b * nc
+        dst = dxf[b, c]
+        row = c * kh * kw
+        for j in range(kh):
+            ea = min(max(t0, ph - j * dh), t1)
+            eb = max(min(t1, h_in + ph - j * dh), ea)
+            for k in range(kw):
+                off = k * dw - pw
+                lo, hi = _span(off, 1, ow, w_in)
+                src = dcols[b, row]
+                u_a, u_b = (ea - t0) * ow, (eb - t0) * ow
+                for e in range(eb - ea):
+                    rowv = src[u_a + e * ow:]
+                    for q in range(lo):
+                        rowv[q] = zero
+                    edge = rowv[hi:]
+                    for q in range(ow - hi):
+                        edge[q] = zero
+                base = (ea + j * dh - ph) * w_in + off - u_a
+                u0 = min(max(u_a, -base), u_b)
+                u1 = max(min(u_b, plane - base), u0)
+                d = dst[u0 + base:]
+                s = src[u0:]
+                for u in range(u1 - u0):
+                    d[u] += s[u]
+                row += 1
+
+
 # ---- depthwise: one input channel per group ----------------------------------------------
 
 @jit(fastmath={"reassoc", "contract", "nsz"})
@@ -614,7 +656,17 @@ def _dw_worker(start, stop, plan, x5, xf, x3, g3, partials):
     partials[start] = acc
 
 
-def _dx_worker(start, stop, plan, g3, wmts, dx5, direct):
+def _scatter(plan, dx5, dxf, n0, n1, gi, dcols, t0, t1):
+    """col2im of ``dcols`` onto images [n0, n1), group gi, from output rows [t0, t1)."""
+    cg = plan.cg
+    if dxf is not None:
+        _col2im_rows(0, (n1 - n0) * cg, dcols, dxf[n0:n1, gi * cg:(gi + 1) * cg], plan.geo, plan.osz, dx5.shape[3],
+                     dx5.shape[4], t0, t1)
+    else:
+        _col2im(0, (n1 - n0) * cg, dcols, dx5[n0:n1, gi * cg:(gi + 1) * cg], plan.geo, plan.osz, t0, t1)
+
+
+def _dx_worker(start, stop, plan, g3, wmts, dx5, dxf, direct):
     # blocks of one image stay on one thread: their col2im add into the same planes
     cg, og, ow = plan.cg, plan.og, plan.ow
     if direct:  # 1x1, no stride or padding: the product is the gradient
@@ -628,8 +680,7 @@ def _dx_worker(start, stop, plan, g3, wmts, dx5, direct):
         if n1 - n > 1:
             rows = _gather_rows(gbuf, g3, n, n1, gi * og, (gi + 1) * og)
             np.matmul(wmts[gi], rows, out=buf[0, :, :(n1 - n) * plan.npos])
-            _col2im(0, (n1 - n) * cg, _side_by_side(buf[0], n1 - n, plan.npos), dx5[n:n1, gi * cg:(gi + 1) * cg],
-                    plan.geo, plan.osz, 0, plan.nrows)
+            _scatter(plan, dx5, dxf, n, n1, gi, _side_by_side(buf[0], n1 - n, plan.npos), 0, plan.nrows)
             continue
         gblock = g3[n, gi * og:(gi + 1) * og, t0 * ow:t1 * ow]
         if direct:
@@ -637,7 +688,7 @@ def _dx_worker(start, stop, plan, g3, wmts, dx5, direct):
         else:
             dcols = buf[:, :, :(t1 - t0) * ow]
             np.matmul(wmts[gi], gblock, out=dcols[0])
-            _col2im(0, cg, dcols, dx5[n:n + 1, gi * cg:(gi + 1) * cg], plan.geo, plan.osz, t0, t1)
+            _scatter(plan, dx5, dxf, n, n + 1, gi, dcols, t0, t1)
 
 
 def forward(x, w, bias, stride, pad, dilation, groups):
@@ -712,7 +763,8 @@ def input_grad(g, w, xshape, stride, pad, dilation, groups):
     wmts = [w[gi * og:(gi + 1) * og].reshape(og, cg * kk).T for gi in range(groups)]
     if direct and plan.imgs > 1:
         dx[...] = 0  # side-by-side blocks add their columns back
-    _split(_dx_worker, plan.chunks, plan, g.reshape(n, o, -1), wmts, _as5(dx), direct,
+    _split(_dx_worker, plan.chunks, plan, g.reshape(n, o, -1), wmts, _as5(dx), _flat_rows(dx, g.shape[2:], stride),
+           direct,
            work_per_item=groups * og * cg * kk * g[0, 0].size)
     return dx
 

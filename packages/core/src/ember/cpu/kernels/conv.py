@@ -291,22 +291,22 @@ def _dw_fwd(start, stop, x, w, bias, has_bias, out, geo):
 
 
 @jit(fastmath={"reassoc", "contract", "nsz"})
-def _dw_fwd_flat(start, stop, x, w, bias, has_bias, out, ph, pw, dh, dw):
-    """The stride-1 2-d depthwise forward of rows [start, stop) of (image, output
-    channel), one flat vector pass per kernel offset: the input plane is copied into a
-    zero-padded plane of pitch Wp = W_out + (kW-1)*dW, where kernel offset (j, k) is the
-    flat shift j*dH*Wp + k*dW for every output cell at once (outputs are computed on
-    rows Wp wide, the extra ones dropped), so that short rows (7x7 planes) cost one
-    loop per offset instead of one per offset and row."""
+def _dw_fwd_flat(start, stop, x, w, bias, has_bias, out, ph, pw, dh, dw, st):
+    """The 1-d/2-d depthwise forward (stride ``st`` along both dims) of rows [start, stop)
+    of (image, output channel), one flat vector pass per kernel offset: the input plane
+    is copied into a zero-padded plane of pitch Wp = (W_out-1)*st + (kW-1)*dW + 1, where
+    output cell t = e*Wp + q reads st*t + j*dH*Wp + k*dW at kernel offset (j, k) for every
+    cell at once (outputs are computed on rows Wp wide, the extra ones dropped), so that
+    short rows (7x7 planes) cost one loop per offset instead of one per offset and row."""
     no = out.shape[1]
     mult = no // x.shape[1]
     h_in, w_in = x.shape[3], x.shape[4]
     oh, ow = out.shape[3], out.shape[4]
     kh, kw = w.shape[3], w.shape[4]
-    wp = ow + (kw - 1) * dw
-    hp = oh + (kh - 1) * dh
-    # (kW-1)*dW of slack: the last computed row reads past the padded plane
-    plane = np.zeros(hp * wp + (kw - 1) * dw, dtype=x.dtype)
+    wp = (ow - 1) * st + (kw - 1) * dw + 1
+    hp = (oh - 1) * st + (kh - 1) * dh + 1
+    # the wide rows of the last output row read past the padded plane: room for them
+    plane = np.zeros(st * oh * wp + (kh - 1) * dh * wp + (kw - 1) * dw + 1, dtype=x.dtype)
     acc = np.empty(oh * wp, dtype=x.dtype)
     y0, y1 = max(0, -ph), min(h_in, hp - ph)
     q0, q1 = max(0, -pw), min(w_in, wp - pw)
@@ -327,8 +327,15 @@ def _dw_fwd_flat(start, stop, x, w, bias, has_bias, out, ph, pw, dh, dw):
             for k in range(kw):
                 wv = w[o, 0, 0, j, k]
                 src = plane[j * dh * wp + k * dw:]
-                for t in range(oh * wp):
-                    acc[t] += wv * src[t]
+                if st == 1:
+                    for t in range(oh * wp):
+                        acc[t] += wv * src[t]
+                elif st == 2:  # a constant stride: LLVM deinterleaves the loads
+                    for t in range(oh * wp):
+                        acc[t] += wv * src[2 * t]
+                else:
+                    for t in range(oh * wp):
+                        acc[t] += wv * src[st * t]
         for e in range(oh):
             src = acc[e * wp:]
             dst = out[b, o, 0, e]
@@ -474,8 +481,9 @@ def _osize(xshape, ksize, stride, pad, dilation):
 
 
 def _flat_depthwise(ndim, stride, pad, ksize, dilation):
-    """Whether _dw_fwd_flat applies: 1-d or 2-d, stride 1, padding within the kernel's reach."""
-    return ndim <= 4 and all(s == 1 for s in stride) and all(
+    """Whether _dw_fwd_flat applies: 1-d or 2-d, one stride for both dims, padding within
+    the kernel's reach."""
+    return ndim <= 4 and len(set(stride)) == 1 and all(
         lo <= d * (k - 1) and hi <= d * (k - 1) for (lo, hi), k, d in zip(pad, ksize, dilation))
 
 
@@ -714,7 +722,7 @@ def _forward(x, w, bias, stride, pad, dilation, groups):
         b = bias if has_bias else out5.reshape(-1)[:1]
         if _flat_depthwise(x.ndim, stride, pad, ksize, dilation):
             parallel_for(_dw_fwd_flat, n * o, x5, _as5(w), b, has_bias, out5, geo[7], geo[8], geo[10], geo[11],
-                         work_per_item=math.prod(osize) * kk)
+                         stride[-1], work_per_item=math.prod(osize) * kk)
         else:
             parallel_for(_dw_fwd, n * o, x5, _as5(w), b, has_bias, out5, geo, work_per_item=math.prod(osize) * kk)
         return out
@@ -748,7 +756,8 @@ def input_grad(g, w, xshape, stride, pad, dilation, groups):
     kk = math.prod(ksize)
     if is_depthwise(w.shape, groups):
         tpad = tuple((d * (k - 1) - lo, d * (k - 1) - hi) for (lo, hi), k, d in zip(pad, ksize, dilation))
-        if o == c and min(min(p) for p in tpad) >= 0 and _flat_depthwise(g.ndim, stride, tpad, ksize, dilation):
+        if o == c and all(v == 1 for v in stride) and min(min(p) for p in tpad) >= 0 and \
+                _flat_depthwise(g.ndim, stride, tpad, ksize, dilation):
             # the adjoint of a stride-1 depthwise convolution is one with the flipped kernel
             flipped = w[(slice(None), slice(None)) + (slice(None, None, -1),) * len(ksize)]
             return _forward(g, flipped, None, stride, tpad, dilation, groups)

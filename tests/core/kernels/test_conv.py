@@ -228,3 +228,21 @@ def test_the_kernels_run(monkeypatch):
     with kernels.disabled():
         F.conv2d(x, w, b, padding=1, groups=4).sum().backward()
     assert calls == []
+
+
+@pytest.mark.parametrize("groups", [1, 6])
+def test_gradients_of_a_sum(groups):
+    # y.sum().backward() hands the rule a broadcast (zero-stride) gradient
+    rng = np.random.default_rng(7)
+    xa = rng.standard_normal((3, 6, 11, 10)).astype(np.float32)
+    wa = rng.standard_normal((6, 6 // groups, 3, 3)).astype(np.float32)
+    ba = rng.standard_normal(6).astype(np.float32)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (xa, wa, ba))
+    ex, ew, eb = (ember.tensor(a, requires_grad=True) for a in (xa, wa, ba))
+    for stride in (1, 2):
+        for t in (tx, tw, tb, ex, ew, eb):
+            t.grad = None
+        TF.conv2d(tx, tw, tb, stride=stride, padding=1, groups=groups).sum().backward()
+        F.conv2d(ex, ew, eb, stride=stride, padding=1, groups=groups).sum().backward()
+        for e, t in ((ex, tx), (ew, tw), (eb, tb)):
+            _close(e.grad, t.grad, rtol=1e-5, atol=1e-4)

@@ -6,16 +6,22 @@ dims in front), reads its input in any memory layout (channels-last included), p
 the fly (no padded copy) and processes a range of rows (image-channel planes) so that
 ``parallel_for`` splits it over threads.  The matrix products stay in numpy's BLAS:
 
-* dense and grouped convolutions: per chunk of images the columns ``[B, K, P]`` (``K =
-  C/groups * prod(k)`` rows in the weight's own order, plus a row of ones that carries
-  the bias through the product) and one stacked product ``w[O, K] @ cols`` that writes
-  the output ``[B, O, P]`` in place; the input gradient is ``w^T @ g`` followed by col2im,
-  the weight gradient ``g @ cols^T`` summed over the images.
-* depthwise convolutions (one input channel per group): no product, a direct sliding
-  window per plane, forward, input gradient and weight gradient.
+* dense and grouped convolutions: blocks of columns ``[K, P_block]`` (``K = C/groups *
+  prod(k)`` rows in the weight's own order, plus a row of ones that carries the bias
+  through the product), one image's band of output rows or several small images side by
+  side; each block is built and multiplied (``w[O, K] @ cols`` written into the output)
+  by one thread, with BLAS on one thread meanwhile (see ``_split``).  The input gradient
+  is ``w^T @ g`` per block followed by col2im, the weight gradient ``g @ cols^T`` summed
+  over the blocks.  1x1 convolutions without stride or padding multiply the input as it
+  is.
+* depthwise convolutions (one input channel per group, any channel multiplier): no
+  product; the forward (and the stride-1 input gradient, the forward with the flipped
+  kernel) as one flat vector pass per kernel offset over a zero-padded plane, the other
+  input gradients as a scatter, the weight gradient as lane-wise sums.
 
-Geometry travels as one int64 array ``geo``: kernel (3), stride (3), low padding (3),
-dilation (3), in that order.
+The result layout is C-contiguous; ``ops/conv.py`` gives channels-last results back in
+channels-last as the numpy path does.  Geometry travels as one int64 array ``geo``:
+kernel (3), stride (3), low padding (3), dilation (3), in that order.
 """
 
 from __future__ import annotations

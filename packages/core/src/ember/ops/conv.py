@@ -9,6 +9,10 @@ differentiation, so double backward works: the convolution (y = conv(x, w)), its
 gradient (a transposed convolution of the output gradient) and its weight gradient;
 each one's gradient rule is written with the other two.  A transposed convolution is the
 input-gradient kernel run forward.  Every kernel works on any number of spatial dims.
+
+For numpy float32/float64 arrays the three array kernels run as compiled kernels
+(``cpu/kernels/conv.py``: columns built per cache-sized block beside the products, direct
+depthwise convolution); the numpy code here is their reference.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import math
 from .._autocast import autocast_op
 from .._memory_format import keep_format
 from .._tensor import Tensor, _make
-from ._helpers import be, check_same_device, needs_grad, record
+from ..backends import NUMPY, backend_of_array
+from ..cpu import kernels
+from ._helpers import _ndarray, be, check_same_device, needs_grad, record
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
@@ -258,6 +264,8 @@ def _shift_dw(xp, x, g, wshape, pad, dilation, groups, kept_cols=None):
 def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
     """The convolution plus ``bias`` (None or [O]), and (when ``keep_cols``) its column
     matrices for the weight gradient."""
+    if kernels.accepts(x, w) and (bias is None or kernels.accepts(x, bias)):
+        return kernels.conv.forward(x, w, bias, stride, pad, dilation, groups), None
     if all(s == 1 for s in stride):
         return _shift_fwd(xp, x, w, bias, pad, dilation, groups, keep_cols)
     n, c = x.shape[:2]
@@ -283,6 +291,8 @@ def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
 
 def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
     """Gradient of conv with respect to its input (a transposed convolution of ``g``)."""
+    if kernels.accepts(g, w):
+        return kernels.conv.input_grad(g, w, tuple(xshape), stride, pad, dilation, groups)
     if all(s == 1 for s in stride):
         return _shift_dx(xp, g, w, xshape, pad, dilation, groups)
     n, c = xshape[:2]
@@ -301,6 +311,8 @@ def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
 
 def _conv_dw(xp, x, g, wshape, stride, pad, dilation, groups, kept_cols=None):
     """Gradient of conv with respect to its weight (reusing the forward's columns if kept)."""
+    if kernels.accepts(x, g):
+        return kernels.conv.weight_grad(x, g, tuple(wshape), stride, pad, dilation, groups)
     if all(s == 1 for s in stride):
         return _shift_dw(xp, x, g, wshape, pad, dilation, groups, kept_cols)
     n = x.shape[0]
@@ -333,7 +345,8 @@ def _conv(x, w, b, stride, pad, dilation, groups):
     r = _make(arr, x.dtype)
     if grad:
         record("ConvolutionBackward0", _conv_rule, (x, w, b), r,
-               (x, w, b is not None and b._requires_grad, stride, pad, dilation, groups, cols))
+               (x, w, b is not None and b._requires_grad, stride, pad, dilation, groups, cols,
+                (x._requires_grad, w._requires_grad)))
     return r
 
 
@@ -342,10 +355,31 @@ def _bias_grad(g):
     return _sum(g, (0,) + tuple(range(2, g.ndim)))
 
 
-def _conv_rule(g, x, w, bias_req, stride, pad, dilation, groups, cols):
+def _xp(arr):
+    """The array module of a raw array (rules' array forms get arrays, not tensors)."""
+    return NUMPY.xp if type(arr) is _ndarray else backend_of_array(arr).xp
+
+
+def _bias_grad_array(g):
+    if kernels.accepts(g):
+        return kernels.conv.bias_grad(g)
+    return g.sum(axis=(0,) + tuple(range(2, g.ndim)))
+
+
+def _conv_rule(g, x, w, bias_req, stride, pad, dilation, groups, cols, wanted):
     gx = _conv_input_grad(g, w, tuple(x.shape), stride, pad, dilation, groups) if x._requires_grad else None
     gw = _conv_weight_grad(x, g, tuple(w.shape), stride, pad, dilation, groups, cols) if w._requires_grad else None
     return gx, gw, (_bias_grad(g) if bias_req else None)
+
+
+def _conv_rule_arrays(g, x, w, bias_req, stride, pad, dilation, groups, cols, wanted):
+    xp = _xp(g)
+    gx = _conv_dx(xp, g, w, x.shape, stride, pad, dilation, groups) if wanted[0] else None
+    gw = _conv_dw(xp, x, g, w.shape, stride, pad, dilation, groups, cols) if wanted[1] else None
+    return gx, gw, (_bias_grad_array(g) if bias_req else None)
+
+
+_conv_rule.on_arrays = _conv_rule_arrays
 
 
 def _conv_input_grad(g, w, xshape, stride, pad, dilation, groups, name="ConvolutionBackwardBackward0"):
@@ -385,15 +419,26 @@ def _conv_t(x, w, b, out_shape, stride, pad, dilation, groups):
     r = _make(arr, x.dtype)
     if needs_grad(x, w, b):
         record("ConvolutionBackward0", _conv_t_rule, (x, w, b), r,
-               (x, w, b is not None and b._requires_grad, stride, pad, dilation, groups))
+               (x, w, b is not None and b._requires_grad, stride, pad, dilation, groups,
+                (x._requires_grad, w._requires_grad)))
     return r
 
 
-def _conv_t_rule(g, x, w, bias_req, stride, pad, dilation, groups):
+def _conv_t_rule(g, x, w, bias_req, stride, pad, dilation, groups, wanted):
     # y = A_w^T x, with A_w the convolution by w: dx = A_w g, dw = weight gradient of A_w at input g
     gx = _conv(g, w, None, stride, pad, dilation, groups) if x._requires_grad else None
     gw = _conv_weight_grad(g, x, tuple(w.shape), stride, pad, dilation, groups) if w._requires_grad else None
     return gx, gw, (_bias_grad(g) if bias_req else None)
+
+
+def _conv_t_rule_arrays(g, x, w, bias_req, stride, pad, dilation, groups, wanted):
+    xp = _xp(g)
+    gx = _conv_fwd(xp, g, w, None, stride, pad, dilation, groups)[0] if wanted[0] else None
+    gw = _conv_dw(xp, g, x, w.shape, stride, pad, dilation, groups) if wanted[1] else None
+    return gx, gw, (_bias_grad_array(g) if bias_req else None)
+
+
+_conv_t_rule.on_arrays = _conv_t_rule_arrays
 
 
 # ---- argument checks ---------------------------------------------------------------

@@ -1,0 +1,248 @@
+"""The compiled convolution kernels (ember/cpu/kernels/conv.py) against PyTorch and against
+ember's numpy path: conv1d/2d/3d forward, input, weight and bias gradients, with groups,
+depthwise (with and without a channel multiplier), stride, padding (also 'same'),
+dilation, odd sizes, batch 1 and 0, channels-last and non-contiguous inputs,
+transposed convolutions, float32 and float64."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import ember
+import ember.nn.functional as F
+from ember.cpu import kernels
+
+FUNCS = {1: (F.conv1d, TF.conv1d), 2: (F.conv2d, TF.conv2d), 3: (F.conv3d, TF.conv3d)}
+DTYPES = {"float32": (np.float32, ember.float32), "float64": (np.float64, ember.float64)}
+
+
+def _tol(dtype, terms):
+    # float32 sums of ``terms`` products of unit-sized values: error grows with the count
+    if dtype == "float64":
+        return dict(rtol=1e-10, atol=1e-10 * terms)
+    return dict(rtol=1e-5, atol=2e-6 * terms)
+
+
+def _close(e, t, **tol):
+    np.testing.assert_allclose(np.asarray(e.detach().numpy() if isinstance(e, ember.Tensor) else e),
+                               t.detach().numpy(), **tol)
+
+
+def _run_ember(f, xa, wa, ba, g, kw, dtype, layout=None):
+    """Forward and gradients of input, weight and bias on ember tensors made from arrays."""
+    x = ember.tensor(xa, requires_grad=True)
+    w = ember.tensor(wa, requires_grad=True)
+    b = None if ba is None else ember.tensor(ba, requires_grad=True)
+    y = f(x if layout is None else layout(x, ember), w, b, **kw)
+    y.backward(ember.tensor(g))
+    return y, x, w, b
+
+
+def _case(rng, nd, n, c, o, size, k, groups, dtype, bias=True):
+    np_dt = DTYPES[dtype][0]
+    xa = rng.standard_normal((n, c) + size).astype(np_dt)
+    wa = rng.standard_normal((o, c // groups) + k).astype(np_dt)
+    ba = rng.standard_normal(o).astype(np_dt) if bias else None
+    return xa, wa, ba
+
+
+def _check(nd, n, c, o, size, k, dtype="float32", bias=True, seed=0, layout=None, **kw):
+    """ember (kernels on and off) against torch: output and all three gradients."""
+    rng = np.random.default_rng(seed)
+    groups = kw.get("groups", 1)
+    xa, wa, ba = _case(rng, nd, n, c, o, size, k, groups, dtype, bias)
+    fe, ft = FUNCS[nd]
+    tx = torch.tensor(xa, requires_grad=True)
+    tw = torch.tensor(wa, requires_grad=True)
+    tb = None if ba is None else torch.tensor(ba, requires_grad=True)
+    ty = ft(tx if layout is None else layout(tx, torch), tw, tb, **kw)
+    g = rng.standard_normal(tuple(ty.shape)).astype(xa.dtype)
+    ty.backward(torch.tensor(g))
+    terms = (c // groups) * math.prod(k)
+    tol = _tol(dtype, terms)
+    y, x, w, b = _run_ember(fe, xa, wa, ba, g, kw, dtype, layout)
+    with kernels.disabled():
+        y0, x0, w0, b0 = _run_ember(fe, xa, wa, ba, g, kw, dtype, layout)
+    assert y.shape == tuple(ty.shape) and y.dtype is DTYPES[dtype][1]
+    _close(y, ty, **tol)
+    _close(y, y0.detach(), **tol)
+    tol_w = _tol(dtype, n * math.prod(ty.shape[2:]))
+    _close(x.grad, tx.grad, **tol_w)
+    _close(w.grad, tw.grad, **tol_w)
+    _close(w.grad, w0.grad, **tol_w)
+    _close(x.grad, x0.grad, **tol_w)
+    if bias:
+        _close(b.grad, tb.grad, **tol_w)
+    # same memory layout as the numpy path gives (a unit dim's stride means nothing)
+    assert [s for s, d in zip(y._data.strides, y.shape) if d > 1] == \
+        [s for s, d in zip(y0._data.strides, y.shape) if d > 1]
+    return y
+
+
+CASES = [
+    # nd, n, c, o, size, kernel, options
+    (2, 2, 3, 5, (7, 9), (3, 3), dict()),
+    (2, 1, 4, 6, (11, 13), (3, 3), dict(padding=1)),
+    (2, 3, 6, 4, (10, 9), (3, 2), dict(stride=2, padding=1, dilation=2)),
+    (2, 2, 6, 9, (8, 7), (3, 3), dict(groups=3, stride=(2, 1), padding=(0, 2))),
+    (2, 2, 5, 7, (9, 8), (4, 3), dict(padding="same")),
+    (2, 2, 5, 7, (9, 8), (3, 3), dict(padding="same", dilation=(2, 3))),
+    (2, 2, 4, 3, (5, 6), (1, 1), dict()),
+    (2, 2, 4, 3, (9, 7), (1, 1), dict(stride=2)),
+    (2, 3, 4, 6, (5, 7), (1, 1), dict(groups=2)),
+    # small images: several to a block, side by side
+    (2, 8, 6, 5, (6, 5), (1, 1), dict()),
+    (2, 9, 6, 4, (7, 6), (3, 3), dict(padding=1, groups=2)),
+    (2, 7, 5, 3, (8, 9), (3, 3), dict(stride=2, padding=1)),
+    (2, 3, 3, 2, (17, 19), (7, 7), dict(stride=3, padding=3)),
+    (2, 2, 3, 4, (6, 6), (3, 3), dict(padding=(3, 1))),  # padding beyond the kernel's reach
+    (1, 3, 4, 5, (23,), (5,), dict(stride=2, padding=2)),
+    (1, 1, 6, 6, (17,), (3,), dict(groups=2, dilation=3, padding="same")),
+    (3, 2, 3, 4, (5, 6, 7), (3, 2, 2), dict(stride=(2, 1, 2), padding=(1, 0, 1))),
+    (3, 1, 4, 4, (6, 5, 4), (3, 3, 3), dict(padding="same", groups=2)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}d-{c[4]}-{c[5]}-{c[6]}")
+def test_dense_and_grouped_match_torch(case, dtype):
+    nd, n, c, o, size, k, kw = case
+    _check(nd, n, c, o, size, k, dtype, **kw)
+
+
+DEPTHWISE = [
+    (2, 2, 6, 6, (13, 11), (3, 3), dict(groups=6, padding=1)),
+    (2, 2, 6, 6, (13, 11), (3, 3), dict(groups=6, padding=1, stride=2)),
+    (2, 1, 5, 10, (9, 12), (5, 5), dict(groups=5, padding=2, stride=(2, 1))),  # channel multiplier 2
+    (2, 3, 4, 4, (10, 10), (3, 3), dict(groups=4, dilation=2, padding="same")),
+    (2, 2, 7, 7, (8, 9), (3, 3), dict(groups=7)),
+    (1, 2, 6, 12, (19,), (3,), dict(groups=6, stride=2, padding=1)),
+    (3, 2, 3, 3, (5, 7, 6), (3, 3, 3), dict(groups=3, padding=1, stride=(1, 2, 2))),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", DEPTHWISE, ids=lambda c: f"{c[0]}d-{c[4]}-{c[6]}")
+def test_depthwise_matches_torch(case, dtype):
+    nd, n, c, o, size, k, kw = case
+    _check(nd, n, c, o, size, k, dtype, **kw)
+
+
+@pytest.mark.parametrize("depthwise", [False, True])
+def test_without_bias_and_batch_one(depthwise):
+    if depthwise:
+        _check(2, 1, 5, 5, (7, 8), (3, 3), bias=False, groups=5, padding=1)
+    else:
+        _check(2, 1, 5, 3, (7, 8), (3, 3), bias=False, padding=1)
+
+
+def test_large_sums_keep_float32_accuracy():
+    # weight and bias gradients sum over N*H*W = 14112 products per entry
+    _check(2, 8, 8, 8, (42, 42), (3, 3), padding=1, seed=3)
+    _check(2, 8, 8, 8, (42, 42), (3, 3), padding=1, groups=8, seed=4)
+
+
+@pytest.mark.parametrize("depthwise", [False, True])
+@pytest.mark.parametrize("nd", [2, 3])
+def test_channels_last_input(nd, depthwise):
+    fmt = "channels_last" if nd == 2 else "channels_last_3d"
+    size = (9, 10) if nd == 2 else (5, 6, 7)
+    k = (3,) * nd
+    groups = 4 if depthwise else 1
+    y = _check(nd, 2, 4, 4, size, k, groups=groups, padding=1,
+               layout=lambda t, m: t.contiguous(memory_format=getattr(m, fmt)))
+    assert y.is_contiguous(memory_format=getattr(ember, fmt))
+
+
+def test_non_contiguous_input():
+    # a transposed view: spatial axes swapped
+    y = _check(2, 2, 3, 4, (8, 11), (3, 3), padding=1, layout=lambda t, m: t.transpose(2, 3))
+    assert y.shape == (2, 4, 11, 8)
+
+
+def test_empty_batch():
+    x = ember.zeros(0, 3, 8, 8, requires_grad=True)
+    w = ember.ones(4, 3, 3, 3, requires_grad=True)
+    y = F.conv2d(x, w, padding=1)
+    assert y.shape == (0, 4, 8, 8)
+    y.sum().backward()
+    assert x.grad.shape == (0, 3, 8, 8)
+    np.testing.assert_array_equal(w.grad.numpy(), np.zeros((4, 3, 3, 3), np.float32))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kw", [dict(stride=2, padding=1, output_padding=1), dict(groups=2, dilation=2),
+                                dict(groups=4, stride=2)])
+def test_transposed_convolution(kw, dtype):
+    rng = np.random.default_rng(5)
+    np_dt = DTYPES[dtype][0]
+    groups = kw.get("groups", 1)
+    xa = rng.standard_normal((2, 4, 7, 6)).astype(np_dt)
+    wa = rng.standard_normal((4, 8 // groups if groups < 4 else 1, 3, 3)).astype(np_dt)
+    ba = rng.standard_normal(wa.shape[1] * groups).astype(np_dt)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (xa, wa, ba))
+    ty = TF.conv_transpose2d(tx, tw, tb, **kw)
+    g = rng.standard_normal(tuple(ty.shape)).astype(np_dt)
+    ty.backward(torch.tensor(g))
+    y, x, w, b = _run_ember(F.conv_transpose2d, xa, wa, ba, g, kw, dtype)
+    tol = _tol(dtype, 60)
+    _close(y, ty, **tol)
+    for e, t in ((x, tx), (w, tw), (b, tb)):
+        _close(e.grad, t.grad, **tol)
+
+
+def test_double_backward_through_kernels():
+    rng = np.random.default_rng(6)
+    xa = rng.standard_normal((2, 3, 6, 7))
+    wa = rng.standard_normal((4, 3, 3, 3))
+    tx, tw = torch.tensor(xa, requires_grad=True), torch.tensor(wa, requires_grad=True)
+    ex, ew = ember.tensor(xa, requires_grad=True), ember.tensor(wa, requires_grad=True)
+    (tgx,) = torch.autograd.grad((TF.conv2d(tx, tw, stride=2, padding=1) ** 2).sum(), tx, create_graph=True)
+    (egx,) = ember.autograd.grad((F.conv2d(ex, ew, stride=2, padding=1) ** 2).sum(), ex, create_graph=True)
+    _close(egx, tgx, rtol=1e-10, atol=1e-10)
+    tgx.sum().backward()
+    egx.sum().backward()
+    _close(ew.grad, tw.grad, rtol=1e-10, atol=1e-9)
+
+
+def test_the_kernels_run(monkeypatch):
+    from ember.cpu.kernels import conv as K
+    calls = []
+    for name in ("forward", "input_grad", "weight_grad", "bias_grad"):
+        real = getattr(K, name)
+
+        def counted(*a, _real=real, _name=name, **k):
+            calls.append(_name)
+            return _real(*a, **k)
+        monkeypatch.setattr(K, name, counted)
+    x = ember.randn(2, 4, 9, 9, requires_grad=True)
+    for groups in (1, 4):
+        w = ember.randn(4, 4 // groups, 3, 3, requires_grad=True)
+        b = ember.randn(4, requires_grad=True)
+        F.conv2d(x, w, b, padding=1, groups=groups).sum().backward()
+    assert calls == ["forward", "input_grad", "weight_grad", "bias_grad"] * 2
+    calls.clear()
+    with kernels.disabled():
+        F.conv2d(x, w, b, padding=1, groups=4).sum().backward()
+    assert calls == []
+
+
+@pytest.mark.parametrize("groups", [1, 6])
+def test_gradients_of_a_sum(groups):
+    # y.sum().backward() hands the rule a broadcast (zero-stride) gradient
+    rng = np.random.default_rng(7)
+    xa = rng.standard_normal((3, 6, 11, 10)).astype(np.float32)
+    wa = rng.standard_normal((6, 6 // groups, 3, 3)).astype(np.float32)
+    ba = rng.standard_normal(6).astype(np.float32)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (xa, wa, ba))
+    ex, ew, eb = (ember.tensor(a, requires_grad=True) for a in (xa, wa, ba))
+    for stride in (1, 2):
+        for t in (tx, tw, tb, ex, ew, eb):
+            t.grad = None
+        TF.conv2d(tx, tw, tb, stride=stride, padding=1, groups=groups).sum().backward()
+        F.conv2d(ex, ew, eb, stride=stride, padding=1, groups=groups).sum().backward()
+        for e, t in ((ex, tx), (ew, tw), (eb, tb)):
+            _close(e.grad, t.grad, rtol=1e-5, atol=1e-4)

@@ -134,10 +134,26 @@ def test_wider_layer_matches_torch(dtype, cls, calls):
     _check(cls, dtype, 37, 67, (9, 5, 37), calls, h0=True, num_layers=2, bidirectional=True)
 
 
-def test_large_batch_splits_over_threads(calls):
-    # 64 rows x 4*256 gate columns is past the size where parallel_for splits the rows
-    _check("LSTM", "float32", 16, 256, (3, 64, 16), calls, h0=True)
-    _check("GRU", "float32", 16, 256, (3, 64, 16), calls, h0=True)
+def test_split_over_threads_matches_torch(calls, monkeypatch):
+    # steps split over two threads (the split threshold lowered so that 130 rows x 4*256
+    # gate columns pass parallel_for's own minimum): rows [0, 65) and [65, 130)
+    from ember.cpu.kernels import _runtime
+    monkeypatch.setattr(krnn, "SPLIT_MIN", 0)
+    parts = []
+    real = _runtime.parallel_for
+
+    def recording(kernel, n, *args, work_per_item=1):
+        parts.append(min(_runtime.threads(), n, max(1, n * work_per_item // _runtime.PARALLEL_MIN_WORK)))
+        return real(kernel, n, *args, work_per_item=work_per_item)
+    monkeypatch.setattr(krnn, "parallel_for", recording)
+    saved = ember.get_num_threads()
+    ember.set_num_threads(2)
+    try:
+        _check("LSTM", "float32", 16, 256, (3, 130, 16), calls, h0=True)
+        _check("GRU", "float64", 16, 256, (3, 130, 16), calls, h0=True)
+    finally:
+        ember.set_num_threads(saved)
+    assert parts.count(2) >= 6  # at least the LSTM's three steps forward and backward
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -103,12 +103,22 @@ def _input_projection(xp, x, w_ih, *biases):
     return proj
 
 
+def _bias_row(xp, width, dt, *biases):
+    """The sum of the given biases (None: absent) as a ``[1, width]`` row, for the kernels."""
+    row = xp.zeros((1, width), dtype=dt)
+    for b in biases:
+        if b is not None:
+            row += b
+    return row
+
+
 # ---- forward on arrays ---------------------------------------------------------------
 
 def _lstm_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, fused=None):
     n, hid = x.shape[0], w_hh.shape[0] // 4
     dt = x.dtype
-    proj = _input_projection(xp, x, w_ih, b_ih, b_hh)
+    # the kernels add the biases as they read the projection (one pass over [N, 4H] less)
+    proj = _input_projection(xp, x, w_ih, *((b_ih, b_hh) if fused is None else ()))
     if fused is None:
         # sigmoid(v) = 0.5 + 0.5*tanh(v/2): one tanh over all four gates, with the halving
         # folded into the input projection and the recurrent weight
@@ -120,6 +130,7 @@ def _lstm_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w
         whh_t = xp.ascontiguousarray((w_hh * scale[:, None]).T)  # BLAS is faster on a contiguous right operand
     else:
         whh_t = xp.ascontiguousarray(w_hh.T)
+        bias = _bias_row(xp, 4 * hid, dt, b_ih, b_hh)
     acts = xp.empty((n, 4 * hid), dtype=dt)
     hprev = xp.empty((n, h0.shape[1]), dtype=dt)
     cprev, cs, tcs = (xp.empty((n, hid), dtype=dt) for _ in range(3))
@@ -137,7 +148,7 @@ def _lstm_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w
         h = out[rows] if w_hr is None else hpre[rows]
         xp.matmul(hp, whh_t, out=a)
         if fused is not None:
-            fused.lstm_forward_step(a, proj[rows], cp, c, tc, h)
+            fused.lstm_forward_step(a, proj[rows], bias, cp, c, tc, h)
         else:
             a += proj[rows]
             xp.tanh(a, out=a)
@@ -158,14 +169,14 @@ def _lstm_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w
 def _gru_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, fused=None):
     n, hid = x.shape[0], w_hh.shape[0] // 3
     dt = x.dtype
-    proj = _input_projection(xp, x, w_ih, b_ih)
+    proj = _input_projection(xp, x, w_ih, *((b_ih,) if fused is None else ()))
     whh_t = xp.ascontiguousarray(w_hh.T)
     rz, ns, hns = xp.empty((n, 2 * hid), dtype=dt), xp.empty((n, hid), dtype=dt), xp.empty((n, hid), dtype=dt)
     hprev, out = xp.empty((n, hid), dtype=dt), xp.empty((n, hid), dtype=dt)
     hn = xp.empty_like(h0)
     if fused is not None:
         rec = xp.empty((max(batch_sizes, default=0), 3 * hid), dtype=dt)
-        bias = xp.zeros((1, 3 * hid), dtype=dt) if b_hh is None else xp.ascontiguousarray(b_hh).reshape(1, -1)
+        bias_x, bias_h = _bias_row(xp, 3 * hid, dt, b_ih), _bias_row(xp, 3 * hid, dt, b_hh)
     prev_h, prev_bs = None, 0
     for o0, bs in _schedule(batch_sizes, reverse):
         rows = slice(o0, o0 + bs)
@@ -174,7 +185,7 @@ def _gru_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_
         h = out[rows]
         if fused is not None:
             xp.matmul(hp, whh_t, out=rec[:bs])
-            fused.gru_forward_step(rec[:bs], bias, proj[rows], hp, rz[rows], ns[rows], hns[rows], h)
+            fused.gru_forward_step(rec[:bs], bias_x, bias_h, proj[rows], hp, rz[rows], ns[rows], hns[rows], h)
             prev_h, prev_bs = h, bs
             continue
         hh = xp.matmul(hp, whh_t)

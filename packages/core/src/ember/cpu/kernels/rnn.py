@@ -33,15 +33,15 @@ __all__ = ["lstm_forward_step", "lstm_backward_step", "gru_forward_step", "gru_b
 # the forward passes are bound by their exp/tanh polynomials: fused multiply-adds take 11%
 # off (LSTM step [32, 1024] gates: 78 -> 70 us)
 @jit(fastmath={"contract"})
-def _lstm_fwd(start, stop, pre, proj, c_prev, c, tanh_c, h):
-    # pre: [B, 4H] recurrent products in, activations out
+def _lstm_fwd(start, stop, pre, proj, bias, c_prev, c, tanh_c, h):
+    # pre: [B, 4H] recurrent products in, activations out; bias: [1, 4H] (b_ih + b_hh)
     hid = c.shape[1]
     for b in range(start, stop):
         for j in range(hid):
-            i = M.sigmoid(pre[b, j] + proj[b, j])
-            f = M.sigmoid(pre[b, hid + j] + proj[b, hid + j])
-            g = M.tanh(pre[b, 2 * hid + j] + proj[b, 2 * hid + j])
-            o = M.sigmoid(pre[b, 3 * hid + j] + proj[b, 3 * hid + j])
+            i = M.sigmoid(pre[b, j] + proj[b, j] + bias[0, j])
+            f = M.sigmoid(pre[b, hid + j] + proj[b, hid + j] + bias[0, hid + j])
+            g = M.tanh(pre[b, 2 * hid + j] + proj[b, 2 * hid + j] + bias[0, 2 * hid + j])
+            o = M.sigmoid(pre[b, 3 * hid + j] + proj[b, 3 * hid + j] + bias[0, 3 * hid + j])
             cn = f * c_prev[b, j] + i * g
             tc = M.tanh(cn)
             pre[b, j] = i
@@ -75,15 +75,15 @@ def _lstm_bwd(start, stop, dh_a, dh_b, dc_carry, acts, c_prev, tanh_c, d_gates, 
 
 
 @jit(fastmath={"contract"})
-def _gru_fwd(start, stop, rec, b_hh, proj, h_prev, rz, n, hn, h, one):
-    # rec: [B, 3H] recurrent products (without b_hh); b_hh: [1, 3H]
+def _gru_fwd(start, stop, rec, b_ih, b_hh, proj, h_prev, rz, n, hn, h, one):
+    # rec: [B, 3H] recurrent products; proj: [B, 3H] input projections; biases [1, 3H]
     hid = h.shape[1]
     for b in range(start, stop):
         for j in range(hid):
-            r = M.sigmoid(proj[b, j] + rec[b, j] + b_hh[0, j])
-            z = M.sigmoid(proj[b, hid + j] + rec[b, hid + j] + b_hh[0, hid + j])
+            r = M.sigmoid(proj[b, j] + b_ih[0, j] + rec[b, j] + b_hh[0, j])
+            z = M.sigmoid(proj[b, hid + j] + b_ih[0, hid + j] + rec[b, hid + j] + b_hh[0, hid + j])
             q = rec[b, 2 * hid + j] + b_hh[0, 2 * hid + j]
-            nt = M.tanh(proj[b, 2 * hid + j] + r * q)
+            nt = M.tanh(proj[b, 2 * hid + j] + b_ih[0, 2 * hid + j] + r * q)
             rz[b, j] = r
             rz[b, hid + j] = z
             hn[b, j] = q
@@ -125,12 +125,12 @@ def _run(kernel, n, size, *args):
         parallel_for(kernel, n, *args, work_per_item=size // max(n, 1))
 
 
-def lstm_forward_step(pre, proj, c_prev, c, tanh_c, h):
+def lstm_forward_step(pre, proj, bias, c_prev, c, tanh_c, h):
     """One LSTM step's gates: ``pre`` ``[B, 4H]`` holds ``h_prev @ W_hh^T`` and is overwritten
-    with the activations ``i, f, g, o``; ``proj`` ``[B, 4H]`` the input projection with both
-    biases; writes ``c`` (``f*c_prev + i*g``), ``tanh_c`` and ``h`` (``o*tanh(c)``), each
-    ``[B, H]``."""
-    _run(_lstm_fwd, pre.shape[0], pre.size, pre, proj, c_prev, c, tanh_c, h)
+    with the activations ``i, f, g, o``; ``proj`` ``[B, 4H]`` the input projection,
+    ``bias`` ``[1, 4H]`` the sum of both biases; writes ``c`` (``f*c_prev + i*g``),
+    ``tanh_c`` and ``h`` (``o*tanh(c)``), each ``[B, H]``."""
+    _run(_lstm_fwd, pre.shape[0], pre.size, pre, proj, bias, c_prev, c, tanh_c, h)
 
 
 def lstm_backward_step(dh_a, dh_b, dc_carry, acts, c_prev, tanh_c, d_gates):
@@ -140,11 +140,11 @@ def lstm_backward_step(dh_a, dh_b, dc_carry, acts, c_prev, tanh_c, d_gates):
     _run(_lstm_bwd, acts.shape[0], acts.size, dh_a, dh_b, dc_carry, acts, c_prev, tanh_c, d_gates, _one(acts))
 
 
-def gru_forward_step(rec, b_hh, proj, h_prev, rz, n, hn, h):
-    """One GRU step's gates: ``rec`` ``[B, 3H]`` is ``h_prev @ W_hh^T``, ``b_hh`` ``[1, 3H]``,
-    ``proj`` ``[B, 3H]`` the input projection with ``b_ih``; writes ``rz`` ``[B, 2H]`` (the
+def gru_forward_step(rec, b_ih, b_hh, proj, h_prev, rz, n, hn, h):
+    """One GRU step's gates: ``rec`` ``[B, 3H]`` is ``h_prev @ W_hh^T``, ``proj`` ``[B, 3H]``
+    ``x @ W_ih^T``, ``b_ih``, ``b_hh`` ``[1, 3H]``; writes ``rz`` ``[B, 2H]`` (the
     sigmoids), ``n`` and ``hn`` (``W_hn h + b_hn``) ``[B, H]`` and ``h`` ``[B, H]``."""
-    _run(_gru_fwd, rec.shape[0], rec.size, rec, b_hh, proj, h_prev, rz, n, hn, h, _one(rec))
+    _run(_gru_fwd, rec.shape[0], rec.size, rec, b_ih, b_hh, proj, h_prev, rz, n, hn, h, _one(rec))
 
 
 def gru_backward_step(dh_out, dh_w, dh_z, rz, n, hn, h_prev, d_proj, d_rec):

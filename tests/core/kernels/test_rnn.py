@@ -210,3 +210,30 @@ def test_double_backward_keeps_composed_rule(calls):
     assert_same(ex.grad, tx.grad, **TOL["float64"])
     for name, p in t_mod.named_parameters():
         assert_same(dict(e_mod.named_parameters())[name].grad, p.grad, **TOL["float64"])
+
+
+@pytest.mark.parametrize("cls,kw", LAYERS)
+def test_forward_and_backward_paths_mix(cls, kw, calls):
+    # both paths save the same arrays (true activations), so a forward on one path and the
+    # backward on the other give torch's gradients
+    rng = np.random.default_rng(11)
+    t_mod, e_mod = _pair(cls, "float64", 4, 6, bidirectional=True, **kw)
+    tx, ex = _leaf(rng, (5, 3, 4), "float64")
+    t_mod(tx)[0].pow(2).sum().backward()
+    for forward_on in (True, False):
+        e_mod.zero_grad()
+        ex.grad = None
+        calls.clear()
+        if forward_on:
+            out = e_mod(ex)[0]
+            with kernels.disabled():
+                out.pow(2).sum().backward()
+        else:
+            with kernels.disabled():
+                out = e_mod(ex)[0]
+            out.pow(2).sum().backward()
+        side = "forward" if forward_on else "backward"
+        assert set(calls) == {f"{cls.lower()}_{side}_step"}, calls
+        assert_same(ex.grad, tx.grad, **GRAD_TOL["float64"])
+        for name, p in t_mod.named_parameters():
+            assert_same(dict(e_mod.named_parameters())[name].grad, p.grad, **GRAD_TOL["float64"])

@@ -24,6 +24,7 @@ from __future__ import annotations
 from .._autocast import cast_inputs
 from .._tensor import _make
 from ..autograd import grad_mode
+from ..cpu import kernels
 from ._helpers import _STATE, be, needs_grad, record
 
 __all__ = ["rnn_layer", "composed_layer"]
@@ -47,7 +48,7 @@ def rnn_layer(mode, x, batch_sizes, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None, w_
     batch_sizes = tuple(int(b) for b in batch_sizes)
     arrays = [None if t is None else t._data for t in (x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr)]
     xp = be(x).xp
-    out, hn, cn, saved = _FORWARD[mode](xp, batch_sizes, reverse, *arrays)
+    out, hn, cn, saved = _FORWARD[mode](xp, batch_sizes, reverse, *arrays, fused=_fused(mode, *arrays))
     dt = x.dtype
     r_out, r_hn = _make(out, dt), _make(hn, dt)
     r_cn = None if cn is None else _make(cn, dt)
@@ -57,6 +58,14 @@ def rnn_layer(mode, x, batch_sizes, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None, w_
         name = {"LSTM": "MkldnnRnnLayerBackward0"}.get(mode, "RnnLayerBackward0")
         record(name, _layer_rule, inputs, outs, (mode, batch_sizes, reverse) + inputs + (saved,))
     return r_out, r_hn, r_cn
+
+
+def _fused(mode, *arrays):
+    """The compiled gate kernels (``cpu.kernels.rnn``) when they take these arrays, else None
+    (the numpy gate arithmetic runs)."""
+    if mode in ("LSTM", "GRU") and kernels.accepts(*[a for a in arrays if a is not None]):
+        return kernels.rnn
+    return None
 
 
 # ---- step schedule -----------------------------------------------------------------
@@ -94,20 +103,34 @@ def _input_projection(xp, x, w_ih, *biases):
     return proj
 
 
+def _bias_row(xp, width, dt, *biases):
+    """The sum of the given biases (None: absent) as a ``[1, width]`` row, for the kernels."""
+    row = xp.zeros((1, width), dtype=dt)
+    for b in biases:
+        if b is not None:
+            row += b
+    return row
+
+
 # ---- forward on arrays ---------------------------------------------------------------
 
-def _lstm_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr):
+def _lstm_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, fused=None):
     n, hid = x.shape[0], w_hh.shape[0] // 4
     dt = x.dtype
-    # sigmoid(v) = 0.5 + 0.5*tanh(v/2): one tanh over all four gates, with the halving
-    # folded into the input projection and the recurrent weight
-    scale = xp.full((4 * hid,), 0.5, dtype=dt)
-    scale[2 * hid:3 * hid] = 1
-    shift = xp.full((4 * hid,), 0.5, dtype=dt)
-    shift[2 * hid:3 * hid] = 0
-    proj = _input_projection(xp, x, w_ih, b_ih, b_hh)
-    proj *= scale
-    whh_t = xp.ascontiguousarray((w_hh * scale[:, None]).T)  # BLAS is faster on a contiguous right operand
+    # the kernels add the biases as they read the projection (one pass over [N, 4H] less)
+    proj = _input_projection(xp, x, w_ih, *((b_ih, b_hh) if fused is None else ()))
+    if fused is None:
+        # sigmoid(v) = 0.5 + 0.5*tanh(v/2): one tanh over all four gates, with the halving
+        # folded into the input projection and the recurrent weight
+        scale = xp.full((4 * hid,), 0.5, dtype=dt)
+        scale[2 * hid:3 * hid] = 1
+        shift = xp.full((4 * hid,), 0.5, dtype=dt)
+        shift[2 * hid:3 * hid] = 0
+        proj *= scale
+        whh_t = xp.ascontiguousarray((w_hh * scale[:, None]).T)  # BLAS is faster on a contiguous right operand
+    else:
+        whh_t = xp.ascontiguousarray(w_hh.T)
+        bias = _bias_row(xp, 4 * hid, dt, b_ih, b_hh)
     acts = xp.empty((n, 4 * hid), dtype=dt)
     hprev = xp.empty((n, h0.shape[1]), dtype=dt)
     cprev, cs, tcs = (xp.empty((n, hid), dtype=dt) for _ in range(3))
@@ -121,41 +144,50 @@ def _lstm_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w
         hp, cp = hprev[rows], cprev[rows]
         _carry_in(prev_h, h0, prev_bs, bs, hp, hn)
         _carry_in(prev_c, c0, prev_bs, bs, cp, cn)
-        a = acts[rows]
+        a, c, tc = acts[rows], cs[rows], tcs[rows]
+        h = out[rows] if w_hr is None else hpre[rows]
         xp.matmul(hp, whh_t, out=a)
-        a += proj[rows]
-        xp.tanh(a, out=a)
-        a *= scale
-        a += shift
-        c = cs[rows]
-        xp.multiply(a[:, hid:2 * hid], cp, out=c)
-        c += a[:, :hid] * a[:, 2 * hid:3 * hid]
-        tc = tcs[rows]
-        xp.tanh(c, out=tc)
-        if w_hr is None:
-            xp.multiply(a[:, 3 * hid:], tc, out=out[rows])
+        if fused is not None:
+            fused.lstm_forward_step(a, proj[rows], bias, cp, c, tc, h)
         else:
-            xp.multiply(a[:, 3 * hid:], tc, out=hpre[rows])
-            xp.matmul(hpre[rows], w_hr.T, out=out[rows])
+            a += proj[rows]
+            xp.tanh(a, out=a)
+            a *= scale
+            a += shift
+            xp.multiply(a[:, hid:2 * hid], cp, out=c)
+            c += a[:, :hid] * a[:, 2 * hid:3 * hid]
+            xp.tanh(c, out=tc)
+            xp.multiply(a[:, 3 * hid:], tc, out=h)
+        if w_hr is not None:
+            xp.matmul(h, w_hr.T, out=out[rows])
         prev_h, prev_c, prev_bs = out[rows], c, bs
     hn[:prev_bs] = prev_h
     cn[:prev_bs] = prev_c
     return out, hn, cn, (acts, hprev, cprev, tcs, hpre)
 
 
-def _gru_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr):
+def _gru_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, fused=None):
     n, hid = x.shape[0], w_hh.shape[0] // 3
     dt = x.dtype
-    proj = _input_projection(xp, x, w_ih, b_ih)
+    proj = _input_projection(xp, x, w_ih, *((b_ih,) if fused is None else ()))
     whh_t = xp.ascontiguousarray(w_hh.T)
     rz, ns, hns = xp.empty((n, 2 * hid), dtype=dt), xp.empty((n, hid), dtype=dt), xp.empty((n, hid), dtype=dt)
     hprev, out = xp.empty((n, hid), dtype=dt), xp.empty((n, hid), dtype=dt)
     hn = xp.empty_like(h0)
+    if fused is not None:
+        rec = xp.empty((max(batch_sizes, default=0), 3 * hid), dtype=dt)
+        bias_x, bias_h = _bias_row(xp, 3 * hid, dt, b_ih), _bias_row(xp, 3 * hid, dt, b_hh)
     prev_h, prev_bs = None, 0
     for o0, bs in _schedule(batch_sizes, reverse):
         rows = slice(o0, o0 + bs)
         hp = hprev[rows]
         _carry_in(prev_h, h0, prev_bs, bs, hp, hn)
+        h = out[rows]
+        if fused is not None:
+            xp.matmul(hp, whh_t, out=rec[:bs])
+            fused.gru_forward_step(rec[:bs], bias_x, bias_h, proj[rows], hp, rz[rows], ns[rows], hns[rows], h)
+            prev_h, prev_bs = h, bs
+            continue
         hh = xp.matmul(hp, whh_t)
         if b_hh is not None:
             hh += b_hh
@@ -171,7 +203,6 @@ def _gru_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_
         xp.multiply(g[:, :hid], hh[:, 2 * hid:], out=nt)
         nt += p[:, 2 * hid:]
         xp.tanh(nt, out=nt)
-        h = out[rows]
         xp.subtract(hp, nt, out=h)
         h *= g[:, hid:]
         h += nt
@@ -181,7 +212,7 @@ def _gru_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_
 
 
 def _elman_forward(relu):
-    def forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr):
+    def forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, fused=None):
         n, hid = x.shape[0], w_hh.shape[0]
         proj = _input_projection(xp, x, w_ih, b_ih, b_hh)
         whh_t = xp.ascontiguousarray(w_hh.T)
@@ -213,8 +244,10 @@ _FORWARD = {"LSTM": _lstm_forward, "GRU": _gru_forward, "RNN_TANH": _elman_forwa
 
 # ---- backpropagation through time on arrays ------------------------------------------
 
-def _lstm_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, saved):
+def _lstm_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, saved, fused=None):
     acts, hprev, cprev, tcs, hpre = saved
+    if fused is not None:
+        return _lstm_backward_fused(fused, xp, batch_sizes, reverse, d_out, d_hn, d_cn, w_hh, w_hr, saved)
     hid = w_hh.shape[0] // 4
     d_gates = xp.empty_like(acts)
     # each step's activation derivatives, from the activations' values (computed step by
@@ -252,13 +285,47 @@ def _lstm_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, s
     return d_gates, d_gates, hprev, dh_carry, dc_carry, d_whr
 
 
-def _gru_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, saved):
+def _lstm_backward_fused(fused, xp, batch_sizes, reverse, d_out, d_hn, d_cn, w_hh, w_hr, saved):
+    """``_lstm_backward`` with each step's gate arithmetic as one compiled pass."""
+    acts, hprev, cprev, tcs, hpre = saved
+    d_out = xp.ascontiguousarray(d_out)  # a broadcast gradient (of a sum) is read row by row
+    d_gates = xp.empty_like(acts)
+    dh_carry, dc_carry = d_hn.copy(), d_cn.copy()
+    if w_hr is not None:
+        d_h = xp.empty_like(d_out)
+        no_carry = xp.zeros((max(batch_sizes, default=0), w_hh.shape[0] // 4), dtype=acts.dtype)
+    for o0, bs in reversed(_schedule(batch_sizes, reverse)):
+        rows = slice(o0, o0 + bs)
+        if w_hr is None:
+            dh_a, dh_b = d_out[rows], dh_carry[:bs]
+        else:
+            dh = xp.add(d_out[rows], dh_carry[:bs], out=d_h[rows])
+            dh_a, dh_b = dh @ w_hr, no_carry[:bs]
+        fused.lstm_backward_step(dh_a, dh_b, dc_carry[:bs], acts[rows], cprev[rows], tcs[rows], d_gates[rows])
+        xp.matmul(d_gates[rows], w_hh, out=dh_carry[:bs])
+    d_whr = None if w_hr is None else d_h.T @ hpre
+    return d_gates, d_gates, hprev, dh_carry, dc_carry, d_whr
+
+
+def _gru_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, saved, fused=None):
     rz, ns, hns, hprev = saved
     hid = w_hh.shape[0] // 3
-    rz_deriv = rz - rz * rz
-    n_deriv = 1 - ns * ns
     d_proj = xp.empty((x.shape[0], 3 * hid), dtype=x.dtype)
     d_hh = xp.empty_like(d_proj)
+    if fused is not None:
+        # h_prev's gradient in two parts: z*dh (the kernel's) and the product with W_hh
+        d_out = xp.ascontiguousarray(d_out)
+        dh_z = d_hn.copy()
+        dh_w = xp.zeros_like(dh_z)
+        for o0, bs in reversed(_schedule(batch_sizes, reverse)):
+            rows = slice(o0, o0 + bs)
+            fused.gru_backward_step(d_out[rows], dh_w[:bs], dh_z[:bs], rz[rows], ns[rows], hns[rows], hprev[rows],
+                                    d_proj[rows], d_hh[rows])
+            xp.matmul(d_hh[rows], w_hh, out=dh_w[:bs])
+        dh_z += dh_w
+        return d_proj, d_hh, hprev, dh_z, None, None
+    rz_deriv = rz - rz * rz
+    n_deriv = 1 - ns * ns
     dh_carry = d_hn.copy()
     for o0, bs in reversed(_schedule(batch_sizes, reverse)):
         rows = slice(o0, o0 + bs)
@@ -279,7 +346,7 @@ def _gru_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, sa
     return d_proj, d_hh, hprev, dh_carry, None, None
 
 
-def _elman_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, saved):
+def _elman_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, saved, fused=None):
     hprev, deriv = saved
     d_pre = xp.empty_like(deriv)
     dh_carry = d_hn.copy()
@@ -308,9 +375,10 @@ def _layer_rule(grads, mode, batch_sizes, reverse, x, hx, cx, w_ih, w_hh, b_ih, 
         g = outs[i] if i < len(outs) else None
         arrs.append(None if shape is None else xp.zeros(shape, dtype=x._data.dtype) if g is None else g._data)
     d_out, d_hn, d_cn = arrs
+    w_hr_a = None if w_hr is None else w_hr._data
+    fused = _fused(mode, d_out, d_hn, d_cn, x._data, w_hh._data, w_hr_a, *saved)
     d_proj, d_rec, hprev, dh0, dc0, d_whr = _BACKWARD[mode](
-        xp, batch_sizes, reverse, d_out, d_hn, d_cn, x._data, w_hh._data, None if w_hr is None else w_hr._data,
-        saved)
+        xp, batch_sizes, reverse, d_out, d_hn, d_cn, x._data, w_hh._data, w_hr_a, saved, fused=fused)
     dt = x.dtype
 
     def wrap(a, t):

@@ -129,7 +129,7 @@ def test_kernel_path_runs(monkeypatch):
     x = ember.randn(40, 30, requires_grad=True)
     F.dropout(x, 0.2).sum().backward()
     F.alpha_dropout(x, 0.2, training=True).sum().backward()
-    assert calls == ["apply", "grad", "apply_alpha", "grad"]
+    assert calls == (["apply", "grad", "apply_alpha", "grad"] if kernels.enabled() else [])
     calls.clear()
     F.dropout2d(ember.randn(2, 3, 4, 4, requires_grad=True), 0.2).sum().backward()  # a broadcast mask
     with kernels.disabled():

@@ -93,11 +93,11 @@ def test_kernel_path_runs(monkeypatch):
     opt = ember.optim.Adam([p])
     p.grad = ember.randn(10, 3)
     opt.step()
-    assert calls == [1]
+    assert calls == ([1] if kernels.enabled() else [])
     with kernels.disabled():
         opt.step()
     q = ember.randn(4, dtype=ember.float16, requires_grad=True)  # not a kernel dtype
     opt16 = ember.optim.Adam([q])
     q.grad = ember.randn(4, dtype=ember.float16)
     opt16.step()
-    assert calls == [1]
+    assert calls == ([1] if kernels.enabled() else [])

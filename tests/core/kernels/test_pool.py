@@ -151,7 +151,8 @@ def test_kernels_run(monkeypatch):
         monkeypatch.setattr(kernels.pool, name, lambda *a, _f=real, _n=name: calls.append(_n) or _f(*a))
     x = ember.tensor(np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32), requires_grad=True)
     (F.max_pool2d(x, 2).sum() + F.avg_pool2d(x, 2).sum() + F.adaptive_avg_pool2d(x, 1).sum()).backward()
-    assert sorted(calls) == sorted(["max_forward", "max_backward", "avg_forward", "avg_backward", "spatial_mean"])
+    expected = ["max_forward", "max_backward", "avg_forward", "avg_backward", "spatial_mean"]
+    assert sorted(calls) == (sorted(expected) if kernels.enabled() else [])
 
 
 def test_double_backward():

@@ -80,7 +80,7 @@ def _check(cls, dtype, in_size, hidden, x_shape, calls, h0=False, **kw):
     eo, es = _run(e_mod, ex, eh, [ember.tensor(w) for w in w_np])
     # every layer and direction ran its steps through the kernels, forward and backward
     fwd, bwd = f"{cls.lower()}_forward_step", f"{cls.lower()}_backward_step"
-    assert calls.get(fwd) == calls.get(bwd) == layers * dirs * t_seq, calls
+    assert calls.get(fwd) == calls.get(bwd) == (layers * dirs * t_seq if kernels.enabled() else None), calls
     tol = TOL[dtype]
     assert_same(eo, to, **tol)
     assert_same(es, ts, **tol)
@@ -153,7 +153,7 @@ def test_split_over_threads_matches_torch(calls, monkeypatch):
         _check("GRU", "float64", 16, 256, (3, 130, 16), calls, h0=True)
     finally:
         ember.set_num_threads(saved)
-    assert parts.count(2) >= 6  # at least the LSTM's three steps forward and backward
+    assert (parts.count(2) >= 6) == kernels.enabled()  # the LSTM's three steps forward and backward
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -176,7 +176,8 @@ def test_packed_sequence_matches_torch(dtype, cls, kw, bidirectional, calls):
     calls.clear()
     eo, es = _run(e_mod, ep, None, [ember.tensor(w) for w in w_np])
     steps = dirs * max(lengths)
-    assert calls.get(f"{cls.lower()}_forward_step") == calls.get(f"{cls.lower()}_backward_step") == steps, calls
+    expected = steps if kernels.enabled() else None
+    assert calls.get(f"{cls.lower()}_forward_step") == calls.get(f"{cls.lower()}_backward_step") == expected, calls
     tol = TOL[dtype]
     assert_same(eo, to, **tol)
     assert_same(es, ts, **tol)
@@ -194,7 +195,8 @@ def test_other_dtypes_and_switch_take_numpy_path(calls):
         e_mod(x)[0].sum().backward()
     assert not calls
     e_mod(x)[0].sum().backward()
-    assert calls["lstm_forward_step"] == 2 and calls["lstm_backward_step"] == 2
+    n = 2 if kernels.enabled() else None
+    assert calls.get("lstm_forward_step") == n and calls.get("lstm_backward_step") == n
 
 
 def test_double_backward_keeps_composed_rule(calls):
@@ -233,7 +235,7 @@ def test_forward_and_backward_paths_mix(cls, kw, calls):
                 out = e_mod(ex)[0]
             out.pow(2).sum().backward()
         side = "forward" if forward_on else "backward"
-        assert set(calls) == {f"{cls.lower()}_{side}_step"}, calls
+        assert set(calls) == ({f"{cls.lower()}_{side}_step"} if kernels.enabled() else set()), calls
         assert_same(ex.grad, tx.grad, **GRAD_TOL["float64"])
         for name, p in t_mod.named_parameters():
             assert_same(dict(e_mod.named_parameters())[name].grad, p.grad, **GRAD_TOL["float64"])

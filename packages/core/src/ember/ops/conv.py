@@ -255,6 +255,8 @@ def _shift_dw(xp, x, g, wshape, pad, dilation, groups, kept_cols=None):
                 cols = buf = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], geo.offsets, geo.length, buf)
             part = _grad_rows(xp, g[lo:hi, gi * og:(gi + 1) * og], geo) @ cols.T
             dwm = part if dwm is None else xp.add(dwm, part, out=dwm)
+        if dwm is None:  # an empty batch
+            dwm = xp.zeros((og, kk * cg), dtype=g.dtype)
         parts.append(dwm.reshape((og,) + ksize + (cg,)).transpose((0, 1 + nd) + tuple(range(1, 1 + nd))))
     return xp.ascontiguousarray(parts[0] if groups == 1 else xp.concatenate(parts, 0))
 

@@ -19,6 +19,14 @@ FUNCS = {1: (F.conv1d, TF.conv1d), 2: (F.conv2d, TF.conv2d), 3: (F.conv3d, TF.co
 DTYPES = {"float32": (np.float32, ember.float32), "float64": (np.float64, ember.float64)}
 
 
+
+@pytest.fixture(autouse=True)
+def kernels_at_every_size(monkeypatch):
+    """These small cases would take the numpy path (ops.conv.KERNEL_MIN_MACS): send them
+    through the kernels so that the two paths are compared."""
+    import ember.ops.conv
+    monkeypatch.setattr(ember.ops.conv, "KERNEL_MIN_MACS", 0)
+
 def _tol(dtype, terms):
     # float32 sums of ``terms`` products of unit-sized values: error grows with the count
     if dtype == "float64":

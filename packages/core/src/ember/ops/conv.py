@@ -263,10 +263,25 @@ def _shift_dw(xp, x, g, wshape, pad, dilation, groups, kept_cols=None):
 
 # ---- any stride: a column matrix --------------------------------------------------
 
+# Below this many multiply-adds a dense convolution runs faster on the numpy path, whose
+# one large product uses all BLAS threads, than blocked on single-threaded products
+# (measured: LeNet's 32->64 layer on 13x13 2.8x slower forward, ResNet-18 at batch 1
+# 1.3-1.6x; from ResNet-18's batch-8 layers on, the kernels win). Depthwise always wins.
+KERNEL_MIN_MACS = 400_000_000
+
+
+def _kernels_pay(n, out_positions, wshape, groups) -> bool:
+    o, cg = wshape[:2]
+    if groups > 1 and cg == 1:
+        return True
+    return n * out_positions * o * cg * math.prod(wshape[2:]) >= KERNEL_MIN_MACS
+
+
 def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
     """The convolution plus ``bias`` (None or [O]), and (when ``keep_cols``) its column
     matrices for the weight gradient."""
-    if kernels.accepts(x, w) and (bias is None or kernels.accepts(x, bias)):
+    if kernels.accepts(x, w) and (bias is None or kernels.accepts(x, bias)) and _kernels_pay(
+            x.shape[0], math.prod(x.shape[2:]) // math.prod(stride), w.shape, groups):
         return kernels.conv.forward(x, w, bias, stride, pad, dilation, groups), None
     if all(s == 1 for s in stride):
         return _shift_fwd(xp, x, w, bias, pad, dilation, groups, keep_cols)
@@ -293,7 +308,7 @@ def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
 
 def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
     """Gradient of conv with respect to its input (a transposed convolution of ``g``)."""
-    if kernels.accepts(g, w):
+    if kernels.accepts(g, w) and _kernels_pay(g.shape[0], math.prod(g.shape[2:]), w.shape, groups):
         return kernels.conv.input_grad(g, w, tuple(xshape), stride, pad, dilation, groups)
     if all(s == 1 for s in stride):
         return _shift_dx(xp, g, w, xshape, pad, dilation, groups)
@@ -313,7 +328,7 @@ def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
 
 def _conv_dw(xp, x, g, wshape, stride, pad, dilation, groups, kept_cols=None):
     """Gradient of conv with respect to its weight (reusing the forward's columns if kept)."""
-    if kernels.accepts(x, g):
+    if kernels.accepts(x, g) and _kernels_pay(g.shape[0], math.prod(g.shape[2:]), wshape, groups):
         return kernels.conv.weight_grad(x, g, tuple(wshape), stride, pad, dilation, groups)
     if all(s == 1 for s in stride):
         return _shift_dw(xp, x, g, wshape, pad, dilation, groups, kept_cols)

@@ -8,8 +8,8 @@ Each measurement is a fresh process (``benchmarks/measure.py``) so that imports,
 and peak memory do not leak between the libraries; within a round ember and torch run
 back to back, so machine noise hits both. Reported: median time per unit, min-max spread,
 the ratio ember/torch of the medians, and peak memory (peak RSS above the RSS after
-imports, worker processes included). Workloads of tens of seconds (a training epoch)
-run at most 3 rounds. Nothing is asserted.
+imports and, for ember, numba's loading; worker processes included). Workloads of tens
+of seconds (a training epoch) run at most 3 rounds. Nothing is asserted.
 """
 
 from __future__ import annotations

@@ -86,6 +86,9 @@ def cache_dir() -> str:
     return _cache_dir[0]
 
 
+_CONFIG_LOCK = threading.Lock()
+
+
 def jit(fn=None, **options):
     """``numba.njit(nogil=True, cache=True, error_model="numpy", **options)`` with the cache
     folder above (numpy's error model: a division by zero gives inf, as in numpy, and
@@ -97,12 +100,13 @@ def jit(fn=None, **options):
         return lambda f: jit(f, **options)
     numba = STATE.numba or _import_numba()
     config = numba.core.config
-    saved = config.CACHE_DIR
-    config.CACHE_DIR = cache_dir()  # read once, when the dispatcher picks its cache locator
-    try:
-        return numba.njit(nogil=True, cache=True, error_model="numpy", **options)(fn)
-    finally:
-        config.CACHE_DIR = saved
+    with _CONFIG_LOCK:  # two family modules may be imported by two threads at once
+        saved = config.CACHE_DIR
+        config.CACHE_DIR = cache_dir()  # read once, when the dispatcher picks its cache locator
+        try:
+            return numba.njit(nogil=True, cache=True, error_model="numpy", **options)(fn)
+        finally:
+            config.CACHE_DIR = saved
 
 
 # ---- threads ----------------------------------------------------------------------------

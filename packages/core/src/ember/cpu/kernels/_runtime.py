@@ -143,7 +143,8 @@ def parallel_for(kernel, n: int, *args, work_per_item: int = 1) -> None:
     """Run ``kernel(start, stop, *args)`` over ``range(n)`` split into contiguous parts, one
     per thread; the calling thread runs the first part.  ``work_per_item`` (elements per
     item) decides whether the call is large enough to split."""
-    parts = min(threads(), n, max(1, (n * work_per_item) // PARALLEL_MIN_WORK))
+    most = min(n, (n * work_per_item) // PARALLEL_MIN_WORK)
+    parts = min(threads(), most) if most > 1 else 1  # threads() is a call into OpenBLAS: skip it for small work
     if parts <= 1:
         kernel(0, n, *args)
         return

@@ -139,8 +139,10 @@ def __getattr__(name):
     # subpackages that pull in more code load on first use
     if name in ("nn", "optim", "utils", "cuda", "backends", "testing", "serialization", "hub", "special", "linalg",
                 "distributions", "fft", "amp", "compat", "cpu", "accelerator", "distributed", "profiler", "func",
-                "multiprocessing", "sparse", "fx"):
+                "multiprocessing", "sparse", "compiler", "_dynamo", "jit", "fx"):
         return _lazy(name)
+    if name == "compile":
+        return _lazy("compiler").compile
     if name == "sparse_coo_tensor":
         return _lazy("sparse").sparse_coo_tensor
     if name in ("save", "load"):

@@ -89,6 +89,19 @@ def _is_from_ember(obj) -> bool:
     return False
 
 
+def _resolves(qualified_name: str, obj) -> bool:
+    """Whether ``qualified_name`` (``ember.x.y``) names ``obj`` by attribute access."""
+    import importlib
+    head, *rest = qualified_name.split(".")
+    try:
+        found = importlib.import_module(head)
+        for part in rest:
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return False
+    return found is obj
+
+
 _DTYPE_ABBRS = {"uint8": "u8", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "float16": "f16",
                 "float32": "f32", "float64": "f64", "complex32": "c32", "complex64": "c64", "complex128": "c128",
                 "bool": "b8", "bfloat16": "bf16", "uint16": "u16", "uint32": "u32", "uint64": "u64"}
@@ -308,7 +321,9 @@ class CodeGen:
 
         def add_global(name_hint: str, obj: Any) -> str:
             if _is_from_ember(obj) and obj is not _custom_builtins["device"].obj:
-                return _get_qualified_name(obj)
+                qualified = _get_qualified_name(obj)
+                if _resolves(qualified, obj):  # else (a method of a private class) the object itself
+                    return qualified
             global_name = namespace.create_name(name_hint, obj)
             if global_name in globals_:
                 if globals_[global_name] is not obj:

@@ -186,11 +186,13 @@ def _run(entry, args, kwargs, modes, below: int):
 
 class Mode:
     """Base of the seam's listeners. Subclasses define ``__ember_op__(op, args, kwargs,
-    proceed)`` and may narrow ``wants(op)`` (default: every op). Entering a mode makes it
-    the innermost one on this thread; modes nest and re-enter as context managers."""
+    proceed)`` and may narrow ``wants(op)`` (default: every op, but not the Tensor methods
+    and calls registered with ``capture=`` meta, which only graph capture wants). Entering
+    a mode makes it the innermost one on this thread; modes nest and re-enter as context
+    managers."""
 
     def wants(self, op: OpEntry) -> bool:
-        return True
+        return "capture" not in op.meta  # the non-op calls only graph capture watches
 
     def __ember_op__(self, op: OpEntry, args: tuple, kwargs: dict, proceed):
         return proceed(args, kwargs)

@@ -15,6 +15,7 @@ from itertools import chain
 
 from .._tensor import Tensor, _make
 from ..autograd.grad_mode import no_grad
+from ..ops import _dispatch
 
 __all__ = ["Optimizer", "required"]
 
@@ -280,7 +281,8 @@ def _step_wrapper(step):
         for hook in list(self._optimizer_step_post_hooks.values()):
             hook(self, args, kwargs)
         return out
-    return wrapper
+    # graph capture keeps a step whole (it updates arrays, not through ops)
+    return _dispatch.register(wrapper, step.__qualname__, capture="call")
 
 
 def _state_zeros_like(p: Tensor) -> Tensor:

@@ -685,9 +685,17 @@ class Module:
         return handle
 
     def __call__(self, *args, **kwargs):
+        compiled = self.__dict__.get("_compiled_call_impl")  # set by Module.compile()
+        if compiled is not None:
+            return compiled(*args, **kwargs)
         backward_hooks = self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")
         if not self._forward_hooks and not self._forward_pre_hooks and not backward_hooks:
             return self.forward(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    def _call_impl(self, *args, **kwargs):
+        """The call without compilation: pre-hooks, backward hooks, forward, forward hooks."""
+        backward_hooks = self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")
         for hid, hook in list(self._forward_pre_hooks.items()):
             if hid in self._forward_pre_hooks_with_kwargs:
                 res = hook(self, args, kwargs)
@@ -715,7 +723,12 @@ class Module:
                 result = res
         return result if hooks is None else hooks.wrap_outputs(result)
 
-    _call_impl = __call__
+    def compile(self, *args, **kwargs) -> None:
+        """Compile this module's calls in place with ``ember.compile(self._call_impl, *args,
+        **kwargs)`` (torch.nn.Module.compile): the module keeps its class, parameters and
+        state-dict keys."""
+        from ... import compiler
+        self.__dict__["_compiled_call_impl"] = compiler.compile(self._call_impl, *args, **kwargs)
 
     # ---- printing ----------------------------------------------------------------
     def extra_repr(self) -> str:

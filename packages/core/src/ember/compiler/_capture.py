@@ -1,0 +1,456 @@
+"""Capture: run a function once, for real, while recording the ember ops it performs.
+
+A tracing JIT's recorder, on the dispatch seam: every outermost op call on the capturing
+thread becomes a ``call_function`` node of an ``ember.fx`` graph whose target is the op's
+public function. Ops called from inside an op are not recorded (they are part of it).
+
+What the recording depends on besides its inputs is noted as it happens:
+
+- **graph breaks**: the program asks a tensor for a concrete value (``bool()``, ``item()``,
+  ``tolist()``, ``numpy()``, ``int()``/``float()``/``index``, an op that returns a Python
+  value). The graph so far becomes one segment, the value is recorded with the line of
+  user code that asked, and a later call replays the next segment only if its value is the
+  same; otherwise it records the program again for that outcome.
+- **external tensors**: a tensor that reaches an op without being an input or a recorded
+  op's result (a parameter, a buffer, a module's tensor attribute, a global) is found by
+  its path from the module or from the globals of the code that ran, and read through
+  that path at every call.
+- **opaque calls**: ``Tensor.backward``, ``ember.autograd.backward``/``grad``, optimizers'
+  ``step`` and ``zero_grad``, modules' ``zero_grad`` and functions marked with
+  ``ember.compiler.allow_in_graph`` are recorded as one node each and replayed as calls.
+- **globals**: the global names the running code refers to, so that a changed value
+  records anew.
+
+A tensor that reaches an op and can be named by none of these (made by code that is not an
+ember op) makes the recording unreplayable: the call has run correctly (it ran for real),
+and later calls with the same signature run eagerly, with the reason in ``explain``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import traceback
+
+import numpy
+
+from .._tensor import Tensor
+from ..func._pytree import tree_flatten
+from ..ops import _dispatch
+
+__all__ = ["Capture", "Unreplayable", "current", "is_capturing"]
+
+
+class Unreplayable(Exception):
+    """The recording cannot be replayed; ``args[0]`` says why."""
+
+
+class _Local(threading.local):
+    capture = None
+
+
+_LOCAL = _Local()
+_LOCK = threading.RLock()  # one capture at a time in the process (the class patches are process-wide)
+
+
+def current():
+    """The capture running on this thread, or None."""
+    return _LOCAL.capture
+
+
+def is_capturing() -> bool:
+    return _LOCAL.capture is not None
+
+
+# ---- the values a recording names ---------------------------------------------------
+
+class Break:
+    """A concrete value the program asked for: ``fn(*args)`` over recorded values (``args``
+    holds value indices as ``_Ref``), and the value it gave."""
+
+    __slots__ = ("fn", "args", "kwargs", "expected", "reason", "user_line")
+
+    def __init__(self, fn, args, kwargs, expected, reason, user_line):
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.expected, self.reason, self.user_line = expected, reason, user_line
+
+
+class _Ref:
+    """An argument that is recorded value number ``index``."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __repr__(self):
+        return f"v{self.index}"
+
+
+class External:
+    """A tensor read through ``path`` from ``root`` (``("attr", name)`` / ``("item", key)``
+    steps). ``late``: first needed after an opaque call (a gradient), so read where used."""
+
+    __slots__ = ("root", "path", "name", "late")
+
+    def __init__(self, root, path, name, late):
+        self.root, self.path, self.name, self.late = root, path, name, late
+
+    @property
+    def attr_path(self) -> bool:
+        """Whether this is a module attribute path (``layer1.0.weight``)."""
+        from ..nn.modules.module import Module
+        return isinstance(self.root, Module) and all(kind == "attr" for kind, _ in self.path)
+
+    def fetch(self):
+        obj = self.root
+        for kind, key in self.path:
+            obj = getattr(obj, key) if kind == "attr" else obj[key]
+        return obj
+
+
+class Step:
+    """One recorded call: ``fn(*args, **kwargs)`` with ``_Ref``s for values; its tensor
+    results got the value indices ``outputs`` (``out_spec`` rebuilds its structure)."""
+
+    __slots__ = ("fn", "name", "args", "kwargs", "outputs", "out_spec", "mutates", "opaque")
+
+    def __init__(self, fn, name, args, kwargs, outputs, out_spec, mutates, opaque):
+        self.fn, self.name, self.args, self.kwargs = fn, name, args, kwargs
+        self.outputs, self.out_spec, self.mutates, self.opaque = outputs, out_spec, mutates, opaque
+
+
+class Capture:
+    """The recording of one call. ``items`` is the program in order: ``Step``s, ``Break``s
+    and ``("external", index)`` reads; value indices number inputs first, then externals
+    and results as they appear."""
+
+    def __init__(self, root_module=None):
+        self.root_module = root_module
+        self.items: list = []
+        self.num_inputs = 0
+        self.externals: dict[int, External] = {}
+        self.mutated_before_break: set[int] = set()  # values changed in place before a later break
+        self.unreplayable: str | None = None
+        self.frames: list = []  # (code, globals, closure values) of the Python functions that ran
+        self._values: list = []  # value index -> tensor (kept alive: ids stay unique)
+        self._index: dict[int, int] = {}  # id(tensor) -> value index
+        self._depth = 0
+        self._opaque_seen = False
+        self._last_opaque = None
+        self._seen_version: dict[int, int] = {}  # value index -> version after the last recorded call
+        self._mutated: set[int] = set()
+        self._paths = None
+
+    # -- values ------------------------------------------------------------------
+    def _new_value(self, t: Tensor) -> int:
+        i = len(self._values)
+        self._values.append(t)
+        self._index[id(t)] = i
+        return i
+
+    def add_inputs(self, leaves) -> None:
+        self.input_objects = list(leaves)
+        for leaf in leaves:
+            if isinstance(leaf, Tensor):
+                self._new_value(leaf)
+            else:
+                self._values.append(None)  # keeps input positions aligned with the flattened arguments
+        self.num_inputs = len(self._values)
+
+    def value_of(self, t: Tensor) -> int:
+        i = self._index.get(id(t))
+        if i is not None and self._values[i] is t:
+            return i
+        found = self._find(t)
+        if found is None:
+            raise Unreplayable(
+                f"a {tuple(t.shape)} {t.dtype} tensor reached an op without being an input, the result of a "
+                f"recorded op, or reachable from the module or a global (code outside ember's ops made it)")
+        root, path, name = found
+        i = self._new_value(t)
+        self.externals[i] = External(root, path, name, self._opaque_seen)
+        self.items.append(("external", i))
+        return i
+
+    def _find(self, t: Tensor):
+        for _ in range(2):  # the index, rebuilt once: gradients appear after backward
+            if self._paths is None:
+                self._paths = self._index_paths()
+            found = self._paths.get(id(t))
+            if found is not None and found[0] is t:
+                return found[1:]
+            self._paths = None
+        return None
+
+    def _index_paths(self) -> dict:
+        """id(tensor) -> (tensor, root, path, name) for every tensor reachable from the
+        module and from the globals of the code that ran."""
+        from ..nn.modules.module import Module
+        paths: dict = {}
+
+        def visit_module(m, root, path, prefix, seen):
+            if id(m) in seen:
+                return
+            seen.add(id(m))
+            for kind in ("_parameters", "_buffers"):
+                for name, v in m.__dict__.get(kind, {}).items():
+                    if isinstance(v, Tensor):
+                        add(v, root, path + (("attr", name),), prefix + name)
+                        if v.grad is not None:
+                            add(v.grad, root, path + (("attr", name), ("attr", "grad")), prefix + name + "_grad")
+            for name, v in m.__dict__.items():
+                if isinstance(v, Tensor):
+                    add(v, root, path + (("attr", name),), prefix + name)
+            for name, sub in m.__dict__.get("_modules", {}).items():
+                if sub is not None:
+                    visit_module(sub, root, path + (("attr", name),), prefix + name + "_", seen)
+
+        def add(v, root, path, name):
+            paths.setdefault(id(v), (v, root, path, name))
+
+        seen: set = set()
+        if self.root_module is not None:
+            visit_module(self.root_module, self.root_module, (), "self_", seen)
+        for k, v in enumerate(self._values[:self.num_inputs]):
+            if v is None and isinstance(self.input_objects[k], Module):  # a module passed as an argument
+                visit_module(self.input_objects[k], self.input_objects[k], (), f"arg{k}_", seen)
+        for code, globs, free in self.frames:
+            for name in code.co_names:
+                v = globs.get(name)
+                if isinstance(v, Tensor):
+                    add(v, globs, (("item", name),), "G_" + name)
+                elif isinstance(v, Module):
+                    visit_module(v, globs, (("item", name),), "G_" + name + "_", seen)
+            for name, v in free.items():  # closures: the objects the cells held while recording
+                if isinstance(v, Tensor):
+                    add(v, free, (("item", name),), name)
+                elif isinstance(v, Module):
+                    visit_module(v, v, (), name + "_", seen)
+        return paths
+
+    def arg(self, a):
+        """An op argument with tensors replaced by ``_Ref``s."""
+        if isinstance(a, Tensor):
+            return _Ref(self.value_of(a))
+        if type(a) in (list, tuple):
+            return type(a)(self.arg(x) for x in a)
+        if isinstance(a, tuple) and hasattr(a, "_fields"):
+            return type(a)(*(self.arg(x) for x in a))
+        if type(a) is dict:
+            return {k: self.arg(v) for k, v in a.items()}
+        return a
+
+    # -- recording -----------------------------------------------------------------
+    def prepare(self, args, kwargs):
+        """The recorded form of a call's arguments and the versions of its tensors, taken
+        before the call (it may change them in place); None once recording has stopped."""
+        if self.unreplayable is not None:
+            return None
+        try:
+            rargs, rkwargs = self.arg(args), self.arg(kwargs)
+        except Unreplayable as e:
+            self.stop(str(e))
+            return None
+        versions = self.versions_of(args, kwargs)
+        for i, t, v in versions:
+            if self._seen_version.get(i, v) != v:
+                self.stop(f"a {tuple(t.shape)} {t.dtype} tensor was changed in place by code outside ember's ops")
+                return None
+        return rargs, rkwargs, versions
+
+    def stop(self, reason: str) -> None:
+        """Recording ends here (the call itself goes on, for real)."""
+        if self.unreplayable is None:
+            line = user_line()
+            self.unreplayable = reason + (f" (at {line})" if line else "")
+
+    def record_op(self, fn, name, prepared, result, opaque=False):
+        if prepared is None:
+            return
+        rargs, rkwargs, versions = prepared
+        leaves, spec = tree_flatten(result)
+        if any(not isinstance(x, Tensor) and _is_value(x) for x in leaves) and not opaque:
+            # an op that answered with a Python value read from tensor data
+            self.record_break(fn, prepared, result, f"{name} returned a Python value")
+            return
+        outputs = []
+        for leaf in leaves:
+            if isinstance(leaf, Tensor):
+                known = self._index.get(id(leaf))
+                if known is not None and self._values[known] is leaf and not opaque:
+                    outputs.append(known)  # an in-place op's result is its input
+                    continue
+                outputs.append(self._new_value(leaf))
+            else:
+                outputs.append(None)
+        mutated = [i for i, t, v in versions if t._vc[0] != v]
+        for i, t, _ in versions:
+            self._seen_version[i] = t._vc[0]
+        for i in outputs:
+            if i is not None:
+                self._seen_version[i] = self._values[i]._vc[0]
+        self._mutated.update(i for i in mutated if i < self.num_inputs or i in self.externals)
+        self.items.append(Step(fn, name, rargs, rkwargs, outputs, spec, mutated, opaque))
+
+    def record_break(self, fn, prepared, value, reason):
+        if prepared is None:
+            return
+        rargs, rkwargs, _ = prepared
+        if self._opaque_seen:
+            self.stop(f"a graph break ({reason}) after {self._last_opaque}: its effects cannot be undone, so a "
+                      f"later call taking the other branch could not be recorded again")
+            return
+        self.mutated_before_break |= self._mutated
+        self.items.append(Break(fn, rargs, rkwargs, _freeze(value), reason, user_line()))
+
+    def versions_of(self, args, kwargs):
+        """(value index, tensor, version) of the recorded tensors among an op's arguments."""
+        out = []
+        for leaf in tree_flatten((args, kwargs))[0]:
+            if isinstance(leaf, Tensor):
+                i = self._index.get(id(leaf))
+                if i is not None and self._values[i] is leaf:
+                    out.append((i, leaf, leaf._vc[0]))
+        return out
+
+    def breaks(self):
+        return [item for item in self.items if isinstance(item, Break)]
+
+
+def _is_value(x) -> bool:
+    return isinstance(x, (bool, int, float, complex, numpy.ndarray, numpy.generic)) or (
+        isinstance(x, list) and bool(x))
+
+
+def _freeze(value):
+    if isinstance(value, numpy.ndarray):
+        return value.copy()
+    return value
+
+
+def same_value(a, b) -> bool:
+    """Whether a replayed break value equals the recorded one (NaN equals NaN)."""
+    if isinstance(a, numpy.ndarray) or isinstance(b, numpy.ndarray):
+        return (isinstance(a, numpy.ndarray) and isinstance(b, numpy.ndarray) and a.dtype == b.dtype
+                and a.shape == b.shape and bool(numpy.array_equal(a, b, equal_nan=a.dtype.kind in "fc")))
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+_EMBER_DIR = __file__.rsplit("/compiler/", 1)[0]
+
+
+def user_line() -> str | None:
+    """``file:line in function`` of the innermost frame outside ember."""
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(_EMBER_DIR):
+            return f"{frame.filename}:{frame.lineno} in {frame.name}"
+    return None
+
+
+# ---- the seam mode --------------------------------------------------------------------
+
+class _Recorder(_dispatch.Mode):
+    """Records the outermost calls on its thread: ops, the Tensor methods that hand out a
+    concrete value (``capture="break"``) and the calls kept whole (``capture="call"``)."""
+
+    def __init__(self, capture: Capture):
+        self.capture = capture
+
+    def wants(self, op) -> bool:
+        return True
+
+    def __ember_op__(self, op, args, kwargs, proceed):
+        cap = self.capture
+        if cap._depth:
+            return proceed(args, kwargs)
+        prepared = cap.prepare(args, kwargs)
+        cap._depth += 1
+        try:
+            result = proceed(args, kwargs)
+        finally:
+            cap._depth -= 1
+        kind = op.meta.get("capture")
+        if kind == "break":
+            cap.record_break(op.impl, prepared, result, op.meta["reason"])
+        else:
+            cap.record_op(op.fn, op.name, prepared, result, opaque=kind == "call")
+            if kind == "call":
+                cap._opaque_seen, cap._last_opaque = True, op.name
+        return result
+
+
+# the Tensor methods that hand a tensor's data to Python: each is a graph break
+_BREAKS = {
+    "__bool__": "the truth value of a tensor (control flow on tensor data)",
+    "item": "Tensor.item()",
+    "tolist": "Tensor.tolist()",
+    "numpy": "Tensor.numpy()",
+    "__array__": "conversion to a numpy array",
+    "__float__": "float() of a tensor",
+    "__int__": "int() of a tensor",
+    "__index__": "a tensor used as a Python index",
+    "__complex__": "complex() of a tensor",
+}
+# calls that are not ops but that a recording keeps whole, replaying them as calls;
+# "call" marks those whose effects (gradients, parameter updates) cannot be undone
+_CALLS = {"backward": "call", "detach": "pure", "detach_": "pure", "requires_grad_": "pure",
+          "retain_grad": "pure", "register_hook": "pure"}
+
+
+def _register_watched() -> None:
+    from .. import autograd
+    from ..nn.modules.module import Module
+    from ..optim.optimizer import Optimizer
+    for name, reason in _BREAKS.items():
+        _dispatch.register(getattr(Tensor, name), f"Tensor.{name}", capture="break", reason=reason)
+    for name, kind in _CALLS.items():
+        _dispatch.register(getattr(Tensor, name), f"Tensor.{name}", capture=kind)
+    for fn in (autograd.backward, autograd.grad, Optimizer.zero_grad, Module.zero_grad):
+        _dispatch.register(fn, fn.__qualname__ if "." in fn.__qualname__ else "autograd." + fn.__name__,
+                           capture="call")
+
+
+_register_watched()
+
+
+def run(fn, args, kwargs, capture: Capture):
+    """Call ``fn(*args, **kwargs)`` for real, recording into ``capture``; returns its result."""
+    with _LOCK:
+        if _LOCAL.capture is not None:
+            raise RuntimeError("a capture is already running on this thread")
+        _LOCAL.capture = capture
+        profiler = _FrameLog(capture)
+        sys.setprofile(profiler)
+        try:
+            with _Recorder(capture):
+                return fn(*args, **kwargs)
+        finally:
+            sys.setprofile(None)
+            _LOCAL.capture = None
+
+
+class _FrameLog:
+    """The profile hook of a capture: notes each Python function that runs outside ember, so
+    the globals it reads can be guarded and its global tensors found."""
+
+    def __init__(self, capture: Capture):
+        self.capture = capture
+        self.seen: set = set()
+
+    def __call__(self, frame, event, arg):
+        if event != "call":
+            return
+        code = frame.f_code
+        if code in self.seen or code.co_filename.startswith(_EMBER_DIR):
+            return
+        self.seen.add(code)
+        free = {name: frame.f_locals[name] for name in code.co_freevars if name in frame.f_locals}
+        self.capture.frames.append((code, frame.f_globals, free))

@@ -1,0 +1,298 @@
+"""A compiled callable: guards, the recordings per signature, replay, recompiles.
+
+A call's *signature* is what every recording depends on and can be read before running
+anything: each flattened argument (a tensor's shape, dtype, device and requires_grad; a
+Python scalar's type and value; any other object's identity), the global modes (grad,
+inference, autocast, default dtype), the compiled module's tree (its submodules, their
+``training`` flags and plain attributes) and the metadata of the parameters and buffers it
+reads. Each signature holds the recordings made under it, each with its guards on the
+globals the code read; a recording is a tree of segments split by its graph breaks.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import warnings
+
+from .. import _dtype
+from .._tensor import Tensor
+from ..func._pytree import tree_flatten, tree_unflatten
+from ..nn.modules.module import Module
+from . import _capture
+from ._capture import Capture
+from ._segments import build_segments, resolve
+
+__all__ = ["CompiledFunction"]
+
+_SCALARS = (bool, int, float, complex, str, type(None))
+_TOTAL_RECORDINGS = [0]
+
+
+class _Miss(Exception):
+    """A replay met a break value no recording of this signature has seen."""
+
+
+class _Recording:
+    """What one signature recorded: the first segment (the tree's root), the globals guards,
+    the externals read before anything runs, and what a miss must restore."""
+
+    def __init__(self, root, guards, early, capture, compile_time):
+        self.root = root
+        self.guards = guards  # [(globals dict, name, "eq"/"is", value)]
+        self.early = early  # [(value index, External, (shape, dtype, requires_grad))]
+        self.mutated = sorted(capture.mutated_before_break)
+        self.has_breaks = root.brk is not None
+        self.compile_time = compile_time
+
+    def guards_hold(self) -> bool:
+        for globs, name, kind, value in self.guards:
+            current = globs.get(name, _MISSING)
+            if (current is not value) if kind == "is" else not (type(current) is type(value) and current == value):
+                return False
+        return True
+
+
+class _Eager:
+    """A signature that runs eagerly, and why."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+_MISSING = object()
+
+
+def _tensor_key(t: Tensor):
+    return (tuple(t._data.shape), t.dtype, t.device, t._requires_grad)
+
+
+def _leaf_key(x):
+    if isinstance(x, Tensor):
+        return _tensor_key(x)
+    if isinstance(x, _SCALARS):
+        return (type(x), x)
+    if isinstance(x, (_dtype.dtype,)):
+        return x
+    return ("id", id(x))
+
+
+def _global_state():
+    from ..amp.autocast_mode import get_autocast_dtype, is_autocast_enabled
+    from ..autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
+    return (is_grad_enabled(), is_inference_mode_enabled(), is_autocast_enabled("cpu"),
+            get_autocast_dtype("cpu"), _dtype.get_default_dtype())
+
+
+def _module_state(root: Module):
+    out = []
+    for m in root.modules():
+        d = m.__dict__
+        out.append((id(m), tuple((k, v) for k, v in d.items() if type(v) in _SCALARS or type(v) is tuple),
+                    tuple(d.get("_modules", {}))))
+    return tuple(out)
+
+
+class CompiledFunction:
+    """``fn`` compiled: call it as ``fn``. ``module`` is the module whose tree is guarded
+    (the compiled module, or the owner of a compiled bound method)."""
+
+    def __init__(self, fn, backend, backend_name: str, *, module=None, fullgraph=False, recompile_limit=None):
+        self.fn = fn
+        self.backend, self.backend_name = backend, backend_name
+        self.module = module
+        self.fullgraph = fullgraph
+        self._recompile_limit = recompile_limit
+        self._signatures: dict = {}
+        self._recordings = 0
+        self._warned = False
+        self.log: list = []  # what happened, for explain: ("graph"/"break"/"recompile"/"eager", ...)
+        functools.update_wrapper(self, fn)
+
+    @property
+    def recompile_limit(self):
+        from .._dynamo import config
+        return config.recompile_limit if self._recompile_limit is None else self._recompile_limit
+
+    # -- the call ----------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        from . import _state
+        if _state.disabled() or _capture.is_capturing():
+            return self.fn(*args, **kwargs)  # inside another capture: its ops join that recording
+        leaves, _ = tree_flatten((args, kwargs))
+        key = (tuple(_leaf_key(x) for x in leaves), _global_state(),
+               _module_state(self.module) if self.module is not None else None)
+        entries = self._signatures.get(key)
+        if entries is not None:
+            for entry in entries:
+                if isinstance(entry, _Eager):
+                    return self.fn(*args, **kwargs)
+                if entry.guards_hold():
+                    return self._replay(entry, leaves, args, kwargs, key)
+        return self._record(key, leaves, args, kwargs, reason="first call" if not self._signatures else
+                            "a guard failed: " + self._why_new(key))
+
+    def _why_new(self, key) -> str:
+        for old in self._signatures:
+            for name, a, b in (("inputs", old[0], key[0]), ("global state (grad/inference/autocast/default dtype)",
+                                                            old[1], key[1]), ("the module's state", old[2], key[2])):
+                if a != b:
+                    return f"{name} changed"
+        return "a global the code read changed"
+
+    def _replay(self, entry: _Recording, leaves, args, kwargs, key):
+        env = {i: x for i, x in enumerate(leaves) if isinstance(x, Tensor)}
+        for index, ext, meta in entry.early:
+            t = ext.fetch()
+            if not isinstance(t, Tensor) or _tensor_key(t)[0:2] + (t._requires_grad,) != meta:
+                return self._record(key, leaves, args, kwargs, reason=f"{ext.name} changed")
+            env[index] = t
+        saved = self._save(entry, env) if entry.has_breaks else None
+        segment = entry.root
+        while True:
+            outs = segment.run(*[env[i] for i in segment.inputs])
+            for i, v in zip(segment.outputs, outs):
+                env[i] = v
+            if segment.brk is None:
+                break
+            brk = segment.brk
+            value = brk.fn(*resolve(brk.args, env), **resolve(brk.kwargs, env))
+            nxt = segment.child(value)
+            if nxt is None:
+                self._restore(saved)
+                return self._record(key, leaves, args, kwargs, reason=f"break value changed at {brk.user_line}",
+                                    attach=(entry, env))
+            segment = nxt
+        spec, refs = segment.result
+        return tree_unflatten([resolve(r, env) for r in refs], spec)
+
+    def _save(self, entry, env):
+        from .. import random
+        return random.get_rng_state(), [(env[i], env[i]._data.copy()) for i in entry.mutated if i in env]
+
+    def _restore(self, saved):
+        import numpy
+
+        from .. import random
+        state, arrays = saved
+        random.set_rng_state(state)
+        for t, arr in arrays:
+            numpy.copyto(t._data, arr)
+
+    # -- recording ---------------------------------------------------------------------
+    def _record(self, key, leaves, args, kwargs, reason, attach=None):
+        from .._dynamo import config
+        entries = self._signatures.setdefault(key, [])
+        if attach is None and (self._recordings >= self.recompile_limit
+                               or _TOTAL_RECORDINGS[0] >= config.accumulated_recompile_limit):
+            if not self._warned:
+                self._warned = True
+                warnings.warn(f"ember._dynamo hit config.recompile_limit ({self.recompile_limit})\n"
+                              f"   function: {getattr(self.fn, '__qualname__', self.fn)!r}\n"
+                              f"   last reason: {reason}\n"
+                              f"To log all recompilation reasons, use ember._dynamo.explain.", stacklevel=3)
+            entries.append(_Eager("the recompile limit was reached"))
+            return self.fn(*args, **kwargs)
+        capture = Capture(self.module)
+        capture.add_inputs(leaves)
+        start = time.perf_counter()
+        result = _capture.run(self.fn, args, kwargs, capture)
+        if capture.unreplayable is not None:
+            if self.fullgraph:
+                from .._dynamo.exc import Unsupported
+                raise Unsupported(capture.unreplayable)
+            self.log.append(("eager", capture.unreplayable))
+            if attach is None:
+                entries.append(_Eager(capture.unreplayable))
+            return result
+        if self.fullgraph and capture.breaks():
+            from .._dynamo.exc import Unsupported
+            brk = capture.breaks()[0]
+            raise Unsupported(f"graph break: {brk.reason}", brk.user_line)
+        try:
+            segments = build_segments(capture, result, _placeholder_names(self.fn, capture, args, kwargs))
+        except _capture.Unreplayable as e:
+            self.log.append(("eager", str(e)))
+            entries.append(_Eager(str(e)))
+            return result
+        for segment in segments:
+            segment.run = self._compile_graph(segment, capture)
+        elapsed = time.perf_counter() - start
+        for brk in capture.breaks():
+            self.log.append(("break", brk.reason, brk.user_line))
+        if attach is not None:
+            self.log.append(("graphs", self._attach(attach[0], segments), elapsed))
+            return result
+        early = [(i, ext, _tensor_key(capture._values[i])[0:2] + (capture._values[i]._requires_grad,))
+                 for i, ext in capture.externals.items() if not ext.late]
+        entries.append(_Recording(segments[0], _globals_guards(capture), early, capture, elapsed))
+        self._recordings += 1
+        _TOTAL_RECORDINGS[0] += 1
+        if self._recordings > 1:
+            self.log.append(("recompile", reason))
+        self.log.append(("graphs", segments, elapsed))
+        return result
+
+    def _compile_graph(self, segment, capture):
+        example = [capture._values[i] for i in segment.inputs]
+        try:
+            compiled = self.backend(segment.gm, example)
+        except Exception as e:
+            from .._dynamo.exc import BackendCompilerFailed
+            raise BackendCompilerFailed(self.backend_name, e) from e
+        return compiled
+
+    def _attach(self, entry: _Recording, segments):
+        """Hang a recording that left ``entry``'s tree at some break under that break;
+        returns its new segments."""
+        node = entry.root
+        for k, segment in enumerate(segments):
+            if node.steps != segment.steps or node.brk is None:
+                raise RuntimeError("ember.compile: a program recorded a different path for the same inputs and "
+                                   "break values; its control flow depends on something not guarded")
+            nxt = node.child(segment.brk.expected)
+            if nxt is None:
+                node.children.append((segment.brk.expected, segments[k + 1]))
+                return segments[k + 1:]
+            node = nxt
+        return []
+
+
+def _globals_guards(capture: Capture):
+    guards, seen = [], set()
+    for code, globs, _ in capture.frames:
+        for name in code.co_names:
+            if (id(globs), name) in seen or name not in globs:
+                continue
+            seen.add((id(globs), name))
+            value = globs[name]
+            if isinstance(value, Tensor):
+                continue  # read through its path at every call
+            guards.append((globs, name, "eq" if type(value) in _SCALARS else "is", value))
+    return guards
+
+
+def _placeholder_names(fn, capture, args, kwargs):
+    """Names for the inputs (the function's parameter names where it has them) and the
+    externals."""
+    import inspect
+    names: dict[int, str] = {}
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        arg_names = []
+        for name, value in bound.arguments.items():
+            n = len(tree_flatten(value)[0])
+            arg_names += [name] if n == 1 else [f"{name}_{k}" for k in range(n)]
+    except (TypeError, ValueError):
+        arg_names = []
+    for i in range(capture.num_inputs):
+        names[i] = _sanitize(arg_names[i] if i < len(arg_names) else f"arg{i}")
+    for i, ext in capture.externals.items():
+        names[i] = _sanitize(ext.name)
+    return names
+
+
+def _sanitize(name: str) -> str:
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return out if out and not out[0].isdigit() else "_" + out
+

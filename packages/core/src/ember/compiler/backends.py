@@ -1,0 +1,60 @@
+"""Compiler backends: ``backend(graph_module, example_inputs) -> callable``, torch's
+backend interface, so a user's own backend receives the captured ``ember.fx`` graph.
+
+``"eager"`` and ``"aot_eager"`` run the captured graph as recorded (no code generation).
+The default backend (``None``; ``"inductor"``, the name torch's scripts pass, means the
+same) is ember's code generator; until its fused numba loops land it runs the graph as
+``"aot_eager"`` does.
+"""
+
+from __future__ import annotations
+
+__all__ = ["register_backend", "lookup_backend", "list_backends", "DEFAULT"]
+
+DEFAULT = "inductor"
+_BACKENDS: dict = {}
+_TAGS: dict = {}
+
+
+def register_backend(compiler_fn=None, name: str | None = None, tags=()):
+    """Register ``compiler_fn`` under ``name`` (default: its ``__name__``); usable as a decorator."""
+    if compiler_fn is None:
+        return lambda fn: register_backend(fn, name=name, tags=tags)
+    _BACKENDS[name or compiler_fn.__name__] = compiler_fn
+    _TAGS[name or compiler_fn.__name__] = tuple(tags)
+    return compiler_fn
+
+
+def lookup_backend(backend):
+    """(callable, name) for a backend given by name, callable or None (the default)."""
+    if backend is None:
+        backend = DEFAULT
+    if callable(backend):
+        return backend, getattr(backend, "__name__", repr(backend))
+    if not isinstance(backend, str) or backend not in _BACKENDS:
+        from .._dynamo.exc import InvalidBackend
+        raise InvalidBackend(backend, _BACKENDS)
+    return _BACKENDS[backend], backend
+
+
+def list_backends(exclude_tags=("debug", "experimental")) -> list[str]:
+    """The registered backend names, without those tagged with any of ``exclude_tags``."""
+    excluded = set(exclude_tags or ())
+    return sorted(n for n in _BACKENDS if not excluded & set(_TAGS[n]))
+
+
+@register_backend(tags=("debug",))
+def eager(gm, example_inputs):
+    """Run the captured graph as it was recorded."""
+    return gm
+
+
+@register_backend(tags=("debug",))
+def aot_eager(gm, example_inputs):
+    """Run the captured graph as it was recorded; its gradients come from the ops' own rules."""
+    return gm
+
+
+@register_backend(name="inductor")
+def _default(gm, example_inputs):
+    return gm

@@ -614,3 +614,20 @@ def test_compatibility_decorator_passes_through():
     assert ember.fx.map_arg((1, [2]), lambda n: n) == (1, [2])
     with pytest.raises(AssertionError, match="fn must be a callable"):
         ember.fx.map_arg(1, 3)
+
+
+@pytest.mark.parametrize("options", [{}, {"include_stride": True, "include_device": True}, {"colored": True},
+                                     {"expanded_def": True}, {"additional_meta": ["tag"]}])
+def test_print_readable_options_match_torch(options):
+    outs = []
+    for lib, fx in libs():
+        gm = fx.GraphModule(root(lib), build_basic(lib, fx))
+        x = lib.ones(2, 3)
+        for n in gm.graph.nodes:
+            n.meta["tag"] = n.op
+            if n.op == "placeholder":
+                n.meta["val"] = x
+        sub = fx.GraphModule(root(lib), build_basic(lib, fx))
+        gm.add_submodule("inner", sub)
+        outs.append(as_ember_code(gm.print_readable(print_output=False, **options)))
+    assert outs[0] == outs[1]

@@ -422,11 +422,17 @@ class {module_name}(ember.nn.Module):
 
     # ---- printing ------------------------------------------------------------------
     @compatibility(is_backward_compatible=False)
-    def print_readable(self, print_output: bool = True) -> str:
+    def print_readable(self, print_output: bool = True, include_stride: bool = False, include_device: bool = False,
+                       colored: bool = False, *, fast_sympy_print: bool = False, expanded_def: bool = False,
+                       additional_meta: list[str] | None = None) -> str:
         """The generated code as a class (``class GraphModule(ember.nn.Module):``) with
-        shape/dtype annotations where ``meta`` has them, GraphModule children nested;
-        printed unless ``print_output=False``, and returned."""
-        out = _print_readable(self, self._get_name())
+        dtype/shape annotations where ``meta`` has them, GraphModule children nested;
+        printed unless ``print_output=False``, and returned. The options are
+        ``Graph.python_code``'s; ``fast_sympy_print`` is accepted (ember has no symbolic
+        shapes)."""
+        options = dict(include_stride=include_stride, include_device=include_device, colored=colored,
+                       expanded_def=expanded_def, additional_meta=additional_meta)
+        out = _print_readable(self, self._get_name(), options)
         if print_output:
             print(out)
         return out
@@ -436,11 +442,12 @@ class {module_name}(ember.nn.Module):
                           "# To see more debug info, please use `graph_module.print_readable()`"])
 
 
-def _print_readable(module: GraphModule, module_name: str) -> str:
-    src = module.graph.python_code(root_module="self", verbose=True).src.lstrip("\n")
+def _print_readable(module: GraphModule, module_name: str, options: dict) -> str:
+    src = module.graph.python_code(root_module="self", verbose=True, **options).src.lstrip("\n")
     code = _addindent(f"class {module_name}(ember.nn.Module):\n" + src, 4)
     children = [""]
+    child_options = {k: v for k, v in options.items() if k != "expanded_def"}  # as torch passes them on
     for name, sub in module.named_children():
         if isinstance(sub, GraphModule):
-            children.append(_print_readable(sub, name))
+            children.append(_print_readable(sub, name, child_options))
     return code + _addindent("\n".join(children), 4)

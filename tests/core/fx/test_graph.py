@@ -566,7 +566,11 @@ def test_pickle_and_deepcopy_round_trip():
             assert clone.lin.weight is not gm.lin.weight
         shallow = copy.copy(gm)
         assert shallow.lin is gm.lin
-    assert names[:2] == names[2:]
+        gm.note = "plain attribute"
+        gm.meta["_user_preserved_attributes"] = {"kept": 7}
+        clone = copy.deepcopy(gm)
+        names.append((hasattr(clone, "note"), getattr(clone, "kept", None)))
+    assert names[:3] == names[3:]
 
 
 def test_print_readable_and_str():
@@ -631,3 +635,21 @@ def test_print_readable_options_match_torch(options):
         gm.add_submodule("inner", sub)
         outs.append(as_ember_code(gm.print_readable(print_output=False, **options)))
     assert outs[0] == outs[1]
+
+
+def test_attribute_path_helpers_match_torch():
+    import torch.fx.graph_module as tgm
+
+    import ember.fx.graph_module as egm
+    out = []
+    for lib, mod in [(torch, tgm), (ember, egm)]:
+        m = root(lib)
+        res = [mod._has_attr(m, "lin.weight"), mod._has_attr(m, "lin.nope"), mod._has_attr(m, "nope.weight"),
+               tuple(mod._get_attr(m, "lin.bias").shape)]
+        with pytest.raises(AssertionError) as e:
+            mod._get_attr(m, "nope.weight")
+        res.append(str(e.value))
+        mod._del_attr(m, "lin.bias")
+        res.append(mod._has_attr(m, "lin.bias"))
+        out.append(res)
+    assert out[0] == out[1]

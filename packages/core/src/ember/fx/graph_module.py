@@ -100,6 +100,36 @@ def _assign_attr(from_obj: Any, to_module: Module, target: str) -> None:
         setattr(to_module, field, from_obj)
 
 
+def _get_attr(model: Module, attr_name: str) -> Any:
+    """The attribute at dotted ``attr_name`` (``AssertionError`` for a missing prefix)."""
+    *prefix, field = attr_name.split(".")
+    t = model
+    for item in prefix:
+        t = getattr(t, item, None)
+        if t is None:
+            raise AssertionError(f"Attribute '{item}' not found in model")
+    return getattr(t, field)
+
+
+def _has_attr(model: Module, attr_name: str) -> bool:
+    *prefix, field = attr_name.split(".")
+    t = model
+    for item in prefix:
+        if not hasattr(t, item):
+            return False
+        t = getattr(t, item)
+    return hasattr(t, field)
+
+
+def _del_attr(model: Module, attr_name: str) -> None:
+    *prefix, field = attr_name.split(".")
+    delattr(_get_attr(model, ".".join(prefix)) if prefix else model, field)
+
+
+# meta key whose {name: value} entries deepcopy sets again as attributes of the copy
+_USER_PRESERVED_ATTRIBUTES_KEY = "_user_preserved_attributes"
+
+
 class _CodeOnlyModule(Module):
     """A Module made from a GraphModule's ``__dict__`` (deepcopy, unpickling)."""
 
@@ -411,6 +441,8 @@ class {module_name}(ember.nn.Module):
             if attr in self.__dict__:
                 object.__setattr__(res, attr, copy.deepcopy(self.__dict__[attr], memo))
         res.meta = copy.deepcopy(getattr(self, "meta", {}), memo)
+        for name, value in res.meta.get(_USER_PRESERVED_ATTRIBUTES_KEY, {}).items():
+            setattr(res, name, value)
         for hook in getattr(self, "_deepcopy_hooks", ()):
             hook(res)
         return res

@@ -112,6 +112,8 @@ def _get_attr(model: Module, attr_name: str) -> Any:
 
 
 def _has_attr(model: Module, attr_name: str) -> bool:
+    """Whether dotted ``attr_name`` resolves (torch's version of this private helper
+    answers False for any dotted path; this one walks the path)."""
     *prefix, field = attr_name.split(".")
     t = model
     for item in prefix:

@@ -6,9 +6,11 @@ from . import immutable_collections
 from ._compatibility import compatibility
 from .graph import CodeGen, Graph, PythonCode
 from .graph_module import GraphModule
+from .interpreter import Interpreter, Transformer
 from .node import Node, has_side_effect, map_aggregate, map_arg
+from .subgraph_rewriter import replace_pattern
 
 __all__ = [
-    "CodeGen", "Graph", "GraphModule", "Node", "PythonCode", "compatibility", "has_side_effect",
-    "immutable_collections", "map_aggregate", "map_arg",
+    "CodeGen", "Graph", "GraphModule", "Interpreter", "Node", "PythonCode", "Transformer", "compatibility",
+    "has_side_effect", "immutable_collections", "map_aggregate", "map_arg", "replace_pattern",
 ]

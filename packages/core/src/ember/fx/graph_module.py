@@ -100,6 +100,38 @@ def _assign_attr(from_obj: Any, to_module: Module, target: str) -> None:
         setattr(to_module, field, from_obj)
 
 
+def _get_attr(model: Module, attr_name: str) -> Any:
+    """The attribute at dotted ``attr_name`` (``AssertionError`` for a missing prefix)."""
+    *prefix, field = attr_name.split(".")
+    t = model
+    for item in prefix:
+        t = getattr(t, item, None)
+        if t is None:
+            raise AssertionError(f"Attribute '{item}' not found in model")
+    return getattr(t, field)
+
+
+def _has_attr(model: Module, attr_name: str) -> bool:
+    """Whether dotted ``attr_name`` resolves (torch's version of this private helper
+    answers False for any dotted path; this one walks the path)."""
+    *prefix, field = attr_name.split(".")
+    t = model
+    for item in prefix:
+        if not hasattr(t, item):
+            return False
+        t = getattr(t, item)
+    return hasattr(t, field)
+
+
+def _del_attr(model: Module, attr_name: str) -> None:
+    *prefix, field = attr_name.split(".")
+    delattr(_get_attr(model, ".".join(prefix)) if prefix else model, field)
+
+
+# meta key whose {name: value} entries deepcopy sets again as attributes of the copy
+_USER_PRESERVED_ATTRIBUTES_KEY = "_user_preserved_attributes"
+
+
 class _CodeOnlyModule(Module):
     """A Module made from a GraphModule's ``__dict__`` (deepcopy, unpickling)."""
 
@@ -411,6 +443,8 @@ class {module_name}(ember.nn.Module):
             if attr in self.__dict__:
                 object.__setattr__(res, attr, copy.deepcopy(self.__dict__[attr], memo))
         res.meta = copy.deepcopy(getattr(self, "meta", {}), memo)
+        for name, value in res.meta.get(_USER_PRESERVED_ATTRIBUTES_KEY, {}).items():
+            setattr(res, name, value)
         for hook in getattr(self, "_deepcopy_hooks", ()):
             hook(res)
         return res
@@ -422,11 +456,17 @@ class {module_name}(ember.nn.Module):
 
     # ---- printing ------------------------------------------------------------------
     @compatibility(is_backward_compatible=False)
-    def print_readable(self, print_output: bool = True) -> str:
+    def print_readable(self, print_output: bool = True, include_stride: bool = False, include_device: bool = False,
+                       colored: bool = False, *, fast_sympy_print: bool = False, expanded_def: bool = False,
+                       additional_meta: list[str] | None = None) -> str:
         """The generated code as a class (``class GraphModule(ember.nn.Module):``) with
-        shape/dtype annotations where ``meta`` has them, GraphModule children nested;
-        printed unless ``print_output=False``, and returned."""
-        out = _print_readable(self, self._get_name())
+        dtype/shape annotations where ``meta`` has them, GraphModule children nested;
+        printed unless ``print_output=False``, and returned. The options are
+        ``Graph.python_code``'s; ``fast_sympy_print`` is accepted (ember has no symbolic
+        shapes)."""
+        options = dict(include_stride=include_stride, include_device=include_device, colored=colored,
+                       expanded_def=expanded_def, additional_meta=additional_meta)
+        out = _print_readable(self, self._get_name(), options)
         if print_output:
             print(out)
         return out
@@ -436,11 +476,12 @@ class {module_name}(ember.nn.Module):
                           "# To see more debug info, please use `graph_module.print_readable()`"])
 
 
-def _print_readable(module: GraphModule, module_name: str) -> str:
-    src = module.graph.python_code(root_module="self", verbose=True).src.lstrip("\n")
+def _print_readable(module: GraphModule, module_name: str, options: dict) -> str:
+    src = module.graph.python_code(root_module="self", verbose=True, **options).src.lstrip("\n")
     code = _addindent(f"class {module_name}(ember.nn.Module):\n" + src, 4)
     children = [""]
+    child_options = {k: v for k, v in options.items() if k != "expanded_def"}  # as torch passes them on
     for name, sub in module.named_children():
         if isinstance(sub, GraphModule):
-            children.append(_print_readable(sub, name))
+            children.append(_print_readable(sub, name, child_options))
     return code + _addindent("\n".join(children), 4)

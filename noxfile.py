@@ -109,13 +109,14 @@ def tests(session: nox.Session, package: str) -> None:
     """One package's tests, in a venv holding only that package, its dependencies and the
     oracle (and, for serve, a side venv of the clients whose pins clash with ember's). The
     numba kernels are compiled first, once per venv (later runs load them from the cache);
-    the core's kernel tests run a second time on the numpy path."""
+    the core's kernel tests and the compiler's fusion tests run a second time on the numpy
+    path."""
     _install_tests(session, package, PACKAGES[package])
     env = _side_clients(session, package)
     session.run("python", "-m", "ember.cpu.kernels.warm")
     session.run("pytest", f"tests/{package}", *session.posargs, env=env)
     if package == "core" and not session.posargs:
-        session.run("pytest", "tests/core/kernels", env={"EMBER_NUMBA": "0"})
+        session.run("pytest", "tests/core/kernels", "tests/core/compiler/test_fusion.py", env={"EMBER_NUMBA": "0"})
 
 
 @nox.session

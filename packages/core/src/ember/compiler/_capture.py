@@ -437,19 +437,33 @@ def run(fn, args, kwargs, capture: Capture):
             _LOCAL.capture = None
 
 
+def _library_dirs() -> tuple:
+    import sysconfig
+    dirs = {_EMBER_DIR}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            dirs.add(path)
+    return tuple(sorted(dirs))
+
+
+_LIBRARY_DIRS = _library_dirs()
+
+
 class _FrameLog:
-    """The profile hook of a capture: notes each Python function that runs outside ember, so
-    the globals it reads can be guarded and its global tensors found."""
+    """The profile hook of a capture: notes each Python function of the program that runs
+    between ops (not ember's, not the standard library's or installed packages'), so the
+    globals it reads can be guarded and its global tensors found."""
 
     def __init__(self, capture: Capture):
         self.capture = capture
         self.seen: set = set()
 
     def __call__(self, frame, event, arg):
-        if event != "call":
+        if event != "call" or self.capture._depth:  # code an op runs is the op's
             return
         code = frame.f_code
-        if code in self.seen or code.co_filename.startswith(_EMBER_DIR):
+        if code in self.seen or code.co_filename.startswith(_LIBRARY_DIRS):
             return
         self.seen.add(code)
         free = {name: frame.f_locals[name] for name in code.co_freevars if name in frame.f_locals}

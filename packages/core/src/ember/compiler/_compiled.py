@@ -48,9 +48,14 @@ class _Recording:
     def guards_hold(self) -> bool:
         for globs, name, kind, value in self.guards:
             current = globs.get(name, _MISSING)
-            if (current is not value) if kind == "is" else not (type(current) is type(value) and current == value):
+            if (current is not value) if kind == "is" else not _same_scalar(current, value):
                 return False
         return True
+
+
+def _same_scalar(a, b) -> bool:
+    """Equal, of one type; a NaN equals a NaN."""
+    return type(a) is type(b) and (a == b or (a != a and b != b))
 
 
 class _Eager:

@@ -71,12 +71,13 @@ class _Builder:
     """Builds one segment's graph: placeholders for the values read from ``env``, a node per
     recorded call, attributes for the objects generated code cannot spell."""
 
-    def __init__(self, names, externals=None):
+    def __init__(self, names, values, externals=None):
         from .. import fx
         self.graph = fx.Graph()
         self.attrs: dict = {}  # the graph module's attributes: constants, and externals read as attributes
         self.names = names
         self.externals = externals or {}  # value index -> External read with get_attr (jit.trace)
+        self.values = values  # value index -> the tensor recorded (for node.meta["tensor_meta"])
         self.local: dict[int, object] = {}  # value index -> node
         self.inputs: list[int] = []
         self.defined: list[int] = []
@@ -93,7 +94,14 @@ class _Builder:
             else:
                 node = self.local[index] = self.graph.placeholder(self.names.get(index, f"v{index}"))
                 self.inputs.append(index)
+            self._describe(node, index)
         return node
+
+    def _describe(self, node, index: int) -> None:
+        from ..fx.passes.shape_prop import _extract_tensor_metadata
+        t = self.values[index]
+        if t is not None:
+            node.meta["tensor_meta"] = _extract_tensor_metadata(t)
 
     def arg(self, a):
         if isinstance(a, _Ref):
@@ -112,6 +120,7 @@ class _Builder:
     def define(self, index: int, node) -> None:
         self.local[index] = node
         self.defined.append(index)
+        self._describe(node, index)
 
     def step(self, step: Step) -> None:
         node = self.graph.call_function(step.fn, self.arg(step.args), self.arg(step.kwargs))
@@ -153,7 +162,7 @@ def build_segments(capture: Capture, result, names: dict[int, str], traced: bool
     as_attrs = {i: e for i, e in capture.externals.items() if not e.late} if traced else {}
     for n, (items, brk) in enumerate(chunks):
         last = n == len(chunks) - 1
-        b = _Builder(names, as_attrs)
+        b = _Builder(names, capture._values, as_attrs)
         for i in sorted(_reads(items, brk, result_refs if last else ()) & available):
             b.node_of(i)  # the values read from before first, in order, as torch's graphs list inputs
         for item in items:

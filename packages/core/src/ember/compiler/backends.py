@@ -3,8 +3,10 @@ backend interface, so a user's own backend receives the captured ``ember.fx`` gr
 
 ``"eager"`` and ``"aot_eager"`` run the captured graph as recorded (no code generation).
 The default backend (``None``; ``"inductor"``, the name torch's scripts pass, means the
-same) is ember's code generator; until its fused numba loops land it runs the graph as
-``"aot_eager"`` does.
+same) is ember's code generator: runs of elementwise ops and the row reductions they feed
+become one generated numba loop forward and one backward (``compiler/fusion``); the rest
+of the graph runs as recorded. With the CPU kernels off (``EMBER_NUMBA=0``, or numba
+missing) it runs the graph as ``"aot_eager"`` does.
 """
 
 from __future__ import annotations
@@ -57,4 +59,8 @@ def aot_eager(gm, example_inputs):
 
 @register_backend(name="inductor")
 def _default(gm, example_inputs):
-    return gm
+    from ..cpu.kernels import _runtime
+    if not _runtime.enabled():
+        return gm
+    from .fusion import fuse
+    return fuse(gm)

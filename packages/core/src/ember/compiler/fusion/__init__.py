@@ -1,0 +1,191 @@
+"""Fusion: runs of elementwise ops and the row reductions they feed (softmax, log_softmax,
+layer_norm, cross-entropy, sums and means over the last dimension) become one generated
+numba loop each, forward and backward; matrix products, convolutions and everything else
+stay the ops they are, between the fused regions.
+
+A region is a run of consecutive graph nodes that all lower to the row program and share
+one layout ``[*L, C]``; its inputs come from before it, its outputs are the values used
+after it. Regions of a single op are left alone (the op's own kernel already does one
+pass).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import warnings
+
+from ...ops import _dispatch
+from .lower import LOWERINGS, NotFusable, lower
+from .program import Program, Value
+from .region import Output, Region
+
+__all__ = ["fuse", "NotFusable"]
+
+
+class _Info:
+    """What a lowering may ask about its node: the region's rank and row width."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+        self.ndim = len(shape)
+        self.width = shape[-1]
+
+
+def _meta(node):
+    tm = node.meta.get("tensor_meta") if hasattr(node, "meta") else None
+    return tm if tm is not None and hasattr(tm, "shape") else None
+
+
+def _kind(shape, dtype, region_shape):
+    shape, lead = tuple(shape), tuple(region_shape[:-1])
+    if not dtype.is_floating_point:
+        if shape == lead and dtype.name == "int64":
+            return "irow"
+        raise NotFusable("integer operand")
+    if shape == tuple(region_shape):
+        return "vec"
+    if math.prod(shape) == 1 and len(shape) <= len(region_shape):
+        return "scalar"
+    stripped = shape
+    while stripped and stripped[0] == 1 and len(stripped) > 1:
+        stripped = stripped[1:]
+    if stripped == (region_shape[-1],):
+        return "col"
+    if shape == lead + (1,):
+        return "row"
+    raise NotFusable(f"operand of shape {list(shape)} in a region of shape {list(region_shape)}")
+
+
+class _Open:
+    """The region being grown."""
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), dtype
+        self.info = _Info(shape)
+        self.p = Program()
+        self.nodes: list = []
+        self.values: dict = {}  # node -> Value (or ("sum"/"mean", ...) for a reduced loss)
+        self.inputs: list = []  # the graph values read, in program-input order
+        self.input_of: dict = {}
+
+    def arg(self, a):
+        if type(a).__name__ != "Node":
+            if isinstance(a, (list, tuple)):
+                return type(a)(self.arg(x) for x in a)
+            return a
+        v = self.values.get(a)
+        if v is not None:
+            if isinstance(v, tuple):
+                raise NotFusable("a reduced loss used inside a region")
+            return v
+        v = self.input_of.get(a)
+        if v is None:
+            tm = _meta(a)
+            if tm is None:
+                raise NotFusable("operand without a shape")
+            if tm.dtype != self.dtype and tm.dtype.is_floating_point:
+                raise NotFusable("mixed dtypes")
+            v = self.input_of[a] = self.p.input(_kind(tm.shape, tm.dtype, self.shape), a.name)
+            self.inputs.append(a)
+        return v
+
+    def add(self, node, name) -> None:
+        before = len(self.p.values), len(self.p.inputs), dict(self.input_of), list(self.inputs)
+        try:
+            out = lower(self.p, name, self.arg(node.args), self.arg(node.kwargs), self.info)
+            tm = _meta(node)
+            if tm is None:
+                raise NotFusable("result without a shape")
+            if isinstance(out, Value):
+                if out.kind == "vec" and tuple(tm.shape) != self.shape:
+                    raise NotFusable("result of another shape")
+                if out.kind not in ("vec", "row"):
+                    raise NotFusable(f"a {out.kind} result")
+        except NotFusable:
+            n_values, n_inputs, self.input_of, self.inputs = before
+            del self.p.values[n_values:]
+            del self.p.inputs[n_inputs:]
+            self.p._memo = {k: v for k, v in self.p._memo.items() if v.id < n_values}
+            raise
+        self.values[node] = out
+        self.nodes.append(node)
+
+
+def _op_name(node):
+    if node.op != "call_function":
+        return None
+    entry = _dispatch.entry_of(node.target)
+    name = entry.name if entry is not None else getattr(node.target, "__name__", None)
+    return name if name in LOWERINGS else None
+
+
+def fuse(gm):
+    """Rewrite ``gm``'s graph in place, each fusable region into one call; returns ``gm``."""
+    graph = gm.graph
+    regions, current = [], None
+    for node in list(graph.nodes):
+        name = _op_name(node)
+        if name is None:
+            current = _close(current, regions)
+            continue
+        for _ in (0, 1):  # into the open region, else into a new one
+            if current is None:
+                first = next((a for a in node.args if type(a).__name__ == "Node" and _meta(a) is not None
+                              and _meta(a).dtype.is_floating_point), None)
+                if first is None or not _meta(first).shape:
+                    break
+                current = _Open(_meta(first).shape, _meta(first).dtype)
+            try:
+                current.add(node, name)
+                break
+            except NotFusable:
+                current = _close(current, regions)
+    _close(current, regions)
+    for region in regions:
+        _rewrite(gm, region)
+    if regions:
+        graph.lint()
+        gm.recompile()
+    return gm
+
+
+def _close(current, regions):
+    if current is not None and len(current.nodes) >= 2:
+        regions.append(current)
+    return None
+
+
+def _rewrite(gm, r: _Open) -> None:
+    graph = gm.graph
+    inside = set(r.nodes)
+    used_after = [n for n in r.nodes if any(u not in inside for u in n.users)]
+    outputs = []
+    for n in used_after:
+        v, tm = r.values[n], _meta(n)
+        if isinstance(v, tuple):
+            outputs.append(Output(v[1], "row", tm.shape, post=v[0], weight=v[2] if v[0] == "mean" else None))
+        else:
+            outputs.append(Output(v, v.kind, tm.shape))
+    r.p.outputs = [o.value for o in outputs]
+    rows = math.prod(r.shape[:-1])
+    requires_grad = [bool(getattr(_meta(a), "requires_grad", False)) and r.input_of[a].kind != "irow"
+                     for a in r.inputs]
+    region = Region(r.p, outputs, rows, r.shape[-1], r.dtype, requires_grad)
+    name = f"fused_{len([k for k in gm.__dict__ if k.startswith('fused_')])}"
+    object.__setattr__(gm, name, region)
+    with graph.inserting_before(r.nodes[0]), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # get_attr of an attribute that is no parameter or module: by design
+        holder = graph.get_attr(name)
+        call = graph.call_function(_call_region, (holder, *r.inputs))
+        for k, n in enumerate(used_after):
+            item = graph.call_function(operator.getitem, (call, k))
+            item.meta = dict(n.meta)
+            n.replace_all_uses_with(item)
+    for n in reversed(r.nodes):
+        graph.erase_node(n)
+
+
+def _call_region(region, *tensors):
+    """A fused region's call in generated code."""
+    return region(*tensors)

@@ -1,0 +1,188 @@
+"""A fused region at run time: the generated forward kernel, and an autograd node whose
+backward is the generated backward kernel (which recomputes the forward from the saved
+inputs: a region saves its inputs only)."""
+
+from __future__ import annotations
+
+import numpy
+
+from ..._tensor import Tensor, _make
+from ...autograd import grad_mode
+from ...autograd.function import Function
+from ...cpu.kernels import _runtime
+from .codegen import compile_program
+from .grad import gradients
+from .lower import NotFusable
+from .program import Program, Value, costly
+
+__all__ = ["Region", "Output"]
+
+
+class Output:
+    """A region result: ``value`` written as a ``kind`` array ("vec" or "row") of ``shape``;
+    ``post`` reduces a per-row loss over the rows: None, "sum" or "mean" (divided by the
+    sum of the per-row ``weight`` value: the targets not ignored)."""
+
+    __slots__ = ("value", "kind", "shape", "post", "weight")
+
+    def __init__(self, value, kind, shape, post=None, weight=None):
+        self.value, self.kind, self.shape, self.post, self.weight = value, kind, tuple(shape), post, weight
+
+
+class Region:
+    """``program`` on ``rows`` rows of width ``width``; ``requires_grad`` says which of its
+    inputs (in call order) get gradients. The forward kernel also writes the per-row
+    values the backward needs (a norm's mean and inverse deviation, a softmax's max and
+    sum), so the backward recomputes elementwise values only."""
+
+    def __init__(self, program: Program, outputs: list[Output], rows: int, width: int, dtype, requires_grad):
+        self.p, self.outputs = program, outputs
+        self.rows, self.width, self.dtype = rows, width, dtype
+        self.np_dtype = numpy.dtype(dtype.name)
+        self.inputs = list(program.inputs)
+        self.weights = [o.weight for o in outputs if o.post == "mean"]
+        self.saved: list[Value] = []
+        self.backward_kernel = None
+        self.wrt = []
+        if any(requires_grad):
+            self._build_backward(requires_grad)
+        fwd_values = [o.value for o in outputs] + self.weights + self.saved
+        self.fwd_kinds = [o.kind for o in outputs] + ["row"] * len(self.weights) + [v.kind for v in self.saved]
+        self.forward_kernel = compile_program(program, self.inputs, fwd_values, self.fwd_kinds, self.np_dtype.name)
+
+    def _build_backward(self, requires_grad):
+        p = self.p
+        forward = p.ancestors([o.value for o in self.outputs] + self.weights)
+        n_forward = len(p.values)
+        self.wrt = [v for v, rg in zip(self.inputs, requires_grad) if rg]
+        if any(v.kind not in ("vec", "row", "col") for v in self.wrt):
+            raise NotFusable("a gradient for a scalar input")
+        adjoints = [p.input("vec" if o.kind == "vec" and o.post is None else "row" if o.post is None else "scalar",
+                            f"grad_{k}") for k, o in enumerate(self.outputs)]
+        grads = gradients(p, [o.value for o in self.outputs], adjoints, self.wrt)
+        self.grad_kinds = [{"vec": "vec", "row": "row", "col": "csum"}[v.kind] for v in self.wrt]
+        self.zero_grads = [g.op == "const" for g in grads]
+        live = [(g, k) for g, k, z in zip(grads, self.grad_kinds, self.zero_grads) if not z]
+        self.saved = _saved(p, [g for g, _ in live], forward, n_forward)
+        self.bwd_inputs = self.inputs + adjoints + self.saved
+        self.backward_kernel = compile_program(p, self.bwd_inputs, [g for g, _ in live], [k for _, k in live],
+                                               self.np_dtype.name) if live else None
+
+    # -- running the kernels ---------------------------------------------------------
+    def _prepare(self, values, specs):
+        R, C, dt = self.rows, self.width, self.np_dtype
+        out = []
+        for spec, x in zip(specs, values):
+            a = x._data if isinstance(x, Tensor) else numpy.asarray(x)
+            if spec.kind == "vec":
+                a = numpy.ascontiguousarray(a, dtype=dt).reshape(R, C)
+            elif spec.kind == "col":
+                a = numpy.ascontiguousarray(a, dtype=dt).reshape(C)
+            elif spec.kind == "row":
+                a = numpy.ascontiguousarray(a, dtype=dt).reshape(R)
+            elif spec.kind == "irow":
+                a = numpy.ascontiguousarray(a, dtype=numpy.int64).reshape(R)
+            else:
+                a = numpy.asarray(a, dtype=dt).reshape(1)
+            out.append(a)
+        return out
+
+    def _run(self, kernel, arrays, kinds):
+        R, C = self.rows, self.width
+        parts = max(1, min(_runtime.threads(), R))
+        bounds = numpy.array([R * i // parts for i in range(parts + 1)], dtype=numpy.int64)
+        outs = [numpy.empty((R, C), self.np_dtype) if k == "vec" else numpy.zeros((parts, C), self.np_dtype)
+                if k == "csum" else numpy.empty(R, self.np_dtype) for k in kinds]
+        _runtime.parallel_for(kernel, parts, bounds, *arrays, *outs, work_per_item=max(1, R // parts) * C)
+        return [o.sum(axis=0) if k == "csum" else o for o, k in zip(outs, kinds)]
+
+    def _check_targets(self, arrays) -> None:
+        for value, ignore in self.p.target_checks:
+            t = arrays[self.inputs.index(value)]
+            bad = (t != ignore) & ((t < 0) | (t >= self.width))
+            if bad.any():
+                raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
+
+    def forward_arrays(self, tensors):
+        """The results, and the per-row arrays backward needs (the mean's weights, then the
+        saved values). IndexError for a class target outside ``[0, C)`` that is not ignored."""
+        inputs = self._prepare(tensors, self.inputs)
+        self._check_targets(inputs)
+        arrays = self._run(self.forward_kernel, inputs, self.fwd_kinds)
+        n = len(self.outputs)
+        weights = iter(arrays[n:n + len(self.weights)])
+        results, totals = [], []
+        for o, a in zip(self.outputs, arrays):
+            if o.post == "sum":
+                a = numpy.asarray(a.sum(), dtype=self.np_dtype)
+            elif o.post == "mean":
+                totals.append(next(weights).sum())
+                a = numpy.asarray(a.sum() / totals[-1], dtype=self.np_dtype)
+            results.append(a.reshape(o.shape))
+        return results, (totals, arrays[n + len(self.weights):])
+
+    def backward_arrays(self, tensors, grads, extra):
+        totals, saved = extra
+        totals = iter(totals)
+        adjoints = []
+        for o, g in zip(self.outputs, grads):
+            g = numpy.zeros(o.shape, self.np_dtype) if g is None else g._data
+            if o.post == "mean":
+                g = numpy.asarray(g, self.np_dtype) / next(totals)
+            adjoints.append(g)
+        arrays = self._prepare(list(tensors) + adjoints + list(saved), self.bwd_inputs)
+        live_kinds = [k for k, z in zip(self.grad_kinds, self.zero_grads) if not z]
+        computed = iter(self._run(self.backward_kernel, arrays, live_kinds) if self.backward_kernel else [])
+        return [None if z else next(computed) for z in self.zero_grads]
+
+    def __call__(self, *tensors):
+        if grad_mode.STATE.enabled and self.backward_kernel is not None and any(
+                isinstance(t, Tensor) and t.requires_grad for t in tensors):
+            out = _Fused.apply(self, *tensors)
+            return out if isinstance(out, tuple) else (out,)
+        results, _ = self.forward_arrays(tensors)
+        return tuple(_make(a, self.dtype) for a in results)
+
+
+def _saved(p: Program, grads, forward: set, n_forward: int) -> list:
+    """The forward values the backward reads instead of recomputing: every per-row value
+    it needs (one number per row), and the elementwise values that cost a transcendental
+    function (an exp or erf per element costs more than writing and reading the array)."""
+    saved, seen, stack = {}, set(), list(grads)
+    while stack:
+        v = stack.pop()
+        if v.id in seen:
+            continue
+        seen.add(v.id)
+        if v.id in forward and v.id < n_forward and v.op not in ("input", "const") and (
+                v.kind == "row" or (v.kind == "vec" and costly(v))):
+            saved[v.id] = v
+            continue
+        stack.extend(v.args)
+    return [saved[i] for i in sorted(saved)]
+
+
+class _Fused(Function):
+    @staticmethod
+    def forward(ctx, region, *tensors):
+        results, extra = region.forward_arrays(tensors)
+        ctx.region, ctx.extra, ctx.tensors = region, extra, tensors
+        ctx.save_for_backward(*(t for t in tensors if isinstance(t, Tensor)))
+        outs = tuple(_make(a, region.dtype) for a in results)
+        return outs if len(outs) > 1 else outs[0]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        region = ctx.region
+        saved = iter(ctx.saved_tensors)
+        tensors = [next(saved) if isinstance(t, Tensor) else t for t in ctx.tensors]
+        by_input = dict(zip((v.id for v in region.wrt), region.backward_arrays(tensors, grads, ctx.extra)))
+        out = [None]  # the region argument
+        for v, t in zip(region.inputs, tensors):
+            if v.id not in by_input:
+                out.append(None)
+                continue
+            g = by_input[v.id]
+            g = numpy.zeros(tuple(t.shape), region.np_dtype) if g is None else numpy.ascontiguousarray(g)
+            out.append(_make(g.reshape(tuple(t.shape)), region.dtype))
+        return tuple(out)

@@ -1,0 +1,187 @@
+"""The default backend's fused kernels against eager ember and torch: forward values and
+gradients of fused regions (layer_norm -> affine -> GELU -> cross-entropy, softmax,
+log_softmax, sums), in float32 and float64, on awkward sizes.
+
+Tolerances follow the issue's rule: float32 results are compared with torch's float64
+result on the same workload, allowed 8x the distance of torch's own float32 result from
+it (plus a floor of 1e-6 relative to the values' scale); float64 results to 1e-10."""
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.compiler import fusion
+from ember.cpu.kernels import _runtime
+
+
+def _lib_step(lib, x, t, params, *, approximate="none", ignore_index=-100, label_smoothing=0.0,
+              reduction="mean"):
+    F = lib.nn.functional
+    lw, lb, w, b = params
+    h = F.layer_norm(x, (x.shape[-1],), lw, lb)
+    h = F.gelu(h * w + b, approximate=approximate)
+    return F.cross_entropy(h, t, ignore_index=ignore_index, label_smoothing=label_smoothing, reduction=reduction)
+
+
+def _inputs(n, c, seed, dtype, ignore_index=-100):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c)) * 2
+    t = rng.integers(0, c, n)
+    if n > 2:
+        t[1] = ignore_index  # an ignored row
+    params = [1 + 0.1 * rng.standard_normal(c), 0.1 * rng.standard_normal(c), 1 + 0.2 * rng.standard_normal(c),
+              0.1 * rng.standard_normal(c)]
+    return x.astype(dtype), t, [p.astype(dtype) for p in params]
+
+
+def _torch_run(x, t, params, dtype, **kw):
+    tx = torch.tensor(x, dtype=dtype, requires_grad=True)
+    tp = [torch.tensor(p, dtype=dtype, requires_grad=True) for p in params]
+    out = _lib_step(torch, tx, torch.tensor(t), tp, **kw)
+    out.sum().backward()
+    return [out.detach().numpy()] + [a.grad.numpy() for a in [tx] + tp]
+
+
+def _ember_run(fn, x, t, params, **kw):
+    ex = ember.tensor(x, requires_grad=True)
+    ep = [ember.tensor(p, requires_grad=True) for p in params]
+    out = fn(ex, ember.tensor(t), ep, **kw)
+    out.sum().backward()
+    return [out.detach().numpy()] + [a.grad.numpy() for a in [ex] + ep]
+
+
+def _compiled(**kw):
+    def step(x, t, params):
+        return _lib_step(ember, x, t, params, **kw)
+    return ember.compile(step)
+
+
+def _check(ours, x, t, params, dtype_name, **kw):
+    ref64 = _torch_run(x.astype(np.float64), t, [p.astype(np.float64) for p in params], torch.float64, **kw)
+    if dtype_name == "float64":
+        for a, b in zip(ours, ref64):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+        return
+    ref32 = _torch_run(x, t, params, torch.float32, **kw)
+    for a, b64, b32 in zip(ours, ref64, ref32):
+        scale = max(np.abs(b64).max(), 1e-30)
+        tol = 8 * np.abs(b32 - b64).max() + 1e-6 * scale
+        assert np.abs(a - b64).max() <= tol, (np.abs(a - b64).max(), tol)
+
+
+FUSED = 1 if _runtime.enabled() else 0  # with EMBER_NUMBA=0 the default backend fuses nothing
+
+
+def _fused_regions(compiled_fn) -> int:
+    (entries,) = compiled_fn._ember_compiled._signatures.values()
+    gm = entries[0].root.gm
+    return sum(1 for n in gm.graph.nodes if n.op == "call_function" and n.target is fusion._call_region)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n,c", [(7, 13), (64, 1000), (1, 5), (33, 2)])
+def test_layer_norm_affine_gelu_cross_entropy(n, c, dtype):
+    x, t, params = _inputs(n, c, seed=n * c, dtype=dtype)
+    step = _compiled()
+    for _ in range(2):  # the recording call, then a replay through the fused kernels
+        ours = _ember_run(lambda a, b, p: step(a, b, p), x, t, params)
+    _check(ours, x, t, params, dtype)
+    assert _fused_regions(step) == FUSED
+
+
+@pytest.mark.parametrize("kw", [{"approximate": "tanh"}, {"label_smoothing": 0.1}, {"reduction": "sum"},
+                                {"reduction": "none"}, {"ignore_index": 3}])
+def test_options(kw):
+    x, t, params = _inputs(16, 9, seed=1, dtype="float32", ignore_index=kw.get("ignore_index", -100))
+    step = _compiled(**kw)
+    for _ in range(2):
+        ours = _ember_run(lambda a, b, p: step(a, b, p), x, t, params)
+    _check(ours, x, t, params, "float32", **kw)
+    assert _fused_regions(step) == FUSED
+
+
+def test_softmax_log_softmax_and_row_sums_on_a_3d_input():
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((3, 5, 11)).astype(np.float32)
+
+    def f(lib, x):
+        F = lib.nn.functional
+        s = F.softmax(x * 1.5, dim=-1)
+        return (s * F.log_softmax(x, -1)).sum(-1, keepdim=True) * x.mean(-1, keepdim=True) + x.exp()
+
+    cf = ember.compile(lambda x: f(ember, x))
+    for _ in range(2):
+        ex = ember.tensor(data, requires_grad=True)
+        out = cf(ex)
+        (out * out).sum().backward()
+    tx = torch.tensor(data, dtype=torch.float64, requires_grad=True)
+    tout = f(torch, tx)
+    (tout * tout).sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=2e-5, atol=1e-5)
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=2e-4, atol=1e-4)
+    assert _fused_regions(cf) == FUSED
+
+
+def test_inference_without_grad_and_eager_fallback_when_kernels_are_off():
+    x, t, params = _inputs(8, 6, seed=2, dtype="float32")
+    ref = _lib_step(ember, ember.tensor(x), ember.tensor(t), [ember.tensor(p) for p in params])
+    with ember.no_grad():
+        step = _compiled()
+        for _ in range(2):
+            out = step(ember.tensor(x), ember.tensor(t), [ember.tensor(p) for p in params])
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-5)
+    from ember.cpu import kernels
+    with kernels.disabled():
+        step = _compiled()
+        for _ in range(2):
+            out = step(ember.tensor(x), ember.tensor(t), [ember.tensor(p) for p in params])
+        assert _fused_regions(step) == 0
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-6)
+
+
+def test_a_target_out_of_range_raises_the_ops_error():
+    x, t, params = _inputs(8, 5, seed=4, dtype="float32")
+    step = _compiled()
+    step(ember.tensor(x), ember.tensor(t), [ember.tensor(p) for p in params])
+    t[0] = 5
+    with pytest.raises(IndexError, match="Target 5 is out of bounds"):
+        step(ember.tensor(x), ember.tensor(t), [ember.tensor(p) for p in params])
+
+
+def test_a_lone_op_is_not_fused_and_unsupported_arguments_stay_ops():
+    cf = ember.compile(lambda x: ember.nn.functional.gelu(x))
+    cf(ember.randn(4, 4))
+    assert _fused_regions(cf) == 0
+    cs = ember.compile(lambda x: ember.softmax(x * 2, dim=0))  # not over the last dimension
+    x = ember.randn(4, 3)
+    np.testing.assert_allclose(cs(x).numpy(), ember.softmax(x * 2, dim=0).numpy(), rtol=1e-6)
+    cs(x)
+    assert _fused_regions(cs) == 0
+
+
+def test_fused_calls_from_several_threads():
+    x, t, params = _inputs(256, 64, seed=3, dtype="float32")
+    step = _compiled()
+    args = (ember.tensor(x), ember.tensor(t), [ember.tensor(p) for p in params])
+    with ember.no_grad():
+        expected = step(*args).item()
+        step(*args)
+    errors = []
+
+    def worker():
+        try:
+            with ember.no_grad():
+                for _ in range(10):
+                    assert step(*args).item() == expected
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors and _fused_regions(step) == FUSED

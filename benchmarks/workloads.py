@@ -365,3 +365,7 @@ WORKLOADS = {
     "ResNet18 inference b8": lambda lib: vision_inference(lib, "resnet18", 8),
     "MobileNetV3-s inference b8": lambda lib: vision_inference(lib, "mobilenet_v3_small", 8),
 }
+
+from compile_workloads import WORKLOADS as _COMPILER_WORKLOADS  # noqa: E402  (the compiler's rows)
+
+WORKLOADS.update(_COMPILER_WORKLOADS)

@@ -142,7 +142,7 @@ def fuse(gm):
             except NotFusable:
                 current = _close(current, regions)
     _close(current, regions)
-    for region in regions:
+    for region in reversed(regions):  # a later region may read an earlier one's values: rewrite it first
         _rewrite(gm, region)
     if regions:
         graph.lint()

@@ -1,0 +1,15 @@
+"""ember.fx: torch.fx's graph IR for ember programs: ``Graph`` of ``Node``s, ``GraphModule``
+running generated code, ``Interpreter``/``Transformer``, ``subgraph_rewriter`` and the
+``passes`` (torch.fx)."""
+
+from . import immutable_collections
+from ._compatibility import compatibility
+from .graph import CodeGen, Graph, PythonCode
+from .graph_module import GraphModule
+from .interpreter import Interpreter, Transformer
+from .node import Node, has_side_effect, map_aggregate, map_arg
+
+__all__ = [
+    "CodeGen", "Graph", "GraphModule", "Interpreter", "Node", "PythonCode", "Transformer", "compatibility",
+    "has_side_effect", "immutable_collections", "map_aggregate", "map_arg",
+]

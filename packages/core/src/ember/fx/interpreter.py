@@ -223,8 +223,10 @@ class Transformer(Interpreter):
     def transform(self) -> GraphModule:
         """Run the transformation and return the new GraphModule (sharing ``module``'s
         submodules and attributes); the output node keeps the old one's ``meta``."""
+        from ._op_capture import ops_see_proxies
         from .proxy import Proxy
-        result = super().run(enable_io_processing=False)
+        with ops_see_proxies():  # overrides may call ember's functions on the Proxies
+            result = super().run(enable_io_processing=False)
         if result is not None:
             new_output = self.new_graph.output(map_aggregate(result, lambda a: a.node if isinstance(a, Proxy) else a))
             old_output = list(self.graph.nodes)[-1]

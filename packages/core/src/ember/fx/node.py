@@ -77,10 +77,13 @@ _public_scanned: set[str] = set()
 
 
 def _scan_public_names() -> None:
-    """Map each public function of ember's namespaces to its public dotted name, once per
-    namespace (ember defines its ops in private modules, so ``__module__`` does not say)."""
+    """Map each public function of ember's namespaces (and the classes of ``ember``
+    itself) to its public dotted name, once per namespace: ember defines its ops in
+    private modules, so ``__module__`` does not say. The op inside an ``out=`` wrapper
+    (what the dispatch seam sees) gets the wrapper's name."""
     import importlib
     import sys
+    inner: dict[int, tuple[Any, str]] = {}
     for ns_name in _PUBLIC_NAMESPACES:
         if ns_name in _public_scanned:
             continue
@@ -92,11 +95,19 @@ def _scan_public_names() -> None:
                 continue
         _public_scanned.add(ns_name)
         for name, obj in list(vars(ns).items()):
-            if name.startswith("_") or isinstance(obj, (type, types.ModuleType)) or not callable(obj):
+            if name.startswith("_") or isinstance(obj, types.ModuleType) or not callable(obj):
+                continue
+            if isinstance(obj, type) and ns_name != "ember":
                 continue
             key = id(obj)
             if key not in _public_names or (ns_name == "ember.nn.functional" and name in _FUNCTIONAL_FIRST):
                 _public_names[key] = (obj, f"{ns_name}.{name}")
+            wrapped = getattr(obj, "__wrapped__", None)
+            while wrapped is not None:
+                inner.setdefault(id(wrapped), (wrapped, f"{ns_name}.{name}"))
+                wrapped = getattr(wrapped, "__wrapped__", None)
+    for key, entry in inner.items():
+        _public_names.setdefault(key, entry)
 
 
 def _find_module_of_method(orig_method) -> str:
@@ -142,6 +153,11 @@ def _type_repr(obj) -> str:
     if isinstance(obj, type) and not isinstance(obj, types.GenericAlias):
         if obj.__module__ == "builtins":
             return obj.__qualname__
+        if obj.__module__.startswith("ember."):  # ember.Tensor rather than ember._tensor.Tensor
+            _scan_public_names()
+            entry = _public_names.get(id(obj))
+            if entry is not None and entry[0] is obj:
+                return entry[1]
         return f"{obj.__module__}.{obj.__qualname__}"
     if obj is ...:
         return "..."

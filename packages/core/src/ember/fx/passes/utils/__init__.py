@@ -1,0 +1,5 @@
+"""Helpers for graph passes (torch.fx.passes.utils)."""
+
+from . import matcher_utils
+
+__all__ = ["matcher_utils"]

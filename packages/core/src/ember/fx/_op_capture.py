@@ -100,6 +100,11 @@ _CALL_FORMS = {
     'threshold': (3, ('inplace',)), 'pad': (2, ('mode', 'value')),
 }
 _METHOD_FORMS = frozenset({"tanh", "sigmoid"})  # torch's are ``input.tanh()``, ``input.sigmoid()``
+# the functions that pick their ``_with_indices`` form when ``return_indices=True``
+_WITH_INDICES = frozenset({"max_pool1d", "max_pool2d", "max_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+                           "adaptive_max_pool3d", "fractional_max_pool2d", "fractional_max_pool3d"})
+# node names after torch's function names where they differ from the public one
+_NODE_NAMES = {"logsigmoid": "log_sigmoid", "threshold": "_threshold"}
 # deprecated aliases torch traces through, recording what they call (interpolate)
 _TRACED_THROUGH = frozenset({"upsample", "upsample_bilinear", "upsample_nearest"})
 
@@ -131,17 +136,25 @@ def _bound(fn, impl, args, kwargs) -> dict:
 def record(tracer, fn, impl, args: tuple, kwargs: dict):
     """Append the node for ``fn(*args, **kwargs)`` to ``tracer``'s graph and return its Proxy."""
     name = _functional_name(fn)
-    if name is not None:
-        if name in _METHOD_FORMS:
-            bound = _bound(fn, impl, args, kwargs)
-            return tracer.create_proxy("call_method", name, (next(iter(bound.values())),), {})
-        form = _CALL_FORMS.get(name)
-        if form is not None:
-            npos, keywords = form
-            bound = _bound(fn, impl, args, kwargs)
-            values = list(bound.values())
-            args, kwargs = tuple(values[:npos]), {k: bound[k] for k in keywords if k in bound}
-    return tracer.create_proxy("call_function", fn, args, kwargs)
+    if name is None:
+        return tracer.create_proxy("call_function", fn, args, kwargs)
+    if name in _METHOD_FORMS:
+        bound = _bound(fn, impl, args, kwargs)
+        return tracer.create_proxy("call_method", name, (next(iter(bound.values())),), {})
+    form = _CALL_FORMS.get(name)
+    if form is not None:
+        bound = _bound(fn, impl, args, kwargs)
+        if name in _WITH_INDICES and bound.get("return_indices") is True:
+            # torch's dispatcher hands these calls to the _with_indices function
+            from ..nn import functional as F
+            name += "_with_indices"
+            fn = getattr(F, name)
+            form = _CALL_FORMS[name]
+        values = list(bound.values())
+        npos, keywords = form
+        args, kwargs = tuple(values[:npos]), {k: bound[k] for k in keywords if k in bound}
+    node_name = tracer.graph._target_to_str(_NODE_NAMES.get(name, name))  # the public name, not a private alias
+    return tracer.create_proxy("call_function", fn, args, kwargs, name=node_name)
 
 
 # Tensor's operators given a Proxy (``buffer * proxy``): torch records the Tensor method

@@ -393,3 +393,24 @@ def test_tracing_leaves_the_seam_as_it_was():
     assert ember.nn.Module.__call__ is module_call and ember.nn.Module.__getattr__ is module_getattr
     assert all(e.fn.__code__ is e.code for e in _dispatch.registered())
     assert F.relu(ember.tensor([-1.0, 2.0])).tolist() == [0.0, 2.0]
+
+
+@pytest.mark.parametrize("lib", [torch, ember], ids=["torch", "ember"])
+def test_record_stack_traces_point_at_the_program(lib):
+    tracer = _fx(lib).Tracer()
+    tracer.record_stack_traces = True
+    graph = tracer.trace(convnet(lib))
+    relu = next(n for n in graph.nodes if n.name == "relu")
+    first, code = relu.stack_trace.splitlines()[:2]  # torch's own frames may follow
+    assert first.endswith("in forward") and code.strip() == "x = F.max_pool2d(F.relu(self.conv1(x)), 2)"
+
+
+def test_is_fx_tracing_inside_a_trace_only():
+    from ember.fx._symbolic_trace import is_fx_symbolic_tracing, is_fx_tracing
+    seen = []
+
+    def f(x):
+        seen.append((is_fx_tracing(), is_fx_symbolic_tracing()))
+        return x + 1
+    symbolic_trace(f)
+    assert seen == [(True, True)] and not is_fx_tracing()

@@ -33,7 +33,8 @@ from .graph_module import GraphModule
 from .node import Argument
 from .proxy import ParameterProxy, Proxy, Scope, ScopeContextManager, TracerBase, _find_proxy, base_types
 
-__all__ = ["Tracer", "symbolic_trace", "wrap", "PH", "PHBase", "PHWithMeta", "ProxyableClassMeta", "is_fx_tracing"]
+__all__ = ["Tracer", "symbolic_trace", "wrap", "PH", "PHBase", "PHWithMeta", "ProxyableClassMeta", "is_fx_tracing",
+           "is_fx_symbolic_tracing"]
 
 _HAS_VARSTUFF = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 _orig_module_call = Module.__call__
@@ -43,6 +44,12 @@ _is_fx_tracing_flag = False
 
 def is_fx_tracing() -> bool:
     """Whether a symbolic trace is running (torch.fx._symbolic_trace.is_fx_tracing)."""
+    return _is_fx_tracing_flag
+
+
+def is_fx_symbolic_tracing() -> bool:
+    """Whether ``symbolic_trace``/``Tracer.trace`` is running (ember has no other tracer that
+    sets the flag, so the same as ``is_fx_tracing``)."""
     return _is_fx_tracing_flag
 
 

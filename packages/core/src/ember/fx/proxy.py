@@ -16,6 +16,8 @@ import dis
 import enum
 import inspect
 import operator
+import os
+import traceback
 from bisect import bisect_left
 from typing import Any, Callable, Iterator
 
@@ -105,6 +107,8 @@ class TracerBase:
         self.node_name_to_scope[node.name] = (self.scope.module_path, self.scope.module_type)
         if self.module_stack:
             node.meta["nn_module_stack"] = collections.OrderedDict(self.module_stack)
+        if self.record_stack_traces and not node.stack_trace:
+            node.stack_trace = _user_stack() or None
         return node
 
     def proxy(self, node: Node) -> Proxy:
@@ -176,6 +180,20 @@ class GraphAppendingTracer(TracerBase):
         self.scope = Scope("", None)
         self.module_stack = collections.OrderedDict()
         self.node_name_to_scope = {}
+
+
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _user_stack() -> str:
+    """The stack from the first ``forward`` frame on, ember's own frames left out (torch
+    keeps only what follows a ``forward`` too: no such frame, no stack)."""
+    frames = traceback.extract_stack()
+    first = next((i for i, f in enumerate(frames) if f.name == "forward"), None)
+    if first is None:
+        return ""
+    frames = [f for f in frames[first:] if not f.filename.startswith(_EMBER_DIR)]
+    return "".join(traceback.format_list(frames)).strip()
 
 
 def _no_nodes_error(arg):

@@ -19,8 +19,7 @@ def _run(*command):
     return out.stdout
 
 
-@pytest.mark.parametrize("program", ["fx_custom_tracer.py", "fx_replace_pattern.py", "fx_profile_interpreter.py",
-                                     "fx_invert.py", "fx_transformer.py"])
+@pytest.mark.parametrize("program", sorted(p for p in os.listdir(PROGRAMS) if p.startswith("fx_")))
 def test_fx_program_prints_what_it_prints_under_torch(program):
     path = os.path.join(PROGRAMS, program)
     with_torch = _run(path)

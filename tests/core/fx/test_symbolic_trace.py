@@ -4,6 +4,7 @@ public name with torch read as ember, args, kwargs, users); the traced module co
 what the eager one does, and what torch computes from the same weights."""
 
 import math
+import operator
 
 import numpy as np
 import pytest
@@ -414,3 +415,36 @@ def test_is_fx_tracing_inside_a_trace_only():
         return x + 1
     symbolic_trace(f)
     assert seen == [(True, True)] and not is_fx_tracing()
+
+
+def _iadd(t, x):
+    t += x
+    return t
+
+
+def _imul(t, x):
+    t *= x
+    return t
+
+
+def _setitem(t, x):
+    t[0] = x
+    return t
+
+
+_TENSOR_OPERATORS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
+                     operator.pow, operator.matmul, operator.and_, operator.or_, operator.xor, operator.lshift,
+                     operator.rshift, operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge,
+                     operator.getitem, _iadd, _imul, _setitem]
+
+
+@pytest.mark.parametrize("op", _TENSOR_OPERATORS, ids=lambda f: f.__name__)
+def test_tensor_operators_given_a_proxy_record_torchs_method(op):
+    integer = op in (operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift)
+
+    def build(lib):
+        def fn(x):
+            t = lib.ones(2, 2, dtype=lib.int64 if integer else lib.float32)
+            return op(t, x)
+        return fn
+    assert_same_graph(torch.fx.symbolic_trace(build(torch)).graph, symbolic_trace(build(ember)).graph)

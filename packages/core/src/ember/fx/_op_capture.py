@@ -164,12 +164,14 @@ _TENSOR_DUNDERS = {
     "__mod__": "remainder", "__pow__": "pow", "__matmul__": "matmul", "__and__": "__and__", "__or__": "__or__",
     "__xor__": "__xor__", "__lshift__": "__lshift__", "__rshift__": "__rshift__", "__eq__": "eq", "__ne__": "ne",
     "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge", "__getitem__": "__getitem__",
+    "__setitem__": "__setitem__", "__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_", "__itruediv__": "div_",
+    "__ipow__": "pow_",
 }
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _tensor_operator(op):
-    """``(method name, self, other)`` when the op was called by one of Tensor's operators
+    """``(method name, operands)`` when the op was called by one of Tensor's operators
     (looked up the stack, through ember's own frames only), else None."""
     from .. import _tensor
     f = sys._getframe(2)
@@ -184,8 +186,7 @@ def _tensor_operator(op):
             name = _TENSOR_DUNDERS.get(qualname[len("Tensor."):]) if qualname.startswith("Tensor.") else None
             if name is None:
                 return None
-            values = [f.f_locals[v] for v in f.f_code.co_varnames[:2]]
-            return (name, *values)
+            return name, tuple(f.f_locals[v] for v in f.f_code.co_varnames[:f.f_code.co_argcount])
     return None
 
 
@@ -198,8 +199,8 @@ class _ProxyMode(_dispatch.Mode):
             return proceed(args, kwargs)
         operator_call = _tensor_operator(op)
         if operator_call is not None:
-            name, this, other = operator_call
-            return proxy.tracer.create_proxy("call_method", name, (this, other), {})
+            name, operands = operator_call
+            return proxy.tracer.create_proxy("call_method", name, operands, {})
         return record(proxy.tracer, op.fn, op.impl, args, kwargs)
 
 

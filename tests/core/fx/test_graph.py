@@ -656,3 +656,21 @@ def test_attribute_path_helpers_match_torch():
     # torch's _has_attr answers False for every dotted path (it walks on a bool); ember's walks the path
     m = root(ember)
     assert egm._has_attr(m, "lin.weight") and not egm._has_attr(m, "lin.nope")
+
+
+def test_error_in_generated_code_is_reported_like_torch(capsys):
+    reports = []
+    for lib, fx in libs():
+        g = fx.Graph()
+        x = g.placeholder("x")
+        a = g.call_function(operator.neg, (x,))
+        b = g.call_function(operator.truediv, (a, 0))
+        g.output(b)
+        gm = fx.GraphModule(lib.nn.Module(), g)
+        with pytest.raises(ZeroDivisionError) as e:
+            gm(1)
+        assert e.value.__traceback__.tb_next is None or "eval_with_key" not in str(e.traceback[-1].path)
+        err = capsys.readouterr().err
+        reports.append(err[err.index("Call using an FX-traced Module"):])
+    assert reports[0] == reports[1]
+    assert "truediv = neg / 0" in reports[1] and "<--- HERE" in reports[1]

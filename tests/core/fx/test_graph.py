@@ -566,7 +566,11 @@ def test_pickle_and_deepcopy_round_trip():
             assert clone.lin.weight is not gm.lin.weight
         shallow = copy.copy(gm)
         assert shallow.lin is gm.lin
-    assert names[:2] == names[2:]
+        gm.note = "plain attribute"
+        gm.meta["_user_preserved_attributes"] = {"kept": 7}
+        clone = copy.deepcopy(gm)
+        names.append((hasattr(clone, "note"), getattr(clone, "kept", None)))
+    assert names[:3] == names[3:]
 
 
 def test_print_readable_and_str():
@@ -614,3 +618,59 @@ def test_compatibility_decorator_passes_through():
     assert ember.fx.map_arg((1, [2]), lambda n: n) == (1, [2])
     with pytest.raises(AssertionError, match="fn must be a callable"):
         ember.fx.map_arg(1, 3)
+
+
+@pytest.mark.parametrize("options", [{}, {"include_stride": True, "include_device": True}, {"colored": True},
+                                     {"expanded_def": True}, {"additional_meta": ["tag"]}])
+def test_print_readable_options_match_torch(options):
+    outs = []
+    for lib, fx in libs():
+        gm = fx.GraphModule(root(lib), build_basic(lib, fx))
+        x = lib.ones(2, 3)
+        for n in gm.graph.nodes:
+            n.meta["tag"] = n.op
+            if n.op == "placeholder":
+                n.meta["val"] = x
+        sub = fx.GraphModule(root(lib), build_basic(lib, fx))
+        gm.add_submodule("inner", sub)
+        outs.append(as_ember_code(gm.print_readable(print_output=False, **options)))
+    assert outs[0] == outs[1]
+
+
+def test_attribute_path_helpers_match_torch():
+    import torch.fx.graph_module as tgm
+
+    import ember.fx.graph_module as egm
+    out = []
+    for lib, mod in [(torch, tgm), (ember, egm)]:
+        m = root(lib)
+        res = [mod._has_attr(m, "lin"), mod._has_attr(m, "nope"), mod._has_attr(m, "nope.weight"),
+               tuple(mod._get_attr(m, "lin.bias").shape)]
+        with pytest.raises(AssertionError) as e:
+            mod._get_attr(m, "nope.weight")
+        res.append(str(e.value))
+        mod._del_attr(m, "lin.bias")
+        res.append(hasattr(m.lin, "bias"))
+        out.append(res)
+    assert out[0] == out[1]
+    # torch's _has_attr answers False for every dotted path (it walks on a bool); ember's walks the path
+    m = root(ember)
+    assert egm._has_attr(m, "lin.weight") and not egm._has_attr(m, "lin.nope")
+
+
+def test_error_in_generated_code_is_reported_like_torch(capsys):
+    reports = []
+    for lib, fx in libs():
+        g = fx.Graph()
+        x = g.placeholder("x")
+        a = g.call_function(operator.neg, (x,))
+        b = g.call_function(operator.truediv, (a, 0))
+        g.output(b)
+        gm = fx.GraphModule(lib.nn.Module(), g)
+        with pytest.raises(ZeroDivisionError) as e:
+            gm(1)
+        assert e.value.__traceback__.tb_next is None or "eval_with_key" not in str(e.traceback[-1].path)
+        err = capsys.readouterr().err
+        reports.append(err[err.index("Call using an FX-traced Module"):])
+    assert reports[0] == reports[1]
+    assert "truediv = neg / 0" in reports[1] and "<--- HERE" in reports[1]

@@ -169,20 +169,3 @@ def test_matcher_errors_like_torch():
             fx.subgraph_rewriter.replace_pattern_with_filters(gm, gm_of(lib, fx, neg_relu), None)
         msgs.append([str(e.value) for e in (e1, e2, e3)])
     assert msgs[0] == msgs[1]
-
-
-def test_function_patterns_are_traced():
-    """Patterns written as functions, as torch.fx programs write them (needs the tracer)."""
-    def functions(lib):
-        def pattern(a):
-            return lib.neg(lib.relu(a))
-
-        def replacement(a):
-            return lib.sigmoid(a)
-        return pattern, replacement
-    out = []
-    for lib, fx in libs():
-        gm = gm_of(lib, fx, program)
-        matches = fx.replace_pattern(gm, *functions(lib))
-        out.append((len(matches), as_ember_code(gm.code)))
-    assert out[0] == out[1]

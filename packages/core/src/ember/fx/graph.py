@@ -115,6 +115,18 @@ def _parse_stack_trace(stack_trace: str | None) -> tuple[str, str, str, str] | N
     return None
 
 
+def _identity(s: str) -> str:
+    return s
+
+
+def _color(code: str) -> Callable[[str], str]:
+    return lambda s: f"\033[{code}m{s}\033[0m"
+
+
+def _shape_str(shape) -> str:
+    return f"[{', '.join(str(x) for x in shape)}]"
+
+
 class _Namespace:
     """Unique names within one scope: each object gets one name, each name is used once,
     and a name never shadows a builtin or keyword unless it is that builtin."""
@@ -276,10 +288,14 @@ class CodeGen:
         self._body_transformer: Callable[[list[str]], list[str]] | None = None
         self._func_name: str = "forward"
 
-    def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str) -> str:
-        """``def forward(self, a, b):`` for free variables ``['a', 'b']``."""
+    def gen_fn_def(self, free_vars: list[str], maybe_return_annotation: str, *, expanded_def: bool = False) -> str:
+        """``def forward(self, a, b):`` for free variables ``['a', 'b']`` (one per line
+        with ``expanded_def``)."""
         if len(free_vars) == 0 or free_vars[0] != "self":
             free_vars.insert(0, "self")
+        if expanded_def:
+            args = "".join(f"    {a},\n" for a in free_vars)
+            return f"def {self._func_name}(\n{args}){maybe_return_annotation}:"
         return f"def {self._func_name}({', '.join(free_vars)}){maybe_return_annotation}:"
 
     def generate_output(self, output_args: Argument, *, repr_fn: Callable[[Any], str] | None = None) -> str:
@@ -297,8 +313,16 @@ class CodeGen:
         return []
 
     def _gen_python_code(self, nodes: _node_list, root_module: str, namespace: _Namespace, *,
-                         verbose: bool = False) -> PythonCode:
+                         verbose: bool = False, include_stride: bool = False, include_device: bool = False,
+                         colored: bool = False, expanded_def: bool = False,
+                         additional_meta: list[str] | None = None) -> PythonCode:
+        import os
+
         from .._tensor import Tensor
+        include_stride = include_stride or os.environ.get("FX_GRAPH_SHOW_STRIDE", "0") == "1"
+        include_device = include_device or os.environ.get("FX_GRAPH_SHOW_DEVICE", "0") == "1"
+        red, blue, dim, dim_blue, dim_green = ((_color(c) for c in ("31", "34", "2", "2m\033[34", "2m\033[32"))
+                                               if colored else (_identity,) * 5)
 
         free_vars: list[str] = []
         body: list[str] = []
@@ -353,7 +377,7 @@ class CodeGen:
                 return "[" + ", ".join(_get_repr(a) for a in arg) + "]"
             if isinstance(arg, slice):
                 return f"slice({_get_repr(arg.start)}, {_get_repr(arg.stop)}, {_get_repr(arg.step)})"
-            return repr(arg)
+            return blue(repr(arg))
 
         def _format_args(args: tuple, kwargs: dict) -> str:
             res = [_get_repr(a) for a in args]
@@ -379,7 +403,7 @@ class CodeGen:
             if len(user.users) == 0:  # kept for its side effect; free its value at once
                 to_delete.append(user)
             if to_delete:
-                body.append(";  " + " = ".join([repr(n) for n in to_delete] + ["None"]) + "\n")
+                body.append(";  " + dim(" = ".join([repr(n) for n in to_delete] + ["None"])) + "\n")
             else:
                 body.append("\n")
 
@@ -387,9 +411,13 @@ class CodeGen:
             annotation = "" if node.type is None else f" : {type_repr(node.type)}"
             if verbose:
                 meta_val = node.meta.get("val", node.meta.get("tensor_meta", node.meta.get("example_value")))
-                if isinstance(meta_val, Tensor) or (isinstance(meta_val, tuple) and hasattr(meta_val, "dtype")
-                                                    and hasattr(meta_val, "shape")):  # a TensorMetadata
-                    annotation = f': "{_dtype_abbr(meta_val.dtype)}[{", ".join(str(s) for s in meta_val.shape)}]"'
+                if isinstance(meta_val, Tensor):
+                    stride = _shape_str(meta_val.stride()) if include_stride else ""
+                    device = f"{meta_val.device}" if include_device else ""
+                    annotation = (f': "{red(_dtype_abbr(meta_val.dtype))}{blue(_shape_str(meta_val.shape))}'
+                                  f'{dim_blue(stride)}{dim_green(device)}"')
+                elif isinstance(meta_val, tuple) and hasattr(meta_val, "dtype") and hasattr(meta_val, "shape"):
+                    annotation = f': "{_dtype_abbr(meta_val.dtype)}{_shape_str(meta_val.shape)}"'  # TensorMetadata
             if node.op == "placeholder":
                 default = "" if not node.args else f" = {_get_repr(node.args[0])}"
                 free_vars.append(f"{node.target}{annotation}{default}")
@@ -440,11 +468,15 @@ class CodeGen:
             # verbose code says, once per run of nodes, where in the source they came from
             if node.op in ("placeholder", "output"):
                 return
+            extra = ""
+            parts = [f"{key}: {node.meta[key]}" for key in additional_meta or () if key in node.meta]
+            if parts:
+                extra = f"# {', '.join(parts)} "
             summary = "No stacktrace found for following nodes"
             parsed = _parse_stack_trace(node.stack_trace)
             if parsed is not None:
                 summary = "File: {}:{} in {}, code: {}".format(*parsed)
-            line = f"\n# {summary}\n"
+            line = f"\n{dim(f'{extra}# {summary}')}\n"
             if line != prev_summary[0]:
                 prev_summary[0] = line
                 body.append(line)
@@ -466,7 +498,10 @@ class CodeGen:
             body = self._body_transformer(body)
         for name, value in self.additional_globals():
             add_global(name, value)
-        prologue = self.gen_fn_def(free_vars, maybe_return_annotation[0])
+        if expanded_def:
+            prologue = self.gen_fn_def(free_vars, maybe_return_annotation[0], expanded_def=True)
+        else:
+            prologue = self.gen_fn_def(free_vars, maybe_return_annotation[0])  # subclasses may take two arguments
         code = "".join(body).lstrip("\n")
         code = "\n".join("    " + line for line in code.split("\n"))
         fn_code = f"""
@@ -708,10 +743,19 @@ class Graph:
 
     # ---- code ----------------------------------------------------------------------
     @compatibility(is_backward_compatible=True)
-    def python_code(self, root_module: str, *, verbose: bool = False) -> PythonCode:
+    def python_code(self, root_module: str, *, verbose: bool = False, include_stride: bool = False,
+                    include_device: bool = False, colored: bool = False, expanded_def: bool = False,
+                    record_func: bool = False, additional_meta: list[str] | None = None) -> PythonCode:
         """This graph as the source of ``forward`` (``root_module`` names the module that
         get_attr/call_module targets are looked up on, usually ``'self'``). Locals and
-        globals share one fresh namespace, so node names stay unique against globals."""
+        globals share one fresh namespace, so node names stay unique against globals.
+
+        ``verbose`` annotates values with dtype and shape from ``meta`` (``val``,
+        ``tensor_meta``) and notes where nodes came from; ``include_stride`` /
+        ``include_device`` add strides / devices to those annotations, ``colored`` ANSI
+        colours, ``additional_meta`` the named ``meta`` keys; ``expanded_def`` puts one
+        parameter per line. ``record_func`` (torch's profiler markers) is accepted and
+        has no effect."""
         namespace = _Namespace()
 
         def node_repr(n: Node) -> str:
@@ -722,7 +766,10 @@ class Graph:
             saved[node] = node._repr_fn
             object.__setattr__(node, "_repr_fn", node_repr)
         try:
-            return self._codegen._gen_python_code(self.nodes, root_module, namespace, verbose=verbose)
+            return self._codegen._gen_python_code(self.nodes, root_module, namespace, verbose=verbose,
+                                                  include_stride=include_stride, include_device=include_device,
+                                                  colored=colored, expanded_def=expanded_def,
+                                                  additional_meta=additional_meta)
         finally:
             for node, fn in saved.items():
                 object.__setattr__(node, "_repr_fn", fn)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import itertools
 import linecache
+import sys
+import traceback
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -41,7 +43,8 @@ class _EvalCacheLoader:
         self.next_id = 0
 
     def cache(self, src: str, globals: dict[str, Any]) -> str:
-        key = f"<eval_with_key>.{self.next_id}"
+        # a key of our own: torch.fx's "<eval_with_key>.N" may share this process's linecache
+        key = f"<eval_with_key>.ember.{self.next_id}"
         self.next_id += 1
         self.eval_cache[key] = src
         globals_copy = dict(globals)
@@ -98,6 +101,74 @@ def _assign_attr(from_obj: Any, to_module: Module, target: str) -> None:
         to_module.register_buffer(field, from_obj)
     else:
         setattr(to_module, field, from_obj)
+
+
+def _get_attr(model: Module, attr_name: str) -> Any:
+    """The attribute at dotted ``attr_name`` (``AssertionError`` for a missing prefix)."""
+    *prefix, field = attr_name.split(".")
+    t = model
+    for item in prefix:
+        t = getattr(t, item, None)
+        if t is None:
+            raise AssertionError(f"Attribute '{item}' not found in model")
+    return getattr(t, field)
+
+
+def _has_attr(model: Module, attr_name: str) -> bool:
+    """Whether dotted ``attr_name`` resolves (torch's version of this private helper
+    answers False for any dotted path; this one walks the path)."""
+    *prefix, field = attr_name.split(".")
+    t = model
+    for item in prefix:
+        if not hasattr(t, item):
+            return False
+        t = getattr(t, item)
+    return hasattr(t, field)
+
+
+def _del_attr(model: Module, attr_name: str) -> None:
+    *prefix, field = attr_name.split(".")
+    delattr(_get_attr(model, ".".join(prefix)) if prefix else model, field)
+
+
+# meta key whose {name: value} entries deepcopy sets again as attributes of the copy
+_USER_PRESERVED_ATTRIBUTES_KEY = "_user_preserved_attributes"
+
+
+class _WrappedCall:
+    """A GraphModule's ``__call__``: an exception raised in the generated code is
+    reported on stderr with the generated lines around it, and re-raised without the
+    generated frames (as torch.fx reports it)."""
+
+    def __init__(self, cls, cls_call) -> None:
+        self.cls = cls
+        self.cls_call = cls_call
+
+    @staticmethod
+    def _generate_error_message(frame: traceback.FrameSummary) -> str:
+        lineno, line = frame.lineno, frame.line
+        lines = linecache.getlines(frame.filename)
+        return "\n".join([traceback.format_exc(),
+                          f"Call using an FX-traced Module, line {lineno} of the traced Module's generated forward "
+                          "function:",
+                          "".join(lines[lineno - 2:lineno]), "~" * len(line) + "~~~ <--- HERE",
+                          "\n".join(lines[lineno:lineno + 2])])
+
+    def __call__(self, obj, *args, **kwargs):
+        try:
+            if self.cls_call is not None:
+                return self.cls_call(obj, *args, **kwargs)
+            return super(self.cls, obj).__call__(*args, **kwargs)
+        except Exception as e:
+            frame = traceback.StackSummary.extract(traceback.walk_tb(e.__traceback__))[-1]
+            if "eval_with_key" in frame.filename:
+                print(_WrappedCall._generate_error_message(frame), file=sys.stderr)
+                raise e.with_traceback(None)  # noqa: B904 (torch drops the generated frames)
+            raise
+
+
+def _call_wrapped(self, *args, **kwargs):
+    return self._wrapped_call(self, *args, **kwargs)
 
 
 class _CodeOnlyModule(Module):
@@ -281,7 +352,11 @@ class GraphModule(Module):
         python_code = self._graph.python_code(root_module="self")
         self._code = python_code.src
         self._lineno_map = python_code._lineno_map
-        type(self).forward = _forward_from_src(self._code, python_code.globals)
+        cls = type(self)
+        cls.forward = _forward_from_src(self._code, python_code.globals)
+        if "_wrapped_call" not in vars(cls):
+            cls._wrapped_call = _WrappedCall(cls, cls.__call__ if "__call__" in vars(cls) else None)
+        cls.__call__ = _call_wrapped
         for _, mod in self.named_children():
             if isinstance(mod, GraphModule):
                 mod.recompile()
@@ -411,6 +486,8 @@ class {module_name}(ember.nn.Module):
             if attr in self.__dict__:
                 object.__setattr__(res, attr, copy.deepcopy(self.__dict__[attr], memo))
         res.meta = copy.deepcopy(getattr(self, "meta", {}), memo)
+        for name, value in res.meta.get(_USER_PRESERVED_ATTRIBUTES_KEY, {}).items():
+            setattr(res, name, value)
         for hook in getattr(self, "_deepcopy_hooks", ()):
             hook(res)
         return res
@@ -422,11 +499,17 @@ class {module_name}(ember.nn.Module):
 
     # ---- printing ------------------------------------------------------------------
     @compatibility(is_backward_compatible=False)
-    def print_readable(self, print_output: bool = True) -> str:
+    def print_readable(self, print_output: bool = True, include_stride: bool = False, include_device: bool = False,
+                       colored: bool = False, *, fast_sympy_print: bool = False, expanded_def: bool = False,
+                       additional_meta: list[str] | None = None) -> str:
         """The generated code as a class (``class GraphModule(ember.nn.Module):``) with
-        shape/dtype annotations where ``meta`` has them, GraphModule children nested;
-        printed unless ``print_output=False``, and returned."""
-        out = _print_readable(self, self._get_name())
+        dtype/shape annotations where ``meta`` has them, GraphModule children nested;
+        printed unless ``print_output=False``, and returned. The options are
+        ``Graph.python_code``'s; ``fast_sympy_print`` is accepted (ember has no symbolic
+        shapes)."""
+        options = dict(include_stride=include_stride, include_device=include_device, colored=colored,
+                       expanded_def=expanded_def, additional_meta=additional_meta)
+        out = _print_readable(self, self._get_name(), options)
         if print_output:
             print(out)
         return out
@@ -436,11 +519,12 @@ class {module_name}(ember.nn.Module):
                           "# To see more debug info, please use `graph_module.print_readable()`"])
 
 
-def _print_readable(module: GraphModule, module_name: str) -> str:
-    src = module.graph.python_code(root_module="self", verbose=True).src.lstrip("\n")
+def _print_readable(module: GraphModule, module_name: str, options: dict) -> str:
+    src = module.graph.python_code(root_module="self", verbose=True, **options).src.lstrip("\n")
     code = _addindent(f"class {module_name}(ember.nn.Module):\n" + src, 4)
     children = [""]
+    child_options = {k: v for k, v in options.items() if k != "expanded_def"}  # as torch passes them on
     for name, sub in module.named_children():
         if isinstance(sub, GraphModule):
-            children.append(_print_readable(sub, name))
+            children.append(_print_readable(sub, name, child_options))
     return code + _addindent("\n".join(children), 4)

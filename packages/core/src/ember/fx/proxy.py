@@ -21,13 +21,12 @@ import traceback
 from bisect import bisect_left
 from typing import Any, Callable, Iterator
 
-from .graph import Graph
+from .graph import Graph, magic_methods, reflectable_magic_methods
 from .immutable_collections import immutable_dict, immutable_list
 from .node import Argument, Node, Target, map_aggregate, map_arg
 
 __all__ = ["base_types", "TracerBase", "GraphAppendingTracer", "TraceError", "Proxy", "Attribute", "ParameterProxy",
            "Scope", "ScopeContextManager", "magic_methods", "reflectable_magic_methods"]
-
 
 
 def _base_types() -> tuple:
@@ -41,17 +40,6 @@ def _base_types() -> tuple:
 
 # the values a node argument may hold as they are (torch.fx.node.base_types)
 base_types = _base_types()
-
-# operator names a Proxy answers as dunders; the reflectable ones also as __r<name>__
-reflectable_magic_methods = {
-    "add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "floordiv": "{} // {}", "truediv": "{} / {}",
-    "div": "{} / {}", "mod": "{} % {}", "pow": "{} ** {}", "lshift": "{} << {}", "rshift": "{} >> {}",
-    "and_": "{} & {}", "or_": "{} | {}", "xor": "{} ^ {}", "getitem": "{}[{}]", "matmul": "{} @ {}",
-}
-magic_methods = {
-    "eq": "{} == {}", "ne": "{} != {}", "lt": "{} < {}", "gt": "{} > {}", "le": "{} <= {}", "ge": "{} >= {}",
-    "pos": "+{}", "neg": "-{}", "invert": "~{}", **reflectable_magic_methods,
-}
 
 
 class TraceError(ValueError):
@@ -348,8 +336,10 @@ def _reflected(name: str):
     return impl
 
 
+# the operators a Proxy answers (graph.py's tables, which also print them); "div" is
+# Python 2's, kept there for printing only
 for _name in magic_methods:
-    if hasattr(operator, _name):  # "div" is Python 2's, kept in the table for code printing
+    if hasattr(operator, _name):
         setattr(Proxy, f"__{_name.strip('_')}__", _magic(_name))
 for _name in reflectable_magic_methods:
     if hasattr(operator, _name):

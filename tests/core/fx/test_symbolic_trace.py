@@ -448,3 +448,11 @@ def test_tensor_operators_given_a_proxy_record_torchs_method(op):
             return op(t, x)
         return fn
     assert_same_graph(torch.fx.symbolic_trace(build(torch)).graph, symbolic_trace(build(ember)).graph)
+
+
+@pytest.mark.parametrize("build", [convnet, residual, containers], ids=lambda f: f.__name__)
+def test_retracing_a_graph_module(build):
+    tm, em = _pair(build)
+    tg = torch.fx.symbolic_trace(torch.fx.symbolic_trace(tm))
+    eg = symbolic_trace(symbolic_trace(em))
+    assert_same_graph(tg.graph, eg.graph)

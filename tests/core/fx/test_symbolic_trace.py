@@ -14,7 +14,7 @@ from _compare import assert_same_graph
 
 import ember
 import ember.fx
-from ember.fx import Proxy, symbolic_trace
+from ember.fx import Proxy, Tracer, symbolic_trace
 from ember.fx.proxy import TraceError
 from ember.ops import _dispatch
 
@@ -456,3 +456,36 @@ def test_retracing_a_graph_module(build):
     tg = torch.fx.symbolic_trace(torch.fx.symbolic_trace(tm))
     eg = symbolic_trace(symbolic_trace(em))
     assert_same_graph(tg.graph, eg.graph)
+
+
+def halve(x):
+    return x / 2
+
+
+def test_autowrap_functions_are_leaf_calls():
+    def build(lib):
+        class Net(lib.nn.Module):
+            def forward(self, x):
+                return halve(x) + math.floor(2.5)
+        return Net()
+    tg = torch.fx.GraphModule(build(torch), torch.fx.Tracer(autowrap_functions=(halve,)).trace(build(torch)))
+    eg = ember.fx.GraphModule(build(ember), Tracer(autowrap_functions=(halve,)).trace(build(ember)))
+    assert_same_graph(tg.graph, eg.graph)
+    assert [n.target for n in eg.graph.nodes if n.op == "call_function"][0] is halve
+    assert eg(ember.tensor([4.0])).tolist() == [4.0]
+
+
+def hidden_module(lib):
+    class Hidden(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.hidden = [lib.nn.ReLU()]  # a plain list: not a submodule
+
+        def forward(self, x):
+            return self.hidden[0](x)
+    return Hidden()
+
+
+def test_calling_a_module_that_is_not_a_submodule():
+    assert _errors(hidden_module, ember) == _errors(hidden_module, torch) == (
+        "NameError", "module is not installed as a submodule")

@@ -693,3 +693,25 @@ def test_error_in_generated_code_is_reported_like_torch(capsys):
         reports.append(err[err.index("Call using an FX-traced Module"):])
     assert reports[0] == reports[1]
     assert "truediv = neg / 0" in reports[1] and "<--- HERE" in reports[1]
+
+
+def test_codegen_subclass_changes_signature_and_return():
+    outs = []
+    for lib, fx in libs():
+        class ListCodeGen(fx.CodeGen):
+            def gen_fn_def(self, free_vars, maybe_return_annotation):  # the older two-argument form
+                names = [v.split(" = ")[0] for v in free_vars]  # drop the defaults
+                return f"def forward(self, args_list):\n    {', '.join(names)}, = args_list"
+
+            def generate_output(self, output_args):
+                return f"return [{output_args!r}]"
+
+            def process_inputs(self, *args):
+                return (list(args),)
+
+        g = build_basic(lib, fx)
+        g.set_codegen(ListCodeGen())
+        gm = fx.GraphModule(root(lib), g)
+        out = gm([lib.ones(2, 3), 1.0])
+        outs.append((as_ember_code(gm.code), tuple(out[0][0].shape), g.process_inputs(1, 2)))
+    assert outs[0] == outs[1]

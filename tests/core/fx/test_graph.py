@@ -715,3 +715,30 @@ def test_codegen_subclass_changes_signature_and_return():
         out = gm([lib.ones(2, 3), 1.0])
         outs.append((as_ember_code(gm.code), tuple(out[0][0].shape), g.process_inputs(1, 2)))
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("only_kwargs", [False, True])
+def test_normalized_arguments_match_torch(only_kwargs):
+    def build(lib, fx):
+        F = lib.nn.functional
+        m = lib.nn.Module()
+        m.lin = lib.nn.Linear(3, 3)
+        m.act = type("Custom", (lib.nn.ReLU,), {})()
+        g = fx.Graph()
+        x = g.placeholder("x")
+        calls = [g.call_function(F.relu, (x,)),
+                 g.call_function(F.dropout, (x, 0.2), {"training": False}),
+                 g.call_function(F.layer_norm, (x, [3])),
+                 g.call_function(F.softmax, (x,), {"dim": 1}),
+                 g.call_function(F.leaky_relu, (x, 0.1)),
+                 g.call_module("lin", (x,)),
+                 g.call_module("act", (x,)),
+                 g.call_method("relu", (x,))]
+        g.output(x)
+        gm = fx.GraphModule(m, g)
+        return [n.normalized_arguments(gm, normalize_to_only_use_kwargs=only_kwargs) for n in calls]
+    def norm(r):
+        if r is None:
+            return None
+        return (tuple(getattr(a, "name", a) for a in r.args), {k: getattr(v, "name", v) for k, v in r.kwargs.items()})
+    assert [norm(r) for r in build(ember, ember.fx)] == [norm(r) for r in build(torch, torch.fx)]

@@ -517,6 +517,22 @@ class Node:
             return _mutates_by_kwargs(self.kwargs)
         return False
 
+    @compatibility(is_backward_compatible=False)
+    def normalized_arguments(self, root, arg_types: tuple | None = None, kwarg_types: dict | None = None,
+                             normalize_to_only_use_kwargs: bool = False):
+        """This call's arguments matched to the callee's signature, defaults filled in
+        (``operator_schemas.ArgsKwargsPair``), for call_function and for call_module of
+        ember.nn's modules (resolved on ``root``); None otherwise or when the signature
+        has ``*args``/``**kwargs``/positional-only parameters."""
+        from .operator_schemas import normalize_function, normalize_module
+        if self.op == "call_function":
+            return normalize_function(self.target, self.args, self.kwargs, arg_types, kwarg_types,
+                                      normalize_to_only_use_kwargs=normalize_to_only_use_kwargs)
+        if self.op == "call_module":
+            return normalize_module(root, self.target, self.args, self.kwargs,
+                                    normalize_to_only_use_kwargs=normalize_to_only_use_kwargs)
+        return None
+
     # -- printing -------------------------------------------------------------------
     def __repr__(self) -> str:
         if self._repr_fn:

@@ -489,3 +489,20 @@ def hidden_module(lib):
 def test_calling_a_module_that_is_not_a_submodule():
     assert _errors(hidden_module, ember) == _errors(hidden_module, torch) == (
         "NameError", "module is not installed as a submodule")
+
+
+@pytest.mark.parametrize("lib", [torch, ember], ids=["torch", "ember"])
+def test_nodes_made_while_preserving_meta_inherit_it(lib):
+    fx = _fx(lib)
+    source = fx.Graph()
+    old = source.placeholder("x")
+    old.meta["nn_module_stack"] = {"block": ("block", object)}
+    old.meta["stack_trace"] = 'File "model.py", line 3, in forward'
+    graph = fx.Graph()
+    tracer = fx.proxy.GraphAppendingTracer(graph)
+    with fx.traceback.preserve_node_meta(), fx.traceback.set_current_meta(old):
+        node = tracer.create_proxy("placeholder", "y", (), {}).node
+    assert node.meta["nn_module_stack"] == old.meta["nn_module_stack"]
+    assert node.stack_trace == old.meta["stack_trace"]
+    outside = tracer.create_proxy("placeholder", "z", (), {}).node
+    assert "nn_module_stack" not in outside.meta and outside.stack_trace is None

@@ -21,6 +21,7 @@ import traceback
 from bisect import bisect_left
 from typing import Any, Callable, Iterator
 
+from . import traceback as fx_traceback
 from .graph import Graph, magic_methods, reflectable_magic_methods
 from .immutable_collections import immutable_dict, immutable_list
 from .node import Argument, Node, Target, map_aggregate, map_arg
@@ -93,7 +94,9 @@ class TracerBase:
         what is recorded (refuse in-place ops, say)."""
         node = self.graph.create_node(kind, target, args, kwargs, name, type_expr)
         self.node_name_to_scope[node.name] = (self.scope.module_path, self.scope.module_type)
-        if self.module_stack:
+        if fx_traceback.has_preserved_node_meta():  # a pass re-emitting a node: the new one inherits its meta
+            fx_traceback._copy_current_meta(node)
+        elif self.module_stack:
             node.meta["nn_module_stack"] = collections.OrderedDict(self.module_stack)
         if self.record_stack_traces and not node.stack_trace:
             node.stack_trace = _user_stack() or None

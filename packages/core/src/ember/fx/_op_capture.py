@@ -182,11 +182,15 @@ def _tensor_operator(op):
         if f is None or not f.f_code.co_filename.startswith(_EMBER_DIR):
             return None
         if f.f_code.co_filename == _tensor.__file__:
-            qualname = getattr(f.f_code, "co_qualname", "")
+            code = f.f_code
+            # Python 3.10's code objects have no co_qualname: a method of Tensor has it as self
+            qualname = getattr(code, "co_qualname", None) or (
+                f"Tensor.{code.co_name}" if code.co_argcount and isinstance(f.f_locals.get(code.co_varnames[0]),
+                                                                           _tensor.Tensor) else "")
             name = _TENSOR_DUNDERS.get(qualname[len("Tensor."):]) if qualname.startswith("Tensor.") else None
             if name is None:
                 return None
-            return name, tuple(f.f_locals[v] for v in f.f_code.co_varnames[:f.f_code.co_argcount])
+            return name, tuple(f.f_locals[v] for v in code.co_varnames[:code.co_argcount])
     return None
 
 

@@ -354,6 +354,10 @@ class Tracer(TracerBase):
                 self.root = Module()
                 fn = root
             self.graph = Graph(tracer_cls=getattr(self, "__class__", None))
+            if hasattr(fn, "__code__"):  # where the traced code came from, as torch records it
+                code = fn.__code__
+                self.graph._co_fields = {"co_name": code.co_name, "co_filename": code.co_filename,
+                                         "co_firstlineno": code.co_firstlineno}
             self.tensor_attrs: dict = {}
 
             def collect_tensor_attrs(m: Module, prefix: list[str]) -> None:

@@ -506,3 +506,11 @@ def test_nodes_made_while_preserving_meta_inherit_it(lib):
     assert node.stack_trace == old.meta["stack_trace"]
     outside = tracer.create_proxy("placeholder", "z", (), {}).node
     assert "nn_module_stack" not in outside.meta and outside.stack_trace is None
+
+
+def test_proxy_buffer_attributes():
+    def make(lib):
+        tracer = _fx(lib).Tracer()
+        tracer.proxy_buffer_attributes = True  # buffers become get_attr nodes where they are read
+        return tracer
+    _check(parameters_and_buffers, _x(2, 3), tracer=make)

@@ -14,6 +14,8 @@ import pytest
 import torch
 import torch.fx
 from _compare import as_ember_code, assert_same_graph, torch_public_name
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 import ember.fx
@@ -85,7 +87,7 @@ def test_names_made_unique_like_torch():
         x = g.placeholder("x")
         nodes = [x]
         for name in ["add", "add", "add_1", "add_7", "add", "sum", "list", "if", "a.b", "1x", "", "foo_01",
-                     "CamelCase", "self", "x"]:
+                     "CamelCase", "self", "x", "torch", "pytree", "device", "inf", "NoneType", "print", "_"]:
             nodes.append(g.call_function(operator.add, (nodes[-1], 1), name=name or None))
         for target in ["__add__", "camelCase", "add_", "relu"]:
             nodes.append(g.call_method(target, (nodes[-1],)))
@@ -742,3 +744,18 @@ def test_normalized_arguments_match_torch(only_kwargs):
             return None
         return (tuple(getattr(a, "name", a) for a in r.args), {k: getattr(v, "name", v) for k, v in r.kwargs.items()})
     assert [norm(r) for r in build(ember, ember.fx)] == [norm(r) for r in build(torch, torch.fx)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="ab_1.x", min_size=0, max_size=6) | st.sampled_from(["add", "add_1", "sum", "if",
+                                                                                      "list_2", "x"]),
+                min_size=1, max_size=12))
+def test_unique_names_match_torch_for_any_candidates(candidates):
+    names = []
+    for _lib, fx in libs():
+        g = fx.Graph()
+        x = g.placeholder("x")
+        made = [g.call_function(operator.neg, (x,), name=c or None).name for c in candidates]
+        made += [g.placeholder(c or "p").name for c in candidates]
+        names.append(made)
+    assert names[0] == names[1]

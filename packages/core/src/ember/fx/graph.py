@@ -61,6 +61,8 @@ def _register_ember_builtins() -> None:
 
 
 _register_ember_builtins()
+# names torch.fx reserves for its own globals: reserving them too keeps node names torch's
+_illegal_names.update({name: object() for name in ("torch", "fx_pytree", "pytree")})
 
 
 def _is_magic(x: str) -> bool:

@@ -18,6 +18,7 @@ import inspect
 import operator
 import os
 import traceback
+import weakref
 from bisect import bisect_left
 from typing import Any, Callable, Iterator
 
@@ -163,7 +164,11 @@ class TracerBase:
 
 
 class GraphAppendingTracer(TracerBase):
-    """The tracer of a Proxy made around a node of an existing graph: it appends to that graph."""
+    """The tracer of a Proxy made around a node of an existing graph: it appends to that graph.
+
+    While it lives, ember's functions called with its Proxies record nodes (as torch's do
+    through ``__torch_function__``): it listens at the dispatch seam from its creation
+    until it is garbage-collected, on the thread that made it."""
 
     def __init__(self, graph: Graph):
         super().__init__()
@@ -171,6 +176,11 @@ class GraphAppendingTracer(TracerBase):
         self.scope = Scope("", None)
         self.module_stack = collections.OrderedDict()
         self.node_name_to_scope = {}
+        from ._op_capture import ops_see_proxies
+        capture = ops_see_proxies()
+        capture.__enter__()
+        # the finalizer holds the context, not the tracer: the tracer's last Proxy going away ends it
+        weakref.finalize(self, capture.__exit__, None, None, None)
 
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

@@ -14,6 +14,8 @@ import pytest
 import torch
 import torch.fx
 from _compare import as_ember_code, assert_same_graph, torch_public_name
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 import ember.fx
@@ -85,7 +87,7 @@ def test_names_made_unique_like_torch():
         x = g.placeholder("x")
         nodes = [x]
         for name in ["add", "add", "add_1", "add_7", "add", "sum", "list", "if", "a.b", "1x", "", "foo_01",
-                     "CamelCase", "self", "x"]:
+                     "CamelCase", "self", "x", "torch", "pytree", "device", "inf", "NoneType", "print", "_"]:
             nodes.append(g.call_function(operator.add, (nodes[-1], 1), name=name or None))
         for target in ["__add__", "camelCase", "add_", "relu"]:
             nodes.append(g.call_method(target, (nodes[-1],)))
@@ -283,7 +285,7 @@ def test_bad_targets_raise_like_torch():
     assert msgs[0] == msgs[1]
 
 
-def build_dce(lib, fx):
+def build_dce(lib, fx, mutating=False):
     g = fx.Graph()
     x = g.placeholder("x")
     g.call_function(lib.relu, (x,))  # dead
@@ -291,10 +293,16 @@ def build_dce(lib, fx):
     g.call_function(lib.exp, (a,))  # dead, and makes neg dead after it goes
     g.call_function(lib.rand, ((2,),))  # random: kept
     g.call_function(operator.setitem, (x, 0, 1.0))  # side effect: kept
-    g.call_function(lib.relu_, (x,))  # in-place, but pure to torch.fx
-    g.call_method("add_", (x, 1))  # call_method: pure to torch.fx
     g.call_module("drop", (x,))
     g.call_module("keep", (x,))
+    g.call_function(lib.nn.functional.relu, (x,), {"inplace": False})  # dead
+    if mutating:  # pure to torch.fx 2.13, which drops them (see Node.is_impure)
+        g.call_function(lib.relu_, (x,))
+        g.call_method("add_", (x, 1))
+        g.call_function(lib.nn.init.normal_, (x,))
+        g.call_function(lib.nn.functional.relu, (x,), {"inplace": True})
+        g.call_function(lib.add, (x, 1), {"out": x})
+        g.call_method("__add__", (x, 1))  # dead: a dunder, not an in-place op
     g.output(x)
     return g
 
@@ -303,14 +311,17 @@ class _Impure:
     _is_impure = True
 
 
+def dce_root(lib):
+    m = lib.nn.Module()
+    m.drop = lib.nn.ReLU()
+    m.keep = type("Keep", (lib.nn.ReLU, _Impure), {})()
+    return m
+
+
 def test_eliminate_dead_code_like_torch():
     results = []
     for lib, fx in libs():
-        m = lib.nn.Module()
-        m.drop = lib.nn.ReLU()
-        m.keep = type("Keep", (lib.nn.ReLU, _Impure), {})()
-        g = build_dce(lib, fx)
-        gm = fx.GraphModule(m, g)
+        gm = fx.GraphModule(dce_root(lib), build_dce(lib, fx))
         changed = gm.graph.eliminate_dead_code()
         again = gm.graph.eliminate_dead_code()
         gm.recompile()
@@ -321,6 +332,16 @@ def test_eliminate_dead_code_like_torch():
         results.append([n.name for n in g2.nodes])
     assert results[0] == results[2] and results[1] == results[3]
     assert "rand" in results[2][2] and "keep" in results[2][2] and "drop" not in results[2][2]
+
+
+def test_eliminate_dead_code_keeps_mutating_calls():
+    kept = {}
+    for lib, fx in libs():
+        gm = fx.GraphModule(dce_root(lib), build_dce(lib, fx, mutating=True))
+        gm.graph.eliminate_dead_code()
+        kept[lib.__name__] = [n.name for n in gm.graph.nodes]
+    assert kept["ember"] == ["x", "rand", "setitem", "keep", "relu_", "add_", "normal_", "relu_2", "add", "output"]
+    assert kept["torch"] == ["x", "rand", "setitem", "keep", "output"]  # torch.fx 2.13 drops them
 
 
 def test_dce_without_owner_for_call_module_raises():
@@ -656,3 +677,85 @@ def test_attribute_path_helpers_match_torch():
     # torch's _has_attr answers False for every dotted path (it walks on a bool); ember's walks the path
     m = root(ember)
     assert egm._has_attr(m, "lin.weight") and not egm._has_attr(m, "lin.nope")
+
+
+def test_error_in_generated_code_is_reported_like_torch(capsys):
+    reports = []
+    for lib, fx in libs():
+        g = fx.Graph()
+        x = g.placeholder("x")
+        a = g.call_function(operator.neg, (x,))
+        b = g.call_function(operator.truediv, (a, 0))
+        g.output(b)
+        gm = fx.GraphModule(lib.nn.Module(), g)
+        with pytest.raises(ZeroDivisionError) as e:
+            gm(1)
+        assert e.value.__traceback__.tb_next is None or "eval_with_key" not in str(e.traceback[-1].path)
+        err = capsys.readouterr().err
+        reports.append(err[err.index("Call using an FX-traced Module"):])
+    assert reports[0] == reports[1]
+    assert "truediv = neg / 0" in reports[1] and "<--- HERE" in reports[1]
+
+
+def test_codegen_subclass_changes_signature_and_return():
+    outs = []
+    for lib, fx in libs():
+        class ListCodeGen(fx.CodeGen):
+            def gen_fn_def(self, free_vars, maybe_return_annotation):  # the older two-argument form
+                names = [v.split(" = ")[0] for v in free_vars]  # drop the defaults
+                return f"def forward(self, args_list):\n    {', '.join(names)}, = args_list"
+
+            def generate_output(self, output_args):
+                return f"return [{output_args!r}]"
+
+            def process_inputs(self, *args):
+                return (list(args),)
+
+        g = build_basic(lib, fx)
+        g.set_codegen(ListCodeGen())
+        gm = fx.GraphModule(root(lib), g)
+        out = gm([lib.ones(2, 3), 1.0])
+        outs.append((as_ember_code(gm.code), tuple(out[0][0].shape), g.process_inputs(1, 2)))
+    assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("only_kwargs", [False, True])
+def test_normalized_arguments_match_torch(only_kwargs):
+    def build(lib, fx):
+        F = lib.nn.functional
+        m = lib.nn.Module()
+        m.lin = lib.nn.Linear(3, 3)
+        m.act = type("Custom", (lib.nn.ReLU,), {})()
+        g = fx.Graph()
+        x = g.placeholder("x")
+        calls = [g.call_function(F.relu, (x,)),
+                 g.call_function(F.dropout, (x, 0.2), {"training": False}),
+                 g.call_function(F.layer_norm, (x, [3])),
+                 g.call_function(F.softmax, (x,), {"dim": 1}),
+                 g.call_function(F.leaky_relu, (x, 0.1)),
+                 g.call_module("lin", (x,)),
+                 g.call_module("act", (x,)),
+                 g.call_method("relu", (x,))]
+        g.output(x)
+        gm = fx.GraphModule(m, g)
+        return [n.normalized_arguments(gm, normalize_to_only_use_kwargs=only_kwargs) for n in calls]
+    def norm(r):
+        if r is None:
+            return None
+        return (tuple(getattr(a, "name", a) for a in r.args), {k: getattr(v, "name", v) for k, v in r.kwargs.items()})
+    assert [norm(r) for r in build(ember, ember.fx)] == [norm(r) for r in build(torch, torch.fx)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="ab_1.x", min_size=0, max_size=6) | st.sampled_from(["add", "add_1", "sum", "if",
+                                                                                      "list_2", "x"]),
+                min_size=1, max_size=12))
+def test_unique_names_match_torch_for_any_candidates(candidates):
+    names = []
+    for _lib, fx in libs():
+        g = fx.Graph()
+        x = g.placeholder("x")
+        made = [g.call_function(operator.neg, (x,), name=c or None).name for c in candidates]
+        made += [g.placeholder(c or "p").name for c in candidates]
+        names.append(made)
+    assert names[0] == names[1]

@@ -124,3 +124,20 @@ def test_traced_module_shape_prop_and_print_readable():
     TShapeProp(tgm).propagate(torch.tensor(XB))
     ShapeProp(egm).propagate(ember.tensor(XB))
     assert as_ember_code(tgm.print_readable(print_output=False)) == egm.print_readable(print_output=False)
+
+
+def test_transformer_carries_node_meta_like_torch():
+    """New nodes take the stack trace, module stack and custom meta of the node they come
+    from (torch also adds its own provenance keys, from_node and seq_nr)."""
+    out = []
+    for lib, fx in libs():
+        gm = build(lib, fx)
+        for n in gm.graph.nodes:
+            n.meta.update(custom={"k": n.name}, other=1, nn_module_stack={"lin": ("lin", "Linear")})
+            n.stack_trace = f'File "prog.py", line 3, in forward\n    {n.name}()'
+        new = fx.Transformer(gm).transform()
+        out.append([(n.name, sorted(set(n.meta) - {"from_node", "seq_nr"}), n.meta.get("custom"), n.stack_trace)
+                    for n in new.graph.nodes])
+    assert out[0] == out[1]
+    from ember.fx import traceback as fx_traceback
+    assert not fx_traceback.has_preserved_node_meta() and fx_traceback.get_current_meta() == {}

@@ -29,7 +29,7 @@ from ._dtype import bool_ as bool  # noqa: A001  (torch.bool)
 from ._layout import layout, sparse_coo, strided
 from ._legacy import TENSOR_TYPES as _TENSOR_TYPES
 from ._memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
-from ._queries import get_device, is_distributed, is_storage, typename
+from ._queries import _assert, get_device, is_distributed, is_storage, typename
 from ._settings import (
     are_deterministic_algorithms_enabled,
     compiled_with_cxx11_abi,

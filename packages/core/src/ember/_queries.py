@@ -1,9 +1,9 @@
 """torch's questions about arbitrary objects and tensors (torch docs, "torch.typename",
-"torch.is_storage", "torch.is_distributed", "torch.get_device")."""
+"torch.is_storage", "torch.is_distributed", "torch.get_device", "torch._assert")."""
 
 from __future__ import annotations
 
-__all__ = ["typename", "is_storage", "is_distributed", "get_device"]
+__all__ = ["typename", "is_storage", "is_distributed", "get_device", "_assert"]
 
 
 def typename(obj, /) -> str:
@@ -45,3 +45,12 @@ def is_distributed(input) -> bool:
 def get_device(input) -> int:
     """``input.get_device()``: the CUDA device index, -1 on the CPU."""
     return input.get_device()
+
+
+def _assert(condition, message):
+    """``assert condition, message`` as a function, so that a traced program keeps its
+    checks as graph nodes (torch._assert); AssertionError with ``message`` when false."""
+    assert condition, message
+
+
+_assert.__module__ = "ember"  # published as ember._assert, the name graphs print (torch._assert)

@@ -61,6 +61,8 @@ def _register_ember_builtins() -> None:
 
 
 _register_ember_builtins()
+# names torch.fx reserves for its own globals: reserving them too keeps node names torch's
+_illegal_names.update({name: object() for name in ("torch", "fx_pytree", "pytree")})
 
 
 def _is_magic(x: str) -> bool:
@@ -126,6 +128,15 @@ def _parse_stack_trace(stack_trace: str | None) -> tuple[str, str, str, str] | N
         if m:
             return m.group(1), m.group(2), m.group(3), lines[idx + 1].strip()
     return None
+
+
+def _call_with_accepted(method, *args, **kwargs):
+    """Call ``method`` with the keyword arguments its signature names: a CodeGen
+    subclass written for an older signature still works, as torch lets it."""
+    params = inspect.signature(method).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        kwargs = {k: v for k, v in kwargs.items() if k in params}
+    return method(*args, **kwargs)
 
 
 def _identity(s: str) -> str:
@@ -473,7 +484,7 @@ class CodeGen:
             if node.op == "output":
                 if node.type is not None:
                     maybe_return_annotation[0] = f" -> {type_repr(node.type)}"
-                body.append(self.generate_output(node.args[0], repr_fn=_get_repr))
+                body.append(_call_with_accepted(self.generate_output, node.args[0], repr_fn=_get_repr))
                 return
             raise NotImplementedError(f"node: {node.op} {node.target}")
 
@@ -513,10 +524,8 @@ class CodeGen:
             body = self._body_transformer(body)
         for name, value in self.additional_globals():
             add_global(name, value)
-        if expanded_def:
-            prologue = self.gen_fn_def(free_vars, maybe_return_annotation[0], expanded_def=True)
-        else:
-            prologue = self.gen_fn_def(free_vars, maybe_return_annotation[0])  # subclasses may take two arguments
+        prologue = _call_with_accepted(self.gen_fn_def, free_vars, maybe_return_annotation[0],
+                                       expanded_def=expanded_def)
         code = "".join(body).lstrip("\n")
         code = "\n".join("    " + line for line in code.split("\n"))
         fn_code = f"""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import itertools
 import linecache
+import sys
+import traceback
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -41,7 +43,8 @@ class _EvalCacheLoader:
         self.next_id = 0
 
     def cache(self, src: str, globals: dict[str, Any]) -> str:
-        key = f"<eval_with_key>.{self.next_id}"
+        # a key of our own: torch.fx's "<eval_with_key>.N" may share this process's linecache
+        key = f"<eval_with_key>.ember.{self.next_id}"
         self.next_id += 1
         self.eval_cache[key] = src
         globals_copy = dict(globals)
@@ -130,6 +133,42 @@ def _del_attr(model: Module, attr_name: str) -> None:
 
 # meta key whose {name: value} entries deepcopy sets again as attributes of the copy
 _USER_PRESERVED_ATTRIBUTES_KEY = "_user_preserved_attributes"
+
+
+class _WrappedCall:
+    """A GraphModule's ``__call__``: an exception raised in the generated code is
+    reported on stderr with the generated lines around it, and re-raised without the
+    generated frames (as torch.fx reports it)."""
+
+    def __init__(self, cls, cls_call) -> None:
+        self.cls = cls
+        self.cls_call = cls_call
+
+    @staticmethod
+    def _generate_error_message(frame: traceback.FrameSummary) -> str:
+        lineno, line = frame.lineno, frame.line
+        lines = linecache.getlines(frame.filename)
+        return "\n".join([traceback.format_exc(),
+                          f"Call using an FX-traced Module, line {lineno} of the traced Module's generated forward "
+                          "function:",
+                          "".join(lines[lineno - 2:lineno]), "~" * len(line) + "~~~ <--- HERE",
+                          "\n".join(lines[lineno:lineno + 2])])
+
+    def __call__(self, obj, *args, **kwargs):
+        try:
+            if self.cls_call is not None:
+                return self.cls_call(obj, *args, **kwargs)
+            return super(self.cls, obj).__call__(*args, **kwargs)
+        except Exception as e:
+            frame = traceback.StackSummary.extract(traceback.walk_tb(e.__traceback__))[-1]
+            if "eval_with_key" in frame.filename:
+                print(_WrappedCall._generate_error_message(frame), file=sys.stderr)
+                raise e.with_traceback(None)  # noqa: B904 (torch drops the generated frames)
+            raise
+
+
+def _call_wrapped(self, *args, **kwargs):
+    return self._wrapped_call(self, *args, **kwargs)
 
 
 class _CodeOnlyModule(Module):
@@ -313,7 +352,11 @@ class GraphModule(Module):
         python_code = self._graph.python_code(root_module="self")
         self._code = python_code.src
         self._lineno_map = python_code._lineno_map
-        type(self).forward = _forward_from_src(self._code, python_code.globals)
+        cls = type(self)
+        cls.forward = _forward_from_src(self._code, python_code.globals)
+        if "_wrapped_call" not in vars(cls):
+            cls._wrapped_call = _WrappedCall(cls, cls.__call__ if "__call__" in vars(cls) else None)
+        cls.__call__ = _call_wrapped
         for _, mod in self.named_children():
             if isinstance(mod, GraphModule):
                 mod.recompile()

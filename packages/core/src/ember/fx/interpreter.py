@@ -13,6 +13,7 @@ import inspect
 import logging
 from typing import Any, Iterator
 
+from . import traceback as fx_traceback
 from ._compatibility import compatibility
 from .graph import Graph
 from .graph_module import GraphModule
@@ -102,9 +103,14 @@ class Interpreter:
 
     @compatibility(is_backward_compatible=True)
     def run_node(self, n: Node) -> Any:
-        """Fetch ``n``'s arguments from ``env`` and dispatch to the method named by ``n.op``."""
-        args, kwargs = self.fetch_args_kwargs_from_env(n)
-        return getattr(self, n.op)(n.target, args, kwargs)
+        """Fetch ``n``'s arguments from ``env`` and dispatch to the method named by ``n.op``
+        (with ``n.meta`` current, inside ``fx.traceback.preserve_node_meta()``)."""
+        if not fx_traceback.should_preserve_node_meta:
+            args, kwargs = self.fetch_args_kwargs_from_env(n)
+            return getattr(self, n.op)(n.target, args, kwargs)
+        with fx_traceback.set_current_meta(n, f"Interpreter_{type(self).__name__}"):
+            args, kwargs = self.fetch_args_kwargs_from_env(n)
+            return getattr(self, n.op)(n.target, args, kwargs)
 
     # ---- one method per opcode ---------------------------------------------------
     @compatibility(is_backward_compatible=True)
@@ -197,8 +203,19 @@ class Transformer(Interpreter):
             def is_leaf_module(self, _, __) -> bool:
                 return True
 
+            def create_proxy(self, *args, **kwargs):
+                proxy = super().create_proxy(*args, **kwargs)
+                if fx_traceback.should_preserve_node_meta:  # the node being transformed lends its meta
+                    fx_traceback._copy_current_meta(proxy.node)
+                return proxy
+
         self.tracer = TransformerTracer(self.new_graph)
         self.tracer.root = module
+
+    def run_node(self, n: Node):
+        # new nodes inherit the stack trace and module stack of the node they come from
+        with fx_traceback.preserve_node_meta():
+            return super().run_node(n)
 
     @compatibility(is_backward_compatible=True)
     def placeholder(self, target: Target, args: tuple, kwargs: dict):
@@ -223,8 +240,10 @@ class Transformer(Interpreter):
     def transform(self) -> GraphModule:
         """Run the transformation and return the new GraphModule (sharing ``module``'s
         submodules and attributes); the output node keeps the old one's ``meta``."""
+        from ._op_capture import ops_see_proxies
         from .proxy import Proxy
-        result = super().run(enable_io_processing=False)
+        with ops_see_proxies():  # overrides may call ember's functions on the Proxies
+            result = super().run(enable_io_processing=False)
         if result is not None:
             new_output = self.new_graph.output(map_aggregate(result, lambda a: a.node if isinstance(a, Proxy) else a))
             old_output = list(self.graph.nodes)[-1]

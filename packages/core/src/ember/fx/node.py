@@ -61,6 +61,15 @@ def _is_random(fn) -> bool:
         return False
 
 
+def _is_inplace_name(name: str) -> bool:
+    """torch's naming of in-place ops: a trailing underscore (``add_``), not a dunder."""
+    return name.endswith("_") and not name.startswith("_")
+
+
+def _mutates_by_kwargs(kwargs) -> bool:
+    return kwargs.get("inplace") is True or kwargs.get("out") is not None
+
+
 # ---- qualified names ---------------------------------------------------------------
 
 # ember.nn.functional names whose function object is also ember's top-level one, but whose
@@ -472,10 +481,14 @@ class Node:
     @compatibility(is_backward_compatible=False)
     def is_impure(self, impure_random: bool = True) -> bool:
         """Whether dead-code elimination must keep this node: placeholders and the output,
-        calls of a module whose ``_is_impure`` is true, and calls of side-effectful
-        functions (``operator.setitem``, ``has_side_effect``-marked ones) or of the random
-        functions (torch.fx.Node.is_impure; like torch, an in-place op such as ``relu_``
-        counts as pure)."""
+        calls of a module whose ``_is_impure`` is true, calls of side-effectful functions
+        (``operator.setitem``, ``has_side_effect``-marked ones), of the random functions,
+        and calls that mutate their inputs: an in-place op (``ember.relu_``,
+        ``x.add_(1)``, ``nn.init.normal_``), ``inplace=True`` or an ``out=`` tensor.
+
+        torch.fx documents the mutating case (a mutable schema) but 2.13 sees it only on
+        its aten overloads, so it drops ``torch.relu_(x)`` / ``x.add_(1)`` whose results
+        go unused; ember keeps them, as dropping them would change the program."""
         if self.op in ("placeholder", "output"):
             return True
         if self.op == "call_module":
@@ -485,16 +498,40 @@ class Node:
             if target_mod is None:
                 raise AssertionError(f"Did not find expected submodule target {self.target}")
             return getattr(target_mod, "_is_impure", False)
+        if self.op == "call_method":
+            return _is_inplace_name(self.target) or _mutates_by_kwargs(self.kwargs)
         if self.op == "call_function":
-            if impure_random and getattr(self.target, "_nondeterministic_seeded", False):
+            target = self.target
+            if impure_random and getattr(target, "_nondeterministic_seeded", False):
                 return True
-            if _is_random(self.target):
+            if _is_random(target):
                 return True
             try:
-                return self.target in _side_effectful_functions
+                if target in _side_effectful_functions:
+                    return True
             except TypeError:
-                return False
+                pass
+            module = getattr(target, "__module__", None) or ""
+            if module.startswith("ember") and _is_inplace_name(getattr(target, "__name__", "")):
+                return True
+            return _mutates_by_kwargs(self.kwargs)
         return False
+
+    @compatibility(is_backward_compatible=False)
+    def normalized_arguments(self, root, arg_types: tuple | None = None, kwarg_types: dict | None = None,
+                             normalize_to_only_use_kwargs: bool = False):
+        """This call's arguments matched to the callee's signature, defaults filled in
+        (``operator_schemas.ArgsKwargsPair``), for call_function and for call_module of
+        ember.nn's modules (resolved on ``root``); None otherwise or when the signature
+        has ``*args``/``**kwargs``/positional-only parameters."""
+        from .operator_schemas import normalize_function, normalize_module
+        if self.op == "call_function":
+            return normalize_function(self.target, self.args, self.kwargs, arg_types, kwarg_types,
+                                      normalize_to_only_use_kwargs=normalize_to_only_use_kwargs)
+        if self.op == "call_module":
+            return normalize_module(root, self.target, self.args, self.kwargs,
+                                    normalize_to_only_use_kwargs=normalize_to_only_use_kwargs)
+        return None
 
     # -- printing -------------------------------------------------------------------
     def __repr__(self) -> str:

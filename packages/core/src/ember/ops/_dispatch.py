@@ -135,9 +135,13 @@ def _template(nfree: int) -> types.CodeType:
     return code
 
 
-def _trampoline(entry: OpEntry) -> types.CodeType:
+def _trampoline(entry: OpEntry, handler=None) -> types.CodeType:
+    """Code for ``entry.fn`` that calls ``handler(entry, args, kwargs)`` (the seam's
+    ``_dispatch`` unless another listener, such as fx's tracer for the forwarders the
+    seam does not register, brings its own)."""
     code = _template(len(entry.code.co_freevars))
-    consts = tuple((_dispatch, entry) if c == ("DISPATCH", "ENTRY") else c for c in code.co_consts)
+    handler = _dispatch if handler is None else handler
+    consts = tuple((handler, entry) if c == ("DISPATCH", "ENTRY") else c for c in code.co_consts)
     names = {"co_name": entry.code.co_name, "co_filename": entry.code.co_filename,
              "co_firstlineno": entry.code.co_firstlineno}
     if hasattr(entry.code, "co_qualname"):  # Python 3.11+

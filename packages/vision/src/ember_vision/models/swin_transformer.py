@@ -10,6 +10,7 @@ from functools import partial
 from typing import Any, Callable, Optional
 
 import ember
+import ember.fx
 from ember import nn
 from ember.nn import functional as F
 
@@ -61,6 +62,9 @@ def _patch_merging_pad(x):
     x2 = x[..., 0::2, 1::2, :]
     x3 = x[..., 1::2, 1::2, :]
     return ember.cat([x0, x1, x2, x3], -1)
+
+
+ember.fx.wrap("_patch_merging_pad")  # as torchvision: shape arithmetic a symbolic trace cannot follow
 
 
 class PatchMerging(nn.Module):
@@ -184,6 +188,9 @@ def shifted_window_attention(
     if shifted:
         x = ember.roll(x, shifts=(shift_size[0], shift_size[1]), dims=(1, 2))
     return x[:, :H, :W, :].contiguous()
+
+
+ember.fx.wrap("shifted_window_attention")
 
 
 class ShiftedWindowAttention(nn.Module):

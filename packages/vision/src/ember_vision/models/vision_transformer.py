@@ -28,9 +28,9 @@ def _layer_norm_1e6(dim: int) -> nn.Module:
 
 
 def _check(condition: bool, message: str) -> None:
-    # torchvision checks these shapes with torch._assert, which raises AssertionError.
-    if not condition:
-        raise AssertionError(message)
+    # torchvision checks these shapes with torch._assert (AssertionError), which symbolic
+    # tracing keeps as a graph node instead of evaluating it
+    ember._assert(condition, message)
 
 
 class MLPBlock(nn.Sequential):
@@ -75,7 +75,7 @@ class EncoderBlock(nn.Module):
         self.mlp = MLPBlock(hidden_dim, mlp_dim, dropout)
 
     def forward(self, input):
-        _check(input.dim() == 3, f"Expected (batch_size, seq_length, hidden_dim) got {tuple(input.shape)}")
+        _check(input.dim() == 3, f"Expected (batch_size, seq_length, hidden_dim) got {input.shape}")
         x = self.ln_1(input)
         x, _ = self.self_attention(x, x, x, need_weights=False)
         x = self.dropout(x) + input
@@ -112,7 +112,7 @@ class Encoder(nn.Module):
         self.ln = norm_layer(hidden_dim)
 
     def forward(self, input):
-        _check(input.dim() == 3, f"Expected (batch_size, seq_length, hidden_dim) got {tuple(input.shape)}")
+        _check(input.dim() == 3, f"Expected (batch_size, seq_length, hidden_dim) got {input.shape}")
         return self.ln(self.layers(self.dropout(input + self.pos_embedding)))
 
 

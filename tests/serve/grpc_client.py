@@ -14,6 +14,10 @@ reads one JSON command per line on stdin and writes one JSON answer per line on 
 - ``{"op": "infer", "model", "version", "id", "inputs": [{"name", "datatype", "shape", "data"}],
   "outputs": [names] | null}`` through ``InferenceServerClient.infer`` (raw_input_contents, as
   tritonclient always sends), outputs read back with ``InferResult.as_numpy``;
+- ``{"op": "stream", "requests": [infer commands]}``: the requests sent one after another on one
+  stream (``start_stream`` / ``async_stream_infer``), the answers collected from the stream's
+  callback as ``{"answers": [...]}`` in the order they came, each an infer answer or
+  ``{"ok": false, "message", "id"}`` (the stream's error_message, with the request id it names);
 - ``{"op": "message", "model", "version", "inputs": [{"name", "datatype", "shape", "contents":
   {field: values}}], "raw": [base64] | null, "outputs": [names] | null}``: a ModelInferRequest
   built field by field (typed contents, or raw bytes as given) and sent through the generated
@@ -28,6 +32,7 @@ import base64
 import json
 import struct
 import sys
+import threading
 
 import grpc
 import numpy as np
@@ -109,13 +114,16 @@ class Client:
                 return self.infer(cmd)
             if op == "message":
                 return self.message(cmd)
+            if op == "stream":
+                return self.stream(cmd)
         except InferenceServerException as e:
             return {"ok": False, "code": str(e.status()).rsplit(".", 1)[-1], "message": e.message()}
         except grpc.RpcError as e:
             return {"ok": False, "code": e.code().name, "message": e.details()}
         raise ValueError(f"unknown op {op!r}")
 
-    def infer(self, cmd: dict) -> dict:
+    @staticmethod
+    def _infer_args(cmd: dict) -> tuple[list, list | None]:
         inputs = []
         for spec in cmd["inputs"]:
             t = grpcclient.InferInput(spec["name"], list(spec["shape"]), spec["datatype"])
@@ -124,8 +132,40 @@ class Client:
         outputs = None
         if cmd.get("outputs") is not None:
             outputs = [grpcclient.InferRequestedOutput(n) for n in cmd["outputs"]]
+        return inputs, outputs
+
+    def infer(self, cmd: dict) -> dict:
+        inputs, outputs = self._infer_args(cmd)
         r = self.triton.infer(cmd["model"], inputs, model_version=cmd.get("version", "") or "", outputs=outputs,
                               request_id=cmd.get("id", "") or "")
+        return self._result(r)
+
+    def stream(self, cmd: dict) -> dict:
+        answers, done = [], threading.Condition()
+
+        def callback(result, error):
+            with done:
+                if error is not None:
+                    # the stream's error_message; the request it names comes with it in infer_response
+                    answers.append({"ok": False, "message": error.message()})
+                else:
+                    answers.append(self._result(result))
+                done.notify_all()
+
+        self.triton.start_stream(callback=callback)
+        try:
+            for req in cmd["requests"]:
+                inputs, outputs = self._infer_args(req)
+                self.triton.async_stream_infer(req["model"], inputs, model_version=req.get("version", "") or "",
+                                               outputs=outputs, request_id=req.get("id", "") or "")
+            with done:
+                done.wait_for(lambda: len(answers) >= len(cmd["requests"]), timeout=cmd.get("timeout", 60))
+        finally:
+            self.triton.stop_stream()
+        return {"ok": True, "answers": answers}
+
+    @staticmethod
+    def _result(r) -> dict:
         resp = r.get_response()
         out = {}
         for o in resp.outputs:

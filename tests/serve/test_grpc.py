@@ -434,3 +434,76 @@ def test_text_generation_takes_request_parameters(tmp_path):
     assert answer["ok"], answer
     assert answer["outputs"]["text_output"]["data"] == [want]
     assert rest_answer == [want.encode()]
+
+
+def _by_id(answers):
+    return {a["id"]: a for a in answers if a["ok"]}
+
+
+def test_stream_infer_answers_every_request_on_the_stream(client, grpc_server):
+    rng = np.random.default_rng(21)
+    x1, x2 = rng.random((3, 4), dtype=np.float32), rng.random((2, 4), dtype=np.float32)
+    words = np.array([b"a", "\u00e9".encode()], dtype=object)
+    requests = [dict(model="lin", version="1", id="s-1", inputs=[tensor("input__0", x1, "FP32")]),
+                dict(model="lin", version="2", id="s-2", inputs=[tensor("input__0", x2, "FP32")]),
+                dict(model="echo", id="s-3", inputs=[tensor("w", words, "BYTES")], outputs=["out_w"])]
+    answer = client.ask(op="stream", requests=requests)
+    assert answer["ok"] and len(answer["answers"]) == 3 and all(a["ok"] for a in answer["answers"]), answer
+    got = _by_id(answer["answers"])
+    assert sorted(got) == ["s-1", "s-2", "s-3"]
+    assert (got["s-1"]["model_name"], got["s-1"]["model_version"]) == ("lin", "1")
+    assert got["s-2"]["model_version"] == "2"
+    for rid, x, version in (("s-1", x1, "1"), ("s-2", x2, "2")):
+        out = output_array(got[rid]["outputs"]["output__0"])
+        np.testing.assert_allclose(out, grpc_server.torch[version](x), rtol=1e-5, atol=1e-6)
+        unary = client.ask(op="infer", model="lin", version=version, inputs=[tensor("input__0", x, "FP32")])
+        np.testing.assert_array_equal(out, output_array(unary["outputs"]["output__0"]))
+    assert list(got["s-3"]["outputs"]) == ["out_w"]
+    np.testing.assert_array_equal(output_array(got["s-3"]["outputs"]["out_w"]), words)
+
+
+def test_stream_errors_are_messages_and_the_stream_goes_on(client, grpc_server):
+    status, _, text = http("GET", grpc_server.metrics + "/metrics")
+    before = text.decode()
+    x = np.random.default_rng(22).random((1, 4), dtype=np.float32)
+    good = [tensor("input__0", x, "FP32")]
+    requests = [dict(model="lin", id="ok-1", inputs=good),
+                dict(model="nosuch", id="bad-model", inputs=good),
+                dict(model="lin", id="bad-shape", inputs=[tensor("input__0", np.zeros((1, 5), np.float32), "FP32")]),
+                dict(model="late", id="bad-late", inputs=[tensor("x", np.zeros(2, np.float32), "FP32")]),
+                dict(model="lin", id="ok-2", inputs=good)]
+    answer = client.ask(op="stream", requests=requests)
+    answers = answer["answers"]
+    assert len(answers) == 5, answer  # one answer per request, errors included: the stream stayed open
+    got = _by_id(answers)
+    assert sorted(got) == ["ok-1", "ok-2"]
+    for rid in got:
+        np.testing.assert_allclose(output_array(got[rid]["outputs"]["output__0"]), grpc_server.torch["1"](x),
+                                   rtol=1e-5, atol=1e-6)
+    errors = sorted(a["message"] for a in answers if not a["ok"])
+    assert len(errors) == 3
+    assert any("unknown model 'nosuch'" in e for e in errors)
+    assert any("does not match" in e for e in errors)
+    assert any("response_timeout_s" in e for e in errors)
+    # the same stream's failures are counted as ModelInfer's are, by the HTTP status of the outcome
+    status, _, text = http("GET", grpc_server.metrics + "/metrics")
+    after = text.decode()
+    for model, code, n in (("lin", "200", 2), ("lin", "400", 1), ("late", "504", 1)):
+        labels = dict(model=model, protocol="grpc", code=code)
+        assert _metric(after, "ember_requests_total", **labels) == _metric(before, "ember_requests_total",
+                                                                           **labels) + n
+    assert client.ask(op="ready")["value"] is True
+
+
+def test_stream_requests_run_concurrently_and_share_batches(client):
+    """Three one-row requests to ``slow`` on one stream: answered one at a time they would each run
+    alone (3 x SLOW_S); run concurrently, the later ones queue behind the first and share a batch."""
+    requests = [dict(model="slow", id=f"c-{i}", inputs=[tensor("x", np.array([[i]], np.int64), "INT64")])
+                for i in range(3)]
+    answer = client.ask(op="stream", requests=requests, timeout=6 * SLOW_S)
+    got = _by_id(answer["answers"])
+    assert sorted(got) == ["c-0", "c-1", "c-2"], answer
+    for i in range(3):
+        np.testing.assert_array_equal(output_array(got[f"c-{i}"]["outputs"]["out_x"]), [[i]])
+    rows = [output_array(got[f"c-{i}"]["outputs"]["batch_rows"])[0] for i in range(3)]
+    assert max(rows) >= 2, rows

@@ -4,7 +4,8 @@ It runs on the server's one event loop beside the REST applications and answers 
 same registry: a ModelInfer request goes to the same ServedModel queue as a REST infer request
 (and is batched with it), under the same limits (the model's ``max_request_bytes``, queue size,
 response timeout), and is counted in the same metrics (protocol ``grpc``). Failures are the
-call's status, mapped from the HTTP status the REST route gives the same failure, as Triton
+call's status (on ModelStreamInfer, a response's ``error_message``, the stream going on, as
+Triton answers), mapped from the HTTP status the REST route gives the same failure, as Triton
 maps its errors: 400 INVALID_ARGUMENT, 404 NOT_FOUND, 409 ALREADY_EXISTS, 413
 RESOURCE_EXHAUSTED, 503 UNAVAILABLE, 504 DEADLINE_EXCEEDED, anything else INTERNAL. A failed
 call changes nothing else: the server and the model's batch go on.
@@ -15,6 +16,7 @@ Source: the Open Inference Protocol's gRPC specification and Triton's gRPC statu
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -43,7 +45,7 @@ def grpc_code(http_status: int) -> grpc.StatusCode:
 
 
 class GRPCInferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
-    """Health, metadata and ModelInfer over ``state`` (``registry``, ``metrics``, ``ready``)."""
+    """Health, metadata, ModelInfer and ModelStreamInfer over ``state`` (``registry``, ``metrics``, ``ready``)."""
 
     def __init__(self, state):
         self.state = state
@@ -82,6 +84,61 @@ class GRPCInferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
         return resp
 
     async def ModelInfer(self, request, context):
+        resp, status, message = await self._infer(request, "ModelInfer")
+        if resp is None:
+            await context.abort(grpc_code(status), message)
+        return resp
+
+    async def ModelStreamInfer(self, request_iterator, context):
+        """Triton's bidirectional stream: every request read is answered as soon as it finishes
+        (requests run concurrently, so they batch with each other and with REST's); a failed
+        request is a response with ``error_message`` and the stream goes on. The client ending
+        the stream (or the call) cancels what is still running."""
+        answers: asyncio.Queue = asyncio.Queue()
+        inflight = 0
+        reading = True
+
+        async def answer(msg):
+            nonlocal inflight
+            try:
+                resp, status, message = await self._infer(msg, "ModelStreamInfer")
+                if resp is None:  # the request's names and id tell the client which one failed
+                    item = pb.ModelStreamInferResponse(error_message=message, infer_response=pb.ModelInferResponse(
+                        model_name=msg.model_name, model_version=msg.model_version, id=msg.id))
+                else:
+                    item = pb.ModelStreamInferResponse(infer_response=resp)
+            finally:
+                inflight -= 1  # in the same step as the put below: the consumer sees both or neither
+            answers.put_nowait(item)
+
+        async def read():
+            nonlocal inflight, reading
+            try:
+                async for msg in request_iterator:
+                    inflight += 1
+                    task = asyncio.ensure_future(answer(msg))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+            finally:
+                reading = False
+                answers.put_nowait(None)  # wakes the consumer to look again
+
+        tasks: set = set()
+        reader = asyncio.ensure_future(read())
+        try:
+            while reading or inflight or not answers.empty():
+                item = await answers.get()
+                if item is not None:
+                    yield item
+            if reader.done() and not reader.cancelled() and reader.exception() is not None:
+                raise reader.exception()
+        finally:
+            reader.cancel()
+            for task in list(tasks):
+                task.cancel()
+
+    async def _infer(self, request, call: str):
+        """``(response, 200, "")``, or ``(None, HTTP status, message)`` for a failed request."""
         start = time.perf_counter()
         rid = request.id or uuid.uuid4().hex
         m = None
@@ -97,18 +154,18 @@ class GRPCInferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
             resp = encode_model_infer_response(m, answer, options)
         except Exception as e:
             status, message, _ = status_of(e)
-            self._log(rid, request.model_name, status, start, m)
-            await context.abort(grpc_code(status), message)
-        self._log(rid, request.model_name, 200, start, m)
-        return resp
+            self._log(call, rid, request.model_name, status, start, m)
+            return None, status, message
+        self._log(call, rid, request.model_name, 200, start, m)
+        return resp, 200, ""
 
-    def _log(self, rid: str, name: str, status: int, start: float, served) -> None:
+    def _log(self, call: str, rid: str, name: str, status: int, start: float, served) -> None:
         elapsed = time.perf_counter() - start
         if served is not None:
             served.record(status == 200, elapsed)
             # the code label keeps its REST meaning: the HTTP status the same outcome gets there
             self.state.metrics.count_request(served.name, "grpc", status)
-        access.info("%s grpc ModelInfer %d %.1fms model=%s", rid, status, elapsed * 1e3, name)
+        access.info("%s grpc %s %d %.1fms model=%s", rid, call, status, elapsed * 1e3, name)
 
 
 def build_grpc_server(state, host: str, port: int, max_receive_bytes: int):

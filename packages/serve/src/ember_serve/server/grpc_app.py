@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 
 import grpc
 
@@ -28,6 +27,7 @@ from ..protos import inference_pb2 as pb
 from ..protos import inference_pb2_grpc as pb_grpc
 from .errors import BodyTooLarge, status_of
 from .grpc_protocol import encode_model_infer_response, parse_model_infer_request
+from .ids import new_request_id
 from .registry import ModelNotFound
 
 __all__ = ["GRPCInferenceServicer", "build_grpc_server", "grpc_code"]
@@ -140,7 +140,7 @@ class GRPCInferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
     async def _infer(self, request, call: str):
         """``(response, 200, "")``, or ``(None, HTTP status, message)`` for a failed request."""
         start = time.perf_counter()
-        rid = request.id or uuid.uuid4().hex
+        rid = request.id or new_request_id()
         m = None
         try:
             m = self._model(request.model_name, request.model_version)

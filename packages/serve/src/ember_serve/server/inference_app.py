@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-import uuid
 
 from starlette.applications import Starlette
 from starlette.requests import Request as HTTPRequest
@@ -15,6 +14,7 @@ from starlette.routing import Route
 from .. import __version__
 from ..handlers import Request
 from .errors import read_body, status_of
+from .ids import new_request_id
 from .protocol import HEADER_LENGTH, encode_infer_response, parse_infer_request
 
 __all__ = ["build_inference_app"]
@@ -31,8 +31,9 @@ def build_inference_app(state) -> Starlette:
             served=None):
         if served is not None:
             served.record(status == 200, time.perf_counter() - start)
-        access.info("%s %s %s %d %.1fms model=%s", rid, request.method, request.url.path, status,
-                    (time.perf_counter() - start) * 1e3, model)
+        if access.isEnabledFor(logging.INFO):  # request.url builds a URL object: only when logged
+            access.info("%s %s %s %d %.1fms model=%s", rid, request.method, request.url.path, status,
+                        (time.perf_counter() - start) * 1e3, model)
         if served is not None:  # only served names become labels: unknown ones must not grow the metrics
             metrics.count_request(served.name, protocol, status)
 
@@ -73,7 +74,7 @@ def build_inference_app(state) -> Starlette:
 
     async def infer(request):
         start = time.perf_counter()
-        rid = request.headers.get("x-request-id") or uuid.uuid4().hex
+        rid = request.headers.get("x-request-id") or new_request_id()
         name, m = request.path_params["model"], None
         try:
             m = _model(request)
@@ -93,7 +94,7 @@ def build_inference_app(state) -> Starlette:
 
     async def predictions(request):
         start = time.perf_counter()
-        rid = request.headers.get("x-request-id") or uuid.uuid4().hex
+        rid = request.headers.get("x-request-id") or new_request_id()
         name, m = request.path_params["model"], None
         try:
             m = _model(request)

@@ -151,12 +151,22 @@ class ServedModel:
         request.rows = self.rows(request)
         item = WorkItem(request, request.rows, loop)
         self.batcher.submit(item)
+        # a timer on the item's own future, not wait_for(shield(...)): that made a task, a second
+        # future and their callbacks per request, on the event loop every request goes through
+        timer = loop.call_later(self.config.response_timeout_s, self._expire, item)
         try:
-            return await asyncio.wait_for(asyncio.shield(item.future), self.config.response_timeout_s)
-        except asyncio.TimeoutError:
-            item.cancelled = True
-            raise TimeoutError(f"model {self.name} version {self.version} gave no answer within "
-                               f"{self.config.response_timeout_s:g} s (response_timeout_s)") from None
+            return await item.future
+        finally:
+            timer.cancel()
+            if not item.future.done() or item.future.cancelled():
+                item.cancelled = True  # the caller is gone: a worker that has not started it drops it
+
+    def _expire(self, item: WorkItem) -> None:
+        item.cancelled = True
+        if not item.future.done():
+            item.future.set_exception(TimeoutError(
+                f"model {self.name} version {self.version} gave no answer within "
+                f"{self.config.response_timeout_s:g} s (response_timeout_s)"))
 
     def record(self, ok: bool, seconds: float) -> None:
         """Count one request answered (``ok``) or failed, and its end-to-end duration."""

@@ -18,6 +18,10 @@ reads one JSON command per line on stdin and writes one JSON answer per line on 
   stream (``start_stream`` / ``async_stream_infer``), the answers collected from the stream's
   callback as ``{"answers": [...]}`` in the order they came, each an infer answer or
   ``{"ok": false, "message", "id"}`` (the stream's error_message, with the request id it names);
+- ``{"op": "statistics", "model", "version"}``: ``get_inference_statistics``, and ``{"op":
+  "repository_index", "ready", "token"}``: ``get_model_repository_index`` (through the stub when
+  ``ready`` is asked: tritonclient has no argument for it), as dicts with every field, 64-bit
+  integers as numbers;
 - ``{"op": "message", "model", "version", "inputs": [{"name", "datatype", "shape", "contents":
   {field: values}}], "raw": [base64] | null, "outputs": [names] | null}``: a ModelInferRequest
   built field by field (typed contents, or raw bytes as given) and sent through the generated
@@ -37,6 +41,7 @@ import threading
 import grpc
 import numpy as np
 import tritonclient.grpc as grpcclient
+from google.protobuf import json_format
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
@@ -67,6 +72,23 @@ def decode_raw(raw: bytes, datatype: str, shape) -> np.ndarray:
         bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
         return bits.view(np.float32).reshape(shape)
     return np.frombuffer(raw, dtype=np.dtype(NUMPY[datatype]).newbyteorder("<")).reshape(shape)
+
+
+def as_dict(message) -> dict:
+    """A message with every field, its 64-bit integers as numbers (protobuf's JSON form writes strings)."""
+    def fix(value, field=None):
+        if isinstance(value, dict):
+            return {k: fix(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fix(v, field) for v in value]
+        if isinstance(value, str) and field in INT_FIELDS:
+            return int(value)
+        return value
+    return fix(json_format.MessageToDict(message, preserving_proto_field_name=True,
+                                         always_print_fields_with_no_presence=True))
+
+
+INT_FIELDS = {"count", "ns", "last_inference", "inference_count", "execution_count", "batch_size", "id", "byte_size"}
 
 
 def input_array(spec: dict) -> np.ndarray:
@@ -116,6 +138,17 @@ class Client:
                 return self.message(cmd)
             if op == "stream":
                 return self.stream(cmd)
+            if op == "statistics":
+                resp = self.triton.get_inference_statistics(model, version)
+                return {"ok": True, "value": as_dict(resp)}
+            if op == "repository_index":
+                headers = {"authorization": f"Bearer {cmd['token']}"} if cmd.get("token") else None
+                if cmd.get("ready"):
+                    resp = self.stub.RepositoryIndex(service_pb2.RepositoryIndexRequest(ready=True), timeout=60,
+                                                     metadata=list((headers or {}).items()))
+                else:
+                    resp = self.triton.get_model_repository_index(headers=headers)
+                return {"ok": True, "value": as_dict(resp)}
         except InferenceServerException as e:
             return {"ok": False, "code": str(e.status()).rsplit(".", 1)[-1], "message": e.message()}
         except grpc.RpcError as e:

@@ -16,6 +16,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 
 import ml_dtypes
 import numpy as np
@@ -301,6 +302,9 @@ def test_answer_later_than_the_timeout_is_deadline_exceeded(client):
 def test_calls_beyond_the_protocol_are_unimplemented(client):
     answer = client.ask(op="model_config", model="lin")
     assert answer["ok"] is False and answer["code"] == "UNIMPLEMENTED"
+    # the repository calls need --model-control explicit, as REST's routes do
+    answer = client.ask(op="repository_index")
+    assert answer["ok"] is False and answer["code"] == "UNIMPLEMENTED" and "explicit" in answer["message"]
 
 
 def _metric(text, name, **labels):
@@ -507,3 +511,57 @@ def test_stream_requests_run_concurrently_and_share_batches(client):
         np.testing.assert_array_equal(output_array(got[f"c-{i}"]["outputs"]["out_x"]), [[i]])
     rows = [output_array(got[f"c-{i}"]["outputs"]["batch_rows"])[0] for i in range(3)]
     assert max(rows) >= 2, rows
+
+
+def _lin2_stats(client, grpc_server):
+    """lin version 2's statistics over gRPC and over REST (they must agree: no request in between)."""
+    got = client.ask(op="statistics", model="lin", version="2")
+    assert got["ok"], got
+    status, rest_stats = http_json("GET", grpc_server.inference + "/v2/models/lin/versions/2/stats")
+    assert status == 200
+    assert got["value"] == rest_stats
+    (entry,) = rest_stats["model_stats"]
+    return entry
+
+
+def test_model_statistics_count_requests_batches_and_failures(client, grpc_server):
+    before = _lin2_stats(client, grpc_server)
+    started_ms = time.time() * 1000
+    rng = np.random.default_rng(23)
+    for rows in (2, 3):  # one after another: each runs as a batch of its own rows
+        x = rng.random((rows, 4), dtype=np.float32)
+        assert client.ask(op="infer", model="lin", version="2", inputs=[tensor("input__0", x, "FP32")])["ok"]
+    bad = client.ask(op="infer", model="lin", version="2", inputs=[tensor("input__0", np.zeros((1, 5), np.float32),
+                                                                          "FP32")])
+    assert bad["code"] == "INVALID_ARGUMENT"
+    after = _lin2_stats(client, grpc_server)
+    assert (after["name"], after["version"]) == ("lin", "2")
+    assert after["inference_count"] - before["inference_count"] == 5
+    assert after["execution_count"] - before["execution_count"] == 2
+    s0, s1 = before["inference_stats"], after["inference_stats"]
+    for field, n in (("success", 2), ("fail", 1), ("queue", 2), ("compute_input", 2), ("compute_infer", 2),
+                     ("compute_output", 2), ("cache_hit", 0), ("cache_miss", 0)):
+        assert s1[field]["count"] - s0[field]["count"] == n, field
+    assert s1["success"]["ns"] > s0["success"]["ns"] and s1["compute_infer"]["ns"] > s0["compute_infer"]["ns"]
+    batches0 = {b["batch_size"]: b for b in before["batch_stats"]}
+    for b in after["batch_stats"]:
+        grew = b["compute_infer"]["count"] - batches0.get(b["batch_size"], {"compute_infer": {"count": 0}})[
+            "compute_infer"]["count"]
+        assert grew == (1 if b["batch_size"] in (2, 3) else 0), b
+    assert after["last_inference"] >= started_ms - 1 and after["memory_usage"] == []
+
+
+def test_model_statistics_of_every_model_and_unknown_ones(client, grpc_server):
+    got = client.ask(op="statistics")
+    status, rest_stats = http_json("GET", grpc_server.inference + "/v2/models/stats")
+    assert got["ok"] and status == 200
+    names = [(s["name"], s["version"]) for s in got["value"]["model_stats"]]
+    assert names == [(s["name"], s["version"]) for s in rest_stats["model_stats"]]
+    assert names == sorted([("echo", "1"), ("late", "1"), ("lin", "1"), ("lin", "2"), ("slow", "1"), ("small", "1")])
+    status, rest_lin = http_json("GET", grpc_server.inference + "/v2/models/lin/stats")
+    assert [s["version"] for s in rest_lin["model_stats"]] == ["1", "2"]
+    for model, version in (("nosuch", ""), ("lin", "9")):
+        answer = client.ask(op="statistics", model=model, version=version)
+        assert answer["ok"] is False and answer["code"] == "NOT_FOUND", answer
+        path = f"/v2/models/{model}" + (f"/versions/{version}" if version else "") + "/stats"
+        assert http_json("GET", grpc_server.inference + path)[0] == 404

@@ -29,6 +29,8 @@ from .errors import BodyTooLarge, status_of
 from .grpc_protocol import encode_model_infer_response, parse_model_infer_request
 from .ids import new_request_id
 from .registry import ModelNotFound
+from .repository import repository_index, token_matches
+from .statistics import model_statistics
 
 __all__ = ["GRPCInferenceServicer", "build_grpc_server", "grpc_code"]
 
@@ -45,7 +47,8 @@ def grpc_code(http_status: int) -> grpc.StatusCode:
 
 
 class GRPCInferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
-    """Health, metadata, ModelInfer and ModelStreamInfer over ``state`` (``registry``, ``metrics``, ``ready``)."""
+    """Health, metadata, ModelInfer, ModelStreamInfer, ModelStatistics and RepositoryIndex over
+    ``state`` (``registry``, ``metrics``, ``ready``, ``model_control``, ``model_store``, ``management_token``)."""
 
     def __init__(self, state):
         self.state = state
@@ -68,8 +71,51 @@ class GRPCInferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
             return pb.ModelReadyResponse(ready=False)
 
     async def ServerMetadata(self, request, context):
-        # the REST extensions (binary tensor data, model repository) have no gRPC calls here
-        return pb.ServerMetadataResponse(name="ember-serve", version=__version__, extensions=[])
+        # binary tensor data is REST's alone; the repository calls are there only in explicit mode
+        extensions = ["statistics"] + (["model_repository"] if self._explicit else [])
+        return pb.ServerMetadataResponse(name="ember-serve", version=__version__, extensions=extensions)
+
+    @property
+    def _explicit(self) -> bool:
+        return getattr(self.state, "model_control", "none") == "explicit"
+
+    async def ModelStatistics(self, request, context):
+        try:
+            stats = model_statistics(self.state.registry, request.name, request.version)
+        except ModelNotFound as e:
+            await context.abort(grpc.StatusCode.NOT_FOUND, e.args[0])
+        except ValueError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        resp = pb.ModelStatisticsResponse()
+        for entry in stats["model_stats"]:
+            m = resp.model_stats.add(name=entry["name"], version=entry["version"],
+                                     last_inference=entry["last_inference"], inference_count=entry["inference_count"],
+                                     execution_count=entry["execution_count"])
+            for field, d in entry["inference_stats"].items():
+                getattr(m.inference_stats, field).CopyFrom(pb.StatisticDuration(**d))
+            for b in entry["batch_stats"]:
+                m.batch_stats.add(batch_size=b["batch_size"], **{k: pb.StatisticDuration(**b[k]) for k in
+                                                                  ("compute_input", "compute_infer", "compute_output")})
+        return resp
+
+    async def RepositoryIndex(self, request, context):
+        # REST's index under REST's rules: explicit model control, the management token when set
+        if not self._explicit:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "the model repository extension needs the server "
+                                "started with --model-control explicit")
+        given = dict(context.invocation_metadata()).get("authorization", "")
+        if not token_matches(self.state.management_token, given):
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "the model repository extension needs "
+                                "'authorization: Bearer <token>' metadata")
+        if not self.state.model_store:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "the server was started without --model-store")
+        if request.repository_name:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"unknown repository {request.repository_name!r}: "
+                                "ember serves one, the model store (leave repository_name empty)")
+        resp = pb.RepositoryIndexResponse()
+        for item in repository_index(self.state, request.ready):
+            resp.models.add(**item)
+        return resp
 
     async def ModelMetadata(self, request, context):
         try:

@@ -1,4 +1,5 @@
-"""The inference API: Open Inference Protocol v2 REST, TorchServe's ``/predictions`` and ``/ping``."""
+"""The inference API: Open Inference Protocol v2 REST (with Triton's statistics extension),
+TorchServe's ``/predictions`` and ``/ping``."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from ..handlers import Request
 from .errors import read_body, status_of
 from .ids import new_request_id
 from .protocol import HEADER_LENGTH, encode_infer_response, parse_infer_request
+from .statistics import model_statistics
 
 __all__ = ["build_inference_app"]
 
 access = logging.getLogger("ember_serve.access")
-EXTENSIONS = ["binary_tensor_data"]
+EXTENSIONS = ["binary_tensor_data", "statistics"]
 
 
 def build_inference_app(state) -> Starlette:
@@ -71,6 +73,14 @@ def build_inference_app(state) -> Starlette:
         except LookupError as e:
             return JSONResponse({"error": e.args[0]}, status_code=404)
         return Response(status_code=200 if m.ready else 503)
+
+    async def statistics(request):
+        try:
+            stats = model_statistics(registry, request.path_params.get("model", ""),
+                                     request.path_params.get("version", ""))
+        except LookupError as e:
+            return JSONResponse({"error": e.args[0]}, status_code=404)
+        return JSONResponse(stats)
 
     async def infer(request):
         start = time.perf_counter()
@@ -125,6 +135,9 @@ def build_inference_app(state) -> Starlette:
     base = "/v2/models/{model}"
     routes = [
         Route("/v2", server_metadata), Route("/v2/health/live", live), Route("/v2/health/ready", ready),
+        # before the model routes: "stats" is not a model name here, as in Triton
+        Route("/v2/models/stats", statistics), Route(base + "/stats", statistics),
+        Route(base + "/versions/{version}/stats", statistics),
         Route(base, model_metadata), Route(base + "/versions/{version}", model_metadata),
         Route(base + "/ready", model_ready), Route(base + "/versions/{version}/ready", model_ready),
         Route(base + "/infer", infer, methods=["POST"]),

@@ -14,10 +14,12 @@ reads one JSON command per line on stdin and writes one JSON answer per line on 
 - ``{"op": "infer", "model", "version", "id", "inputs": [{"name", "datatype", "shape", "data"}],
   "outputs": [names] | null}`` through ``InferenceServerClient.infer`` (raw_input_contents, as
   tritonclient always sends), outputs read back with ``InferResult.as_numpy``;
-- ``{"op": "stream", "requests": [infer commands]}``: the requests sent one after another on one
-  stream (``start_stream`` / ``async_stream_infer``), the answers collected from the stream's
-  callback as ``{"answers": [...]}`` in the order they came, each an infer answer or
-  ``{"ok": false, "message", "id"}`` (the stream's error_message, with the request id it names);
+- ``{"op": "stream", "requests": [infer commands, with "parameters" and "empty_final"], "until_final":
+  bool}``: the requests sent one after another on one stream (``start_stream`` /
+  ``async_stream_infer``), the answers collected from the stream's callback as ``{"answers":
+  [...]}`` in the order they came, each an infer answer (with its response ``parameters``) or
+  ``{"ok": false, "message"}`` (the stream's error_message); it waits for one answer per request,
+  or with ``until_final`` for one answer flagged ``triton_final_response`` (or an error) per request;
 - ``{"op": "statistics", "model", "version"}``: ``get_inference_statistics``, and ``{"op":
   "repository_index", "ready", "token"}``: ``get_model_repository_index`` (through the stub when
   ``ready`` is asked: tritonclient has no argument for it), as dicts with every field, 64-bit
@@ -190,9 +192,17 @@ class Client:
             for req in cmd["requests"]:
                 inputs, outputs = self._infer_args(req)
                 self.triton.async_stream_infer(req["model"], inputs, model_version=req.get("version", "") or "",
-                                               outputs=outputs, request_id=req.get("id", "") or "")
+                                               outputs=outputs, request_id=req.get("id", "") or "",
+                                               parameters=req.get("parameters"),
+                                               enable_empty_final_response=req.get("empty_final", False))
+            def finished():
+                if not cmd.get("until_final"):
+                    return len(answers) >= len(cmd["requests"])
+                ends = [a for a in answers if not a["ok"] or a["parameters"].get("triton_final_response")]
+                return len(ends) >= len(cmd["requests"])
+
             with done:
-                done.wait_for(lambda: len(answers) >= len(cmd["requests"]), timeout=cmd.get("timeout", 60))
+                done.wait_for(finished, timeout=cmd.get("timeout", 60))
         finally:
             self.triton.stop_stream()
         return {"ok": True, "answers": answers}
@@ -204,8 +214,10 @@ class Client:
         for o in resp.outputs:
             arr = r.as_numpy(o.name)
             out[o.name] = {"datatype": o.datatype, "shape": list(o.shape), "data": to_json(arr, o.datatype)}
+        params = {k: getattr(v, v.WhichOneof("parameter_choice")) for k, v in resp.parameters.items()
+                  if v.WhichOneof("parameter_choice")}
         return {"ok": True, "id": resp.id, "model_name": resp.model_name, "model_version": resp.model_version,
-                "raw": len(resp.raw_output_contents) > 0, "outputs": out}
+                "raw": len(resp.raw_output_contents) > 0, "outputs": out, "parameters": params}
 
     def message(self, cmd: dict) -> dict:
         req = service_pb2.ModelInferRequest(model_name=cmd["model"], model_version=cmd.get("version", "") or "",

@@ -565,3 +565,58 @@ def test_model_statistics_of_every_model_and_unknown_ones(client, grpc_server):
         assert answer["ok"] is False and answer["code"] == "NOT_FOUND", answer
         path = f"/v2/models/{model}" + (f"/versions/{version}" if version else "") + "/stats"
         assert http_json("GET", grpc_server.inference + path)[0] == 404
+
+
+def test_stream_of_a_text_generation_model_sends_the_pieces(tmp_path):
+    """With the parameter ``stream`` true, a text_generation request is answered piece by piece on
+    the stream (Triton's decoupled responses); the pieces add up to ember-text's own generation."""
+    from text_archives import gpt2_folder
+
+    import ember_text
+    from ember_serve import create_archive
+
+    folder = gpt2_folder(tmp_path / "hf", seed=3)
+    archive = create_archive(str(tmp_path / "gen.emar"), name="gen", version="1", handler="text_generation",
+                             hf_folder=folder, config={"max_batch_size": 4})
+    tok = ember_text.AutoTokenizer.from_pretrained(folder)
+    model = ember_text.models.AutoModelForCausalLM.from_pretrained(folder)
+    prompts = {"p1": "To be, or not to be", "p2": "The quick brown fox", "p3": "Serving models"}
+    want, reasons = {}, {}
+    for rid, prompt in prompts.items():
+        ids = tok(prompt, return_tensors="ember")["input_ids"]
+        new = model.generate(ids, max_new_tokens=12)[0, ids.shape[1]:].tolist()
+        want[rid] = tok.decode(new, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        reasons[rid] = "stop" if new[-1] == tok.eos_token_id else "length"
+
+    def request(rid, stream, empty_final=False, texts=None):
+        texts = texts or [prompts[rid]]
+        inp = {"name": "text_input", "datatype": "BYTES", "shape": [len(texts)], "data": texts}
+        params = {"max_new_tokens": 12, **({"stream": True} if stream else {})}
+        return dict(model="gen", id=rid, inputs=[inp], parameters=params, empty_final=empty_final)
+
+    server = ServerProcess(["--grpc-port", "0", "--models", f"gen={archive}"])
+    c = GrpcClient(server.urls["grpc"])
+    try:
+        answer = c.ask(op="stream", until_final=True, requests=[
+            request("p1", stream=True), request("p2", stream=True, empty_final=True),
+            request("p4", stream=True, texts=["a", "b"])])
+        plain = c.ask(op="stream", requests=[request("p3", stream=False)])
+    finally:
+        c.close()
+        server.stop()
+    answers = answer["answers"]
+    errors = [a for a in answers if not a["ok"]]
+    assert len(errors) == 1 and "one text" in errors[0]["message"], answers
+    for rid, empty_final in (("p1", False), ("p2", True)):
+        mine = [a for a in answers if a["ok"] and a["id"] == rid]
+        assert len(mine) > 2, mine  # in pieces
+        finals = [a["parameters"]["triton_final_response"] for a in mine]
+        assert finals == [False] * (len(mine) - 1) + [True]
+        assert mine[-1]["parameters"]["finish_reason"] == reasons[rid]
+        texts = [a["outputs"]["text_output"]["data"][0] for a in mine if a["outputs"]]
+        assert "".join(texts) == want[rid]
+        # the final flag rides on the last piece, or on an empty response after them when asked
+        assert (mine[-1]["outputs"] == {}) is empty_final
+    (whole,) = plain["answers"]  # without "stream": one response with the whole text
+    assert whole["ok"] and whole["outputs"]["text_output"]["data"] == [want["p3"]]
+    assert "triton_final_response" not in whole["parameters"]

@@ -63,7 +63,7 @@ DEBIAN_PACKAGES = {
     "demo": ["dataset-fashion-mnist"],
     "text": ["fortunes"],
     "audio": ["espeak-ng", "asterisk-core-sounds-en-wav"],
-    "serve": ["curl", "espeak-ng", "asterisk-core-sounds-en-wav"],
+    "serve": ["curl", "espeak-ng", "asterisk-core-sounds-en-wav", "fortunes"],  # fortunes: the GPT chat example
 }
 FASHION_DEB_DIR = "/usr/share/datasets/fashion-mnist"
 

@@ -9,8 +9,10 @@ CNN (random weights): ``b1`` (max_batch_size 0: one request per execution) and `
 threads of this process each keep one HTTP/1.1 connection open and send Open Inference
 Protocol requests of one image ``[1, 1, 28, 28]`` (FP32, binary tensor extension) back to back
 for ``--duration`` seconds. Reported per mode: requests answered, throughput, p50/p99 latency,
-errors (any answer but 200), and the mean executed batch (from the server's Triton metrics).
-Clients and server share the machine's cores. Nothing is asserted.
+errors (any answer but 200), the mean executed batch (from the server's Triton metrics), and
+the CPU time per answered request of the server process and of this (client) process: on a
+machine shared with other work the throughput moves with the load, the CPU per request much
+less. Clients and server share the machine's cores. Nothing is asserted.
 
 Concurrent generation: a second server holds a random 4-layer GPT-2 (n_embd 128, a byte-level
 BPE tokenizer trained here) as ``gen1`` (max_batch_size 1: one sequence at a time) and ``gen8``
@@ -60,6 +62,29 @@ def build_archives(work: str) -> None:
                        example_input=example if cfg["max_batch_size"] else None)
 
 
+def model_alone(sizes=(1, 4, 16, 64), seconds: float = 1.0) -> dict:
+    """Rows per second of the demo CNN's forward (no_grad) at each batch size in this process:
+    the most any server can get out of batching this model is the ratio of the best to size 1."""
+    sys.path.insert(0, os.path.dirname(DEMO))
+    from fashion_mnist import FashionCNN
+
+    import ember
+    ember.manual_seed(0)
+    model = FashionCNN().eval()
+    out = {}
+    with ember.no_grad():
+        for n in sizes:
+            x = ember.from_numpy(np.random.default_rng(0).standard_normal((n, 1, 28, 28)).astype(np.float32))
+            for _ in range(3):
+                model(x)
+            runs, start = 0, time.perf_counter()
+            while time.perf_counter() - start < seconds:
+                model(x)
+                runs += 1
+            out[n] = n * runs / (time.perf_counter() - start)
+    return out
+
+
 def request_body(fixed_batch: bool) -> tuple[bytes, dict]:
     x = np.random.default_rng(0).standard_normal((1, 1, 28, 28)).astype(np.float32)
     header = json.dumps({"inputs": [{"name": "images" if fixed_batch else "input__0", "datatype": "FP32",
@@ -101,10 +126,21 @@ def scrape(metrics_url: str, model: str) -> tuple[float, float]:
     return value("nv_inference_count"), value("nv_inference_exec_count")
 
 
-def run_mode(urls: dict, model: str, clients: int, duration: float) -> dict:
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux's /proc; NaN elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_mode(urls: dict, model: str, clients: int, duration: float, server_pid: int = 0) -> dict:
     host, port = urls["inference"].split("//", 1)[1].rsplit(":", 1)
     body, headers = request_body(fixed_batch=model != "b1")
     rows0, execs0 = scrape(urls["metrics"], model)
+    server0, client0 = process_cpu_s(server_pid), time.process_time()
     results: list = []
     deadline = time.perf_counter() + duration
     threads = [threading.Thread(target=client_loop, args=(host, int(port), f"/v2/models/{model}/infer", body,
@@ -115,9 +151,13 @@ def run_mode(urls: dict, model: str, clients: int, duration: float) -> dict:
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - start
+    server1, client1 = process_cpu_s(server_pid), time.process_time()
     lat = sorted(x for r in results for x in r[0])
     rows1, execs1 = scrape(urls["metrics"], model)
+    answered = max(len(lat), 1)
     return {"mode": model, "requests": len(lat), "throughput": len(lat) / elapsed,
+            "server_cpu_ms": 1e3 * (server1 - server0) / answered,
+            "client_cpu_ms": 1e3 * (client1 - client0) / answered,
             "p50_ms": 1e3 * statistics.median(lat) if lat else float("nan"),
             "p99_ms": 1e3 * lat[min(len(lat) - 1, int(0.99 * len(lat)))] if lat else float("nan"),
             "errors": sum(r[1] for r in results),
@@ -259,6 +299,12 @@ def main(argv=None) -> int:
 
 
 def image_modes(args) -> None:
+    # the model alone, in a process with the server's BLAS settings: the ceiling of batching's gain
+    code = f"import json, sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); " \
+           "import serve_load; print(json.dumps(serve_load.model_alone()))"
+    alone = {int(k): v for k, v in json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                                             text=True, check=True, env=server_env(args))
+                                              .stdout.splitlines()[-1]).items()}
     with tempfile.TemporaryDirectory(prefix="ember-serve-load-") as work:
         build_archives(work)
         proc = subprocess.Popen([sys.executable, "-m", "ember_serve", "--model-store", work, "--models",
@@ -273,20 +319,24 @@ def image_modes(args) -> None:
             rows = []
             for model in ("b1", "batched"):
                 run_mode(urls, model, min(args.clients, 8), 1.0)  # warm up: first calls, allocator
-                rows.append(run_mode(urls, model, args.clients, args.duration))
+                rows.append(run_mode(urls, model, args.clients, args.duration, proc.pid))
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, python {platform.python_version()}; "
           f"{args.clients} clients x {args.duration:g} s per mode, one image per request, one worker per model")
     print()
-    print("| mode | requests | throughput (req/s) | p50 (ms) | p99 (ms) | errors | mean batch |")
-    print("|---|---|---|---|---|---|---|")
+    print("| mode | requests | throughput (req/s) | p50 (ms) | p99 (ms) | errors | mean batch "
+          "| server CPU/request (ms) | client CPU/request (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['mode']} | {r['requests']} | {r['throughput']:.0f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} "
-              f"| {r['errors']} | {r['mean_batch']:.1f} |")
+              f"| {r['errors']} | {r['mean_batch']:.1f} | {r['server_cpu_ms']:.2f} | {r['client_cpu_ms']:.2f} |")
     b1, batched = rows
     print()
+    print("model alone (forward, no_grad, this machine, the server's BLAS threads): "
+          + ", ".join(f"batch {n} {v:.0f} rows/s" for n, v in alone.items())
+          + f"; the most batching can give: {max(alone.values()) / alone[1]:.2f}x")
     print(f"batching / batch size 1 throughput: {batched['throughput'] / max(b1['throughput'], 1e-9):.2f}x "
           "(goal: at least 3x, zero errors)")
 

@@ -3,6 +3,10 @@
     python examples/text/train_gpt_fortunes.py                 # defaults
     python examples/text/train_gpt_fortunes.py --steps 100     # a quick slice
 
+The model and tokenizer are saved with ``save_pretrained`` into ``--save-dir`` (``gpt_fortunes``;
+an empty value saves nothing): the Hugging Face-style folder that ``ember-archive create
+--hf-folder`` packs and ``examples/serve/serve_gpt_chat.py`` serves.
+
 The fortunes (``apt-get install fortunes``) are split 90/10 into train and validation by
 fortune; a byte-level BPE tokenizer is trained on the training text only; a GPT-2-layout model
 (``ember_text.models.GPT2LMHeadModel``) learns from random windows of the token stream. The
@@ -82,6 +86,8 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--samples", type=int, default=3)
     p.add_argument("--max-fortunes", type=int, default=None, help="use only this many fortunes (quick runs)")
+    p.add_argument("--save-dir", default="gpt_fortunes", help="where save_pretrained writes the model and tokenizer "
+                   "('' saves nothing)")
     args = p.parse_args(argv)
     started = time.time()
     random.seed(args.seed)
@@ -134,6 +140,10 @@ def main(argv=None):
         out = model.generate(prompt, max_new_tokens=60, do_sample=True, top_k=40, temperature=0.9,
                              generator=ember.Generator().manual_seed(args.seed + i))
         print(f"--- sample {i + 1} ---\n{tok.decode(out[0, 1:].tolist(), skip_special_tokens=True)}")
+    if args.save_dir:
+        model.save_pretrained(args.save_dir)
+        tok.save_pretrained(args.save_dir)
+        print(f"saved the model and tokenizer to {args.save_dir}")
     print(f"total {time.time() - started:.0f} s")
     return ppl, base
 

@@ -14,6 +14,16 @@ reads one JSON command per line on stdin and writes one JSON answer per line on 
 - ``{"op": "infer", "model", "version", "id", "inputs": [{"name", "datatype", "shape", "data"}],
   "outputs": [names] | null}`` through ``InferenceServerClient.infer`` (raw_input_contents, as
   tritonclient always sends), outputs read back with ``InferResult.as_numpy``;
+- ``{"op": "stream", "requests": [infer commands, with "parameters" and "empty_final"], "until_final":
+  bool}``: the requests sent one after another on one stream (``start_stream`` /
+  ``async_stream_infer``), the answers collected from the stream's callback as ``{"answers":
+  [...]}`` in the order they came, each an infer answer (with its response ``parameters``) or
+  ``{"ok": false, "message"}`` (the stream's error_message); it waits for one answer per request,
+  or with ``until_final`` for one answer flagged ``triton_final_response`` (or an error) per request;
+- ``{"op": "statistics", "model", "version"}``: ``get_inference_statistics``, and ``{"op":
+  "repository_index", "ready", "token"}``: ``get_model_repository_index`` (through the stub when
+  ``ready`` is asked: tritonclient has no argument for it), as dicts with every field, 64-bit
+  integers as numbers;
 - ``{"op": "message", "model", "version", "inputs": [{"name", "datatype", "shape", "contents":
   {field: values}}], "raw": [base64] | null, "outputs": [names] | null}``: a ModelInferRequest
   built field by field (typed contents, or raw bytes as given) and sent through the generated
@@ -28,10 +38,12 @@ import base64
 import json
 import struct
 import sys
+import threading
 
 import grpc
 import numpy as np
 import tritonclient.grpc as grpcclient
+from google.protobuf import json_format
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
@@ -62,6 +74,23 @@ def decode_raw(raw: bytes, datatype: str, shape) -> np.ndarray:
         bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
         return bits.view(np.float32).reshape(shape)
     return np.frombuffer(raw, dtype=np.dtype(NUMPY[datatype]).newbyteorder("<")).reshape(shape)
+
+
+def as_dict(message) -> dict:
+    """A message with every field, its 64-bit integers as numbers (protobuf's JSON form writes strings)."""
+    def fix(value, field=None):
+        if isinstance(value, dict):
+            return {k: fix(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fix(v, field) for v in value]
+        if isinstance(value, str) and field in INT_FIELDS:
+            return int(value)
+        return value
+    return fix(json_format.MessageToDict(message, preserving_proto_field_name=True,
+                                         always_print_fields_with_no_presence=True))
+
+
+INT_FIELDS = {"count", "ns", "last_inference", "inference_count", "execution_count", "batch_size", "id", "byte_size"}
 
 
 def input_array(spec: dict) -> np.ndarray:
@@ -109,13 +138,27 @@ class Client:
                 return self.infer(cmd)
             if op == "message":
                 return self.message(cmd)
+            if op == "stream":
+                return self.stream(cmd)
+            if op == "statistics":
+                resp = self.triton.get_inference_statistics(model, version)
+                return {"ok": True, "value": as_dict(resp)}
+            if op == "repository_index":
+                headers = {"authorization": f"Bearer {cmd['token']}"} if cmd.get("token") else None
+                if cmd.get("ready"):
+                    resp = self.stub.RepositoryIndex(service_pb2.RepositoryIndexRequest(ready=True), timeout=60,
+                                                     metadata=list((headers or {}).items()))
+                else:
+                    resp = self.triton.get_model_repository_index(headers=headers)
+                return {"ok": True, "value": as_dict(resp)}
         except InferenceServerException as e:
             return {"ok": False, "code": str(e.status()).rsplit(".", 1)[-1], "message": e.message()}
         except grpc.RpcError as e:
             return {"ok": False, "code": e.code().name, "message": e.details()}
         raise ValueError(f"unknown op {op!r}")
 
-    def infer(self, cmd: dict) -> dict:
+    @staticmethod
+    def _infer_args(cmd: dict) -> tuple[list, list | None]:
         inputs = []
         for spec in cmd["inputs"]:
             t = grpcclient.InferInput(spec["name"], list(spec["shape"]), spec["datatype"])
@@ -124,15 +167,57 @@ class Client:
         outputs = None
         if cmd.get("outputs") is not None:
             outputs = [grpcclient.InferRequestedOutput(n) for n in cmd["outputs"]]
+        return inputs, outputs
+
+    def infer(self, cmd: dict) -> dict:
+        inputs, outputs = self._infer_args(cmd)
         r = self.triton.infer(cmd["model"], inputs, model_version=cmd.get("version", "") or "", outputs=outputs,
                               request_id=cmd.get("id", "") or "")
+        return self._result(r)
+
+    def stream(self, cmd: dict) -> dict:
+        answers, done = [], threading.Condition()
+
+        def callback(result, error):
+            with done:
+                if error is not None:
+                    # the stream's error_message; the request it names comes with it in infer_response
+                    answers.append({"ok": False, "message": error.message()})
+                else:
+                    answers.append(self._result(result))
+                done.notify_all()
+
+        self.triton.start_stream(callback=callback)
+        try:
+            for req in cmd["requests"]:
+                inputs, outputs = self._infer_args(req)
+                self.triton.async_stream_infer(req["model"], inputs, model_version=req.get("version", "") or "",
+                                               outputs=outputs, request_id=req.get("id", "") or "",
+                                               parameters=req.get("parameters"),
+                                               enable_empty_final_response=req.get("empty_final", False))
+            def finished():
+                if not cmd.get("until_final"):
+                    return len(answers) >= len(cmd["requests"])
+                ends = [a for a in answers if not a["ok"] or a["parameters"].get("triton_final_response")]
+                return len(ends) >= len(cmd["requests"])
+
+            with done:
+                done.wait_for(finished, timeout=cmd.get("timeout", 60))
+        finally:
+            self.triton.stop_stream()
+        return {"ok": True, "answers": answers}
+
+    @staticmethod
+    def _result(r) -> dict:
         resp = r.get_response()
         out = {}
         for o in resp.outputs:
             arr = r.as_numpy(o.name)
             out[o.name] = {"datatype": o.datatype, "shape": list(o.shape), "data": to_json(arr, o.datatype)}
+        params = {k: getattr(v, v.WhichOneof("parameter_choice")) for k, v in resp.parameters.items()
+                  if v.WhichOneof("parameter_choice")}
         return {"ok": True, "id": resp.id, "model_name": resp.model_name, "model_version": resp.model_version,
-                "raw": len(resp.raw_output_contents) > 0, "outputs": out}
+                "raw": len(resp.raw_output_contents) > 0, "outputs": out, "parameters": params}
 
     def message(self, cmd: dict) -> dict:
         req = service_pb2.ModelInferRequest(model_name=cmd["model"], model_version=cmd.get("version", "") or "",

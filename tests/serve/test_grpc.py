@@ -16,6 +16,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 
 import ml_dtypes
 import numpy as np
@@ -301,6 +302,9 @@ def test_answer_later_than_the_timeout_is_deadline_exceeded(client):
 def test_calls_beyond_the_protocol_are_unimplemented(client):
     answer = client.ask(op="model_config", model="lin")
     assert answer["ok"] is False and answer["code"] == "UNIMPLEMENTED"
+    # the repository calls need --model-control explicit, as REST's routes do
+    answer = client.ask(op="repository_index")
+    assert answer["ok"] is False and answer["code"] == "UNIMPLEMENTED" and "explicit" in answer["message"]
 
 
 def _metric(text, name, **labels):
@@ -434,3 +438,185 @@ def test_text_generation_takes_request_parameters(tmp_path):
     assert answer["ok"], answer
     assert answer["outputs"]["text_output"]["data"] == [want]
     assert rest_answer == [want.encode()]
+
+
+def _by_id(answers):
+    return {a["id"]: a for a in answers if a["ok"]}
+
+
+def test_stream_infer_answers_every_request_on_the_stream(client, grpc_server):
+    rng = np.random.default_rng(21)
+    x1, x2 = rng.random((3, 4), dtype=np.float32), rng.random((2, 4), dtype=np.float32)
+    words = np.array([b"a", "\u00e9".encode()], dtype=object)
+    requests = [dict(model="lin", version="1", id="s-1", inputs=[tensor("input__0", x1, "FP32")]),
+                dict(model="lin", version="2", id="s-2", inputs=[tensor("input__0", x2, "FP32")]),
+                dict(model="echo", id="s-3", inputs=[tensor("w", words, "BYTES")], outputs=["out_w"])]
+    answer = client.ask(op="stream", requests=requests)
+    assert answer["ok"] and len(answer["answers"]) == 3 and all(a["ok"] for a in answer["answers"]), answer
+    got = _by_id(answer["answers"])
+    assert sorted(got) == ["s-1", "s-2", "s-3"]
+    assert (got["s-1"]["model_name"], got["s-1"]["model_version"]) == ("lin", "1")
+    assert got["s-2"]["model_version"] == "2"
+    for rid, x, version in (("s-1", x1, "1"), ("s-2", x2, "2")):
+        out = output_array(got[rid]["outputs"]["output__0"])
+        np.testing.assert_allclose(out, grpc_server.torch[version](x), rtol=1e-5, atol=1e-6)
+        unary = client.ask(op="infer", model="lin", version=version, inputs=[tensor("input__0", x, "FP32")])
+        np.testing.assert_array_equal(out, output_array(unary["outputs"]["output__0"]))
+    assert list(got["s-3"]["outputs"]) == ["out_w"]
+    np.testing.assert_array_equal(output_array(got["s-3"]["outputs"]["out_w"]), words)
+
+
+def test_stream_errors_are_messages_and_the_stream_goes_on(client, grpc_server):
+    status, _, text = http("GET", grpc_server.metrics + "/metrics")
+    before = text.decode()
+    x = np.random.default_rng(22).random((1, 4), dtype=np.float32)
+    good = [tensor("input__0", x, "FP32")]
+    requests = [dict(model="lin", id="ok-1", inputs=good),
+                dict(model="nosuch", id="bad-model", inputs=good),
+                dict(model="lin", id="bad-shape", inputs=[tensor("input__0", np.zeros((1, 5), np.float32), "FP32")]),
+                dict(model="late", id="bad-late", inputs=[tensor("x", np.zeros(2, np.float32), "FP32")]),
+                dict(model="lin", id="ok-2", inputs=good)]
+    answer = client.ask(op="stream", requests=requests)
+    answers = answer["answers"]
+    assert len(answers) == 5, answer  # one answer per request, errors included: the stream stayed open
+    got = _by_id(answers)
+    assert sorted(got) == ["ok-1", "ok-2"]
+    for rid in got:
+        np.testing.assert_allclose(output_array(got[rid]["outputs"]["output__0"]), grpc_server.torch["1"](x),
+                                   rtol=1e-5, atol=1e-6)
+    errors = sorted(a["message"] for a in answers if not a["ok"])
+    assert len(errors) == 3
+    assert any("unknown model 'nosuch'" in e for e in errors)
+    assert any("does not match" in e for e in errors)
+    assert any("response_timeout_s" in e for e in errors)
+    # the same stream's failures are counted as ModelInfer's are, by the HTTP status of the outcome
+    status, _, text = http("GET", grpc_server.metrics + "/metrics")
+    after = text.decode()
+    for model, code, n in (("lin", "200", 2), ("lin", "400", 1), ("late", "504", 1)):
+        labels = dict(model=model, protocol="grpc", code=code)
+        assert _metric(after, "ember_requests_total", **labels) == _metric(before, "ember_requests_total",
+                                                                           **labels) + n
+    assert client.ask(op="ready")["value"] is True
+
+
+def test_stream_requests_run_concurrently_and_share_batches(client):
+    """Three one-row requests to ``slow`` on one stream: answered one at a time they would each run
+    alone (3 x SLOW_S); run concurrently, the later ones queue behind the first and share a batch."""
+    requests = [dict(model="slow", id=f"c-{i}", inputs=[tensor("x", np.array([[i]], np.int64), "INT64")])
+                for i in range(3)]
+    answer = client.ask(op="stream", requests=requests, timeout=6 * SLOW_S)
+    got = _by_id(answer["answers"])
+    assert sorted(got) == ["c-0", "c-1", "c-2"], answer
+    for i in range(3):
+        np.testing.assert_array_equal(output_array(got[f"c-{i}"]["outputs"]["out_x"]), [[i]])
+    rows = [output_array(got[f"c-{i}"]["outputs"]["batch_rows"])[0] for i in range(3)]
+    assert max(rows) >= 2, rows
+
+
+def _lin2_stats(client, grpc_server):
+    """lin version 2's statistics over gRPC and over REST (they must agree: no request in between)."""
+    got = client.ask(op="statistics", model="lin", version="2")
+    assert got["ok"], got
+    status, rest_stats = http_json("GET", grpc_server.inference + "/v2/models/lin/versions/2/stats")
+    assert status == 200
+    assert got["value"] == rest_stats
+    (entry,) = rest_stats["model_stats"]
+    return entry
+
+
+def test_model_statistics_count_requests_batches_and_failures(client, grpc_server):
+    before = _lin2_stats(client, grpc_server)
+    started_ms = time.time() * 1000
+    rng = np.random.default_rng(23)
+    for rows in (2, 3):  # one after another: each runs as a batch of its own rows
+        x = rng.random((rows, 4), dtype=np.float32)
+        assert client.ask(op="infer", model="lin", version="2", inputs=[tensor("input__0", x, "FP32")])["ok"]
+    bad = client.ask(op="infer", model="lin", version="2", inputs=[tensor("input__0", np.zeros((1, 5), np.float32),
+                                                                          "FP32")])
+    assert bad["code"] == "INVALID_ARGUMENT"
+    after = _lin2_stats(client, grpc_server)
+    assert (after["name"], after["version"]) == ("lin", "2")
+    assert after["inference_count"] - before["inference_count"] == 5
+    assert after["execution_count"] - before["execution_count"] == 2
+    s0, s1 = before["inference_stats"], after["inference_stats"]
+    for field, n in (("success", 2), ("fail", 1), ("queue", 2), ("compute_input", 2), ("compute_infer", 2),
+                     ("compute_output", 2), ("cache_hit", 0), ("cache_miss", 0)):
+        assert s1[field]["count"] - s0[field]["count"] == n, field
+    assert s1["success"]["ns"] > s0["success"]["ns"] and s1["compute_infer"]["ns"] > s0["compute_infer"]["ns"]
+    batches0 = {b["batch_size"]: b for b in before["batch_stats"]}
+    for b in after["batch_stats"]:
+        grew = b["compute_infer"]["count"] - batches0.get(b["batch_size"], {"compute_infer": {"count": 0}})[
+            "compute_infer"]["count"]
+        assert grew == (1 if b["batch_size"] in (2, 3) else 0), b
+    assert after["last_inference"] >= started_ms - 1 and after["memory_usage"] == []
+
+
+def test_model_statistics_of_every_model_and_unknown_ones(client, grpc_server):
+    got = client.ask(op="statistics")
+    status, rest_stats = http_json("GET", grpc_server.inference + "/v2/models/stats")
+    assert got["ok"] and status == 200
+    names = [(s["name"], s["version"]) for s in got["value"]["model_stats"]]
+    assert names == [(s["name"], s["version"]) for s in rest_stats["model_stats"]]
+    assert names == sorted([("echo", "1"), ("late", "1"), ("lin", "1"), ("lin", "2"), ("slow", "1"), ("small", "1")])
+    status, rest_lin = http_json("GET", grpc_server.inference + "/v2/models/lin/stats")
+    assert [s["version"] for s in rest_lin["model_stats"]] == ["1", "2"]
+    for model, version in (("nosuch", ""), ("lin", "9")):
+        answer = client.ask(op="statistics", model=model, version=version)
+        assert answer["ok"] is False and answer["code"] == "NOT_FOUND", answer
+        path = f"/v2/models/{model}" + (f"/versions/{version}" if version else "") + "/stats"
+        assert http_json("GET", grpc_server.inference + path)[0] == 404
+
+
+def test_stream_of_a_text_generation_model_sends_the_pieces(tmp_path):
+    """With the parameter ``stream`` true, a text_generation request is answered piece by piece on
+    the stream (Triton's decoupled responses); the pieces add up to ember-text's own generation."""
+    from text_archives import gpt2_folder
+
+    import ember_text
+    from ember_serve import create_archive
+
+    folder = gpt2_folder(tmp_path / "hf", seed=3)
+    archive = create_archive(str(tmp_path / "gen.emar"), name="gen", version="1", handler="text_generation",
+                             hf_folder=folder, config={"max_batch_size": 4})
+    tok = ember_text.AutoTokenizer.from_pretrained(folder)
+    model = ember_text.models.AutoModelForCausalLM.from_pretrained(folder)
+    prompts = {"p1": "To be, or not to be", "p2": "The quick brown fox", "p3": "Serving models"}
+    want, reasons = {}, {}
+    for rid, prompt in prompts.items():
+        ids = tok(prompt, return_tensors="ember")["input_ids"]
+        new = model.generate(ids, max_new_tokens=12)[0, ids.shape[1]:].tolist()
+        want[rid] = tok.decode(new, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        reasons[rid] = "stop" if new[-1] == tok.eos_token_id else "length"
+
+    def request(rid, stream, empty_final=False, texts=None):
+        texts = texts or [prompts[rid]]
+        inp = {"name": "text_input", "datatype": "BYTES", "shape": [len(texts)], "data": texts}
+        params = {"max_new_tokens": 12, **({"stream": True} if stream else {})}
+        return dict(model="gen", id=rid, inputs=[inp], parameters=params, empty_final=empty_final)
+
+    server = ServerProcess(["--grpc-port", "0", "--models", f"gen={archive}"])
+    c = GrpcClient(server.urls["grpc"])
+    try:
+        answer = c.ask(op="stream", until_final=True, requests=[
+            request("p1", stream=True), request("p2", stream=True, empty_final=True),
+            request("p4", stream=True, texts=["a", "b"])])
+        plain = c.ask(op="stream", requests=[request("p3", stream=False)])
+    finally:
+        c.close()
+        server.stop()
+    answers = answer["answers"]
+    errors = [a for a in answers if not a["ok"]]
+    assert len(errors) == 1 and "one text" in errors[0]["message"], answers
+    for rid, empty_final in (("p1", False), ("p2", True)):
+        mine = [a for a in answers if a["ok"] and a["id"] == rid]
+        assert len(mine) > 2, mine  # in pieces
+        finals = [a["parameters"]["triton_final_response"] for a in mine]
+        assert finals == [False] * (len(mine) - 1) + [True]
+        assert mine[-1]["parameters"]["finish_reason"] == reasons[rid]
+        texts = [a["outputs"]["text_output"]["data"][0] for a in mine if a["outputs"]]
+        assert "".join(texts) == want[rid]
+        # the final flag rides on the last piece, or on an empty response after them when asked
+        assert (mine[-1]["outputs"] == {}) is empty_final
+    (whole,) = plain["answers"]  # without "stream": one response with the whole text
+    assert whole["ok"] and whole["outputs"]["text_output"]["data"] == [want["p3"]]
+    assert "triton_final_response" not in whole["parameters"]

@@ -73,3 +73,34 @@ def test_explicit_control_beyond_loopback_needs_a_token():
     r = subprocess.run([sys.executable, "-m", "ember_serve", "--host", "0.0.0.0", "--model-control", "explicit"],
                        capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 2 and "--model-control explicit would let anyone reaching 0.0.0.0" in r.stderr
+
+
+def test_grpc_repository_index_matches_rest(tmp_path):
+    from test_grpc import GrpcClient
+    store = tmp_path / "store"
+    make_linear_archive(store / "src", name="lin", version="3")
+    (store / "lin.emar").write_bytes((store / "src" / "lin-3.emar").read_bytes())
+    make_echo_archive(store, name="echo")  # echo-1.emar: served as "echo-1"
+    (store / "broken.emar").write_bytes(b"not a zip")
+    s = ServerProcess(["--model-store", str(store), "--model-control", "explicit", "--grpc-port", "0"],
+                      env={"EMBER_SERVE_TOKEN": "tok"})
+    c = GrpcClient(s.urls["grpc"])
+    try:
+        httpclient.InferenceServerClient(s.hostport).load_model("lin", headers=TOKEN)
+        got = c.ask(op="repository_index", token="tok")
+        status, rest = http_json("POST", s.inference + "/v2/repository/index", b"{}", TOKEN)
+        assert got["ok"] and status == 200
+        assert got["value"]["models"] == rest
+        by_name = {m["name"]: m for m in rest}
+        assert by_name["lin"]["state"] == "READY" and by_name["echo-1"]["state"] == "UNAVAILABLE"
+        assert by_name["broken"]["reason"] == "unreadable archive"
+        ready = c.ask(op="repository_index", token="tok", ready=True)
+        status, rest_ready = http_json("POST", s.inference + "/v2/repository/index", b'{"ready": true}', TOKEN)
+        assert ready["value"]["models"] == rest_ready == [by_name["lin"]]
+        for token in (None, "wrong"):
+            answer = c.ask(op="repository_index", token=token)
+            assert answer["ok"] is False and answer["code"] == "UNAUTHENTICATED", answer
+        assert "model_repository" in c.ask(op="server_metadata")["value"]["extensions"]
+    finally:
+        c.close()
+        s.stop()

@@ -140,3 +140,19 @@ def test_image_classifier_over_the_protocol(client, main_server):
     assert labels == [list(w) for w in want]
     meta = client.get_model_metadata("fashion")
     assert meta["inputs"] == [{"name": "image", "datatype": "BYTES", "shape": [-1]}]
+
+
+def test_requests_without_an_id_get_distinct_new_ones(main_server):
+    body = {"inputs": [{"name": "input__0", "datatype": "FP32", "shape": [1, 4], "data": [0.0, 1.0, 2.0, 3.0]}]}
+    ids = set()
+    for _ in range(3):
+        status, headers, raw = http("POST", main_server.inference + "/v2/models/lin/infer", body,
+                                    {"Content-Type": "application/json"})
+        assert status == 200 and "id" not in json.loads(raw)  # the answer echoes an id only when one was sent
+        rid = headers["X-Request-ID"]
+        assert len(rid) == 32 and int(rid, 16) >= 0
+        ids.add(rid)
+    assert len(ids) == 3
+    status, headers, raw = http("POST", main_server.inference + "/v2/models/lin/infer", {**body, "id": "mine"},
+                                {"Content-Type": "application/json", "X-Request-ID": "trace-1"})
+    assert status == 200 and json.loads(raw)["id"] == "mine" and headers["X-Request-ID"] == "trace-1"

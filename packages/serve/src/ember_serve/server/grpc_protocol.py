@@ -16,8 +16,6 @@ Source: the Open Inference Protocol's gRPC specification
 
 from __future__ import annotations
 
-import uuid
-
 import numpy as np
 
 from ..datatypes import ProtocolError, datatype_of, from_binary, numpy_dtype, to_binary
@@ -136,7 +134,7 @@ def parse_model_infer_request(msg: pb.ModelInferRequest, model) -> tuple[Request
             names.append(o.name)
     params = {k: parameter_value(v) for k, v in msg.parameters.items()}
     rid = msg.id or None
-    request = Request(id=rid or uuid.uuid4().hex, kind="infer", inputs=arrays, parameters=params, outputs=names)
+    request = Request(id=rid or "", kind="infer", inputs=arrays, parameters=params, outputs=names)
     return request, {"names": names, "raw": bool(raw), "id": rid}
 
 

@@ -1,11 +1,11 @@
-"""The inference API: Open Inference Protocol v2 REST, TorchServe's ``/predictions`` and ``/ping``."""
+"""The inference API: Open Inference Protocol v2 REST (with Triton's statistics extension),
+TorchServe's ``/predictions`` and ``/ping``."""
 
 from __future__ import annotations
 
 import json
 import logging
 import time
-import uuid
 
 from starlette.applications import Starlette
 from starlette.requests import Request as HTTPRequest
@@ -15,12 +15,14 @@ from starlette.routing import Route
 from .. import __version__
 from ..handlers import Request
 from .errors import read_body, status_of
+from .ids import new_request_id
 from .protocol import HEADER_LENGTH, encode_infer_response, parse_infer_request
+from .statistics import model_statistics
 
 __all__ = ["build_inference_app"]
 
 access = logging.getLogger("ember_serve.access")
-EXTENSIONS = ["binary_tensor_data"]
+EXTENSIONS = ["binary_tensor_data", "statistics"]
 
 
 def build_inference_app(state) -> Starlette:
@@ -31,8 +33,9 @@ def build_inference_app(state) -> Starlette:
             served=None):
         if served is not None:
             served.record(status == 200, time.perf_counter() - start)
-        access.info("%s %s %s %d %.1fms model=%s", rid, request.method, request.url.path, status,
-                    (time.perf_counter() - start) * 1e3, model)
+        if access.isEnabledFor(logging.INFO):  # request.url builds a URL object: only when logged
+            access.info("%s %s %s %d %.1fms model=%s", rid, request.method, request.url.path, status,
+                        (time.perf_counter() - start) * 1e3, model)
         if served is not None:  # only served names become labels: unknown ones must not grow the metrics
             metrics.count_request(served.name, protocol, status)
 
@@ -71,9 +74,17 @@ def build_inference_app(state) -> Starlette:
             return JSONResponse({"error": e.args[0]}, status_code=404)
         return Response(status_code=200 if m.ready else 503)
 
+    async def statistics(request):
+        try:
+            stats = model_statistics(registry, request.path_params.get("model", ""),
+                                     request.path_params.get("version", ""))
+        except LookupError as e:
+            return JSONResponse({"error": e.args[0]}, status_code=404)
+        return JSONResponse(stats)
+
     async def infer(request):
         start = time.perf_counter()
-        rid = request.headers.get("x-request-id") or uuid.uuid4().hex
+        rid = request.headers.get("x-request-id") or new_request_id()
         name, m = request.path_params["model"], None
         try:
             m = _model(request)
@@ -93,7 +104,7 @@ def build_inference_app(state) -> Starlette:
 
     async def predictions(request):
         start = time.perf_counter()
-        rid = request.headers.get("x-request-id") or uuid.uuid4().hex
+        rid = request.headers.get("x-request-id") or new_request_id()
         name, m = request.path_params["model"], None
         try:
             m = _model(request)
@@ -124,6 +135,9 @@ def build_inference_app(state) -> Starlette:
     base = "/v2/models/{model}"
     routes = [
         Route("/v2", server_metadata), Route("/v2/health/live", live), Route("/v2/health/ready", ready),
+        # before the model routes: "stats" is not a model name here, as in Triton
+        Route("/v2/models/stats", statistics), Route(base + "/stats", statistics),
+        Route(base + "/versions/{version}/stats", statistics),
         Route(base, model_metadata), Route(base + "/versions/{version}", model_metadata),
         Route(base + "/ready", model_ready), Route(base + "/versions/{version}/ready", model_ready),
         Route(base + "/infer", infer, methods=["POST"]),

@@ -15,7 +15,6 @@ https://github.com/triton-inference-server/server/blob/main/docs/protocol/extens
 from __future__ import annotations
 
 import json
-import uuid
 
 import numpy as np
 
@@ -109,7 +108,8 @@ def parse_infer_request(body: bytes, header_length: str | None, model) -> tuple[
             if "binary_data" in op:
                 binary_flags[o["name"]] = bool(op["binary_data"])
     rid = req.get("id")
-    request = Request(id=str(rid) if rid is not None else uuid.uuid4().hex, kind="infer", inputs=arrays,
+    # without an id of its own, the caller gives the request the one it logs (X-Request-ID or a new one)
+    request = Request(id=str(rid) if rid is not None else "", kind="infer", inputs=arrays,
                       parameters=params, outputs=names)
     return request, {"names": names, "binary": binary_flags, "binary_default": binary_default,
                      "id": rid}

@@ -1,9 +1,10 @@
 """Triton's model repository extension, on the inference port, only with ``--model-control explicit``.
 
 ``POST /v2/repository/index`` lists the model store (``[{"name", "version", "state", "reason"}]``,
-state ``READY`` when loaded), ``POST /v2/repository/models/{m}/load`` loads ``{m}.emar`` (or the
-unpacked folder ``{m}``) from the store under the name ``m`` (a loaded model is reloaded), and
-``.../unload`` unloads every version of ``m``. These change what the server runs, so they follow
+state ``READY`` when loaded; with ``{"ready": true}`` only those; over gRPC, RepositoryIndex),
+``POST /v2/repository/models/{m}/load`` loads ``{m}.emar`` (or the unpacked folder ``{m}``) from
+the store under the name ``m`` (a loaded model is reloaded), and ``.../unload`` unloads every
+version of ``m``. These change what the server runs, so they follow
 the management API's access rule: a Bearer token when one is set, and the server refuses to
 enable them on a non-loopback inference address without one.
 
@@ -24,7 +25,7 @@ from ..archive import ArchiveError, manifest_of
 from ..archive._members import MANIFEST_NAME, read_manifest
 from .registry import ModelConflict, ModelNotFound, check_store_name
 
-__all__ = ["repository_routes"]
+__all__ = ["repository_routes", "repository_index", "token_matches"]
 
 
 def _entries(store: str) -> list[tuple[str, str, str | None]]:
@@ -45,14 +46,36 @@ def _entries(store: str) -> list[tuple[str, str, str | None]]:
     return out
 
 
+def token_matches(token: str | None, authorization: str) -> bool:
+    """Whether an ``Authorization`` value grants access (anything does when no token is set)."""
+    if not token:
+        return True
+    return authorization.startswith("Bearer ") and hmac.compare_digest(authorization[7:].encode(), token.encode())
+
+
+def repository_index(state, ready_only: bool = False) -> list[dict]:
+    """The store's models, ``[{"name", "version", "state", "reason"}]`` (state READY when loaded;
+    only those with ``ready_only``), for REST's index and gRPC's RepositoryIndex."""
+    loaded = {(m.name, m.version) for m in state.registry.all()}
+    out = []
+    for name, _, version in _entries(state.model_store):
+        item = {"name": name, "version": version or "", "state": "UNAVAILABLE", "reason": ""}
+        if version is None:
+            item["reason"] = "unreadable archive"
+        elif (name, version) in loaded:
+            item.update(state="READY")
+        if item["state"] == "READY" or not ready_only:
+            out.append(item)
+    return out
+
+
 def repository_routes(state) -> list[Route]:
     registry, token = state.registry, state.management_token
 
     def guard(fn):
         async def wrapped(request):
             if token:
-                given = request.headers.get("authorization", "")
-                if not (given.startswith("Bearer ") and hmac.compare_digest(given[7:].encode(), token.encode())):
+                if not token_matches(token, request.headers.get("authorization", "")):
                     return JSONResponse({"error": "the model repository extension needs 'Authorization: Bearer "
                                                   "<token>'"}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
             if not state.model_store:
@@ -61,16 +84,18 @@ def repository_routes(state) -> list[Route]:
         return wrapped
 
     async def index(request):
-        loaded = {(m.name, m.version) for m in registry.all()}
-        out = []
-        for name, _, version in _entries(state.model_store):
-            item = {"name": name, "version": version or "", "state": "UNAVAILABLE", "reason": ""}
-            if version is None:
-                item["reason"] = "unreadable archive"
-            elif (name, version) in loaded:
-                item.update(state="READY")
-            out.append(item)
-        return JSONResponse(out)
+        body = await request.body()
+        ready_only = False
+        if body:  # Triton's {"ready": true}: only the models ready for inference
+            try:
+                options = json.loads(body)
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                return JSONResponse({"error": f"malformed JSON in the index request: {e}"}, status_code=400)
+            if not isinstance(options, dict) or not isinstance(options.get("ready", False), bool):
+                return JSONResponse({"error": "the index request is an object whose 'ready' is true or false"},
+                                    status_code=400)
+            ready_only = options.get("ready", False)
+        return JSONResponse(repository_index(state, ready_only))
 
     def _store_entry(name: str) -> str:
         for candidate in (f"{name}.emar", name):

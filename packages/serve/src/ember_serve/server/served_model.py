@@ -32,6 +32,13 @@ class ModelStats:
     compute_input_duration_us: float = 0.0
     compute_infer_duration_us: float = 0.0
     compute_output_duration_us: float = 0.0
+    # for Triton's statistics extension (the metrics above mix them)
+    success_duration_us: float = 0.0
+    failure_duration_us: float = 0.0
+    executed_requests: int = 0  # requests a successful batch ran: what the queue and compute times add over
+    last_inference_ms: int = 0  # when the last request was answered, ms since the epoch (0: never)
+    # rows -> [batches, compute input us, compute infer us, compute output us]
+    batches: dict = dataclasses.field(default_factory=dict)
 
 
 class ServedModel:
@@ -130,6 +137,7 @@ class ServedModel:
             self.stats.exec_count += 1
             self.stats.inference_count += rows
             self.stats.compute_infer_duration_us += seconds * 1e6
+            self._count_batch(rows, (0.0, seconds * 1e6, 0.0))
         if self.metrics is not None:
             self.metrics.observe_batch(self.name, self.version, rows)
 
@@ -151,21 +159,34 @@ class ServedModel:
         request.rows = self.rows(request)
         item = WorkItem(request, request.rows, loop)
         self.batcher.submit(item)
+        # a timer on the item's own future, not wait_for(shield(...)): that made a task, a second
+        # future and their callbacks per request, on the event loop every request goes through
+        timer = loop.call_later(self.config.response_timeout_s, self._expire, item)
         try:
-            return await asyncio.wait_for(asyncio.shield(item.future), self.config.response_timeout_s)
-        except asyncio.TimeoutError:
-            item.cancelled = True
-            raise TimeoutError(f"model {self.name} version {self.version} gave no answer within "
-                               f"{self.config.response_timeout_s:g} s (response_timeout_s)") from None
+            return await item.future
+        finally:
+            timer.cancel()
+            if not item.future.done() or item.future.cancelled():
+                item.cancelled = True  # the caller is gone: a worker that has not started it drops it
+
+    def _expire(self, item: WorkItem) -> None:
+        item.cancelled = True
+        if not item.future.done():
+            item.future.set_exception(TimeoutError(
+                f"model {self.name} version {self.version} gave no answer within "
+                f"{self.config.response_timeout_s:g} s (response_timeout_s)"))
 
     def record(self, ok: bool, seconds: float) -> None:
         """Count one request answered (``ok``) or failed, and its end-to-end duration."""
         with self.lock:
             if ok:
                 self.stats.request_success += 1
+                self.stats.success_duration_us += seconds * 1e6
             else:
                 self.stats.request_failure += 1
+                self.stats.failure_duration_us += seconds * 1e6
             self.stats.request_duration_us += seconds * 1e6
+            self.stats.last_inference_ms = int(time.time() * 1000)
 
     def _run_batch(self, batch: list[WorkItem]) -> None:
         live = [w for w in batch if not w.cancelled]
@@ -192,6 +213,8 @@ class ServedModel:
             s = self.stats
             s.exec_count += 1
             s.inference_count += rows
+            s.executed_requests += len(live)
+            self._count_batch(rows, timing)
             for w in live:
                 s.queue_duration_us += (w.started - w.enqueued) * 1e6
                 # Triton credits each request of a batch with the batch's whole compute time
@@ -202,6 +225,13 @@ class ServedModel:
             self.metrics.observe_batch(self.name, self.version, rows)
         for w, a in zip(live, answers):
             w.resolve(True, a)
+
+    def _count_batch(self, rows: int, timing) -> None:
+        """One executed batch of ``rows`` rows and its compute times (us), under ``self.lock``."""
+        entry = self.stats.batches.setdefault(rows, [0, 0.0, 0.0, 0.0])
+        entry[0] += 1
+        for i in range(3):
+            entry[i + 1] += timing[i]
 
     def _handle(self, requests: list[Request]):
         h = self.handler

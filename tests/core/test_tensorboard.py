@@ -361,3 +361,48 @@ def test_a_tensorboard_server_serves_the_hparams(plugin_logs):
     assert {m["name"]["tag"]: (m["trainingStep"], pytest.approx(m["value"])) for m in
             by_name["run1"]["metricValues"]} == {"hparam/acc": (3, 0.9), "hparam/loss": (3, 0.2)}
     assert by_name["run1"]["sessions"][0]["status"] == "STATUS_SUCCESS"
+
+
+def _net(lib):
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = lib.nn.Linear(3, 4)
+            self.out = lib.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.out(lib.relu(self.fc(x))) * 2
+
+    return Net()
+
+
+def test_add_graph_as_torchs(tmp_path):
+    graphs = {}
+    for lib, writer_cls in ((torch, torch.utils.tensorboard.SummaryWriter), (ember, SummaryWriter)):
+        log_dir = tmp_path / lib.__name__
+        with writer_cls(str(log_dir)) as w:
+            w.add_graph(_net(lib), lib.ones(5, 3))
+        reader = EventAccumulator(str(log_dir))
+        reader.Reload()
+        assert reader.Tags()["graph"] and reader.Tags()["run_metadata"] == ["step1"]
+        assert reader.RunMetadata("step1").step_stats.dev_stats[0].device == "/device:CPU:0"
+        graphs[lib.__name__] = reader.Graph()
+    ours, theirs = graphs["ember"], graphs["torch"]
+    assert ours.versions.producer == theirs.versions.producer
+
+    def io(g):
+        return sorted((n.name.split("/")[0], n.op, [d.size for d in n.attr["_output_shapes"].list.shape[0].dim])
+                      for n in g.node if n.op == "IO Node")
+
+    assert io(ours) == io(theirs) == [("input", "IO Node", [5, 3]), ("output", "IO Node", [5, 2])]
+    getattrs = lambda g: sorted(n.attr["attr"].s.decode() for n in g.node if n.op == "prim::GetAttr")  # noqa: E731
+    assert getattrs(ours) == getattrs(theirs)  # the four parameters, named as torch names them
+    by_name = {n.name: n for n in ours.node}
+    ops = [n.op for n in ours.node if n.op.startswith("ember::")]
+    assert ops == ["ember::linear", "ember::relu", "ember::linear", "ember::mul"]
+    theirs_ops = [n.op.split("::")[1] for n in theirs.node if n.op.startswith("aten::")]
+    assert [o.split("::")[1] for o in ops] == theirs_ops
+    relu = next(n for n in ours.node if n.op == "ember::relu")
+    (src,) = relu.input
+    assert by_name[src].op == "ember::linear"  # edges follow the data
+    assert [d.size for d in relu.attr["_output_shapes"].list.shape[0].dim] == [5, 4]

@@ -4,14 +4,17 @@
 runs eagerly (with one warning) for any further one; torch's default, 8.
 ``accumulated_recompile_limit``: the same over every compiled function together (256).
 ``cache_size_limit`` is torch's older name of ``recompile_limit``; both names read the same
-value.
+value. ``disable``: compiled functions run eagerly, as the environment variable
+``TORCH_COMPILE_DISABLE=1`` sets it for torch (and for ember).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 
+disable = os.environ.get("TORCH_COMPILE_DISABLE", "0").lower() in ("1", "true")
 recompile_limit = 8
 accumulated_recompile_limit = 256
 suppress_errors = False

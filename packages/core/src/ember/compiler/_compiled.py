@@ -121,8 +121,9 @@ class CompiledFunction:
 
     # -- the call ----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        from .._dynamo import config
         from . import _state
-        if _state.disabled() or _capture.is_capturing():
+        if config.disable or _state.disabled() or _capture.is_capturing():
             return self.fn(*args, **kwargs)  # inside another capture: its ops join that recording
         leaves, _ = tree_flatten((args, kwargs))
         key = (tuple(_leaf_key(x) for x in leaves), _global_state(),

@@ -8,7 +8,7 @@ event files through the ``tensorboard`` package's event writer (the ``tensorboar
 
 ``tensorboard --logdir runs`` shows them: scalars, histograms, images, text, hyperparameter
 sessions, embeddings, precision-recall curves, meshes and custom scalar layouts.
-``add_graph`` comes with graph capture (ember.fx).
+``add_graph`` writes the graph ``ember.jit.trace`` captures (an ``ember.fx`` graph).
 """
 
 from ._writer import SummaryWriter

@@ -179,6 +179,21 @@ class SummaryWriter:
             raise AssertionError(f"Expected 3 tags, got {len(tags)}.")
         self.add_custom_scalars({category: {title: ["Margin", tags]}})
 
+    def add_graph(self, model, input_to_model=None, verbose=False, use_strict_trace=True) -> None:
+        """The graph of ``model`` run on ``input_to_model`` (a tensor or a tuple of them), for
+        TensorBoard's graph tab: the ops ``ember.jit.trace`` records, with their input and
+        output shapes (see ``_graph``). ``use_strict_trace`` is accepted for torch's signature
+        (ember's trace records containers either way)."""
+        if self._closed:
+            raise RuntimeError("SummaryWriter was closed")
+        from tensorboard.compat.proto.event_pb2 import TaggedRunMetadata
+
+        from ._graph import graph
+        graph_def, stats = graph(model, input_to_model, verbose)
+        self._writer.add_event(Event(graph_def=graph_def.SerializeToString(), wall_time=time.time()))
+        tagged = TaggedRunMetadata(tag="step1", run_metadata=stats.SerializeToString())
+        self._writer.add_event(Event(tagged_run_metadata=tagged, wall_time=time.time()))
+
     def flush(self) -> None:
         self._writer.flush()
         for writer in self._scalar_writers.values():

@@ -185,3 +185,32 @@ def test_fused_calls_from_several_threads():
     for th in threads:
         th.join()
     assert not errors and _fused_regions(step) == FUSED
+
+
+def test_a_linear_bias_joins_the_loop_after_the_product():
+    rng = np.random.default_rng(6)
+    data = rng.standard_normal((10, 7)).astype(np.float32)
+    w, b = rng.standard_normal((5, 7)).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+
+    def f(lib, x, w, b):
+        return lib.nn.functional.gelu(lib.nn.functional.linear(x, w, b), approximate="tanh").square().sum(-1)
+
+    ours = [ember.tensor(a, requires_grad=True) for a in (data, w, b)]
+    cf = ember.compile(lambda x, w, b: f(ember, x, w, b))
+    for _ in range(2):
+        for t in ours:
+            t.grad = None
+        out = cf(*ours)
+        out.sum().backward()
+    theirs = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (data, w, b)]
+    ref = f(torch, *theirs)
+    ref.sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-5)
+    for t, r in zip(ours, theirs):
+        np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), rtol=1e-4, atol=1e-4)
+    (entries,) = cf._ember_compiled._signatures.values()
+    nodes = list(entries[0].root.gm.graph.nodes)
+    linears = [n for n in nodes if n.op == "call_function" and getattr(n.target, "__name__", "") == "linear"]
+    if FUSED:
+        assert len(linears) == 1 and len(linears[0].args) == 2  # the product without its bias
+        assert _fused_regions(cf) == 1

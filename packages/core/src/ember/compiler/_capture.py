@@ -18,8 +18,8 @@ What the recording depends on besides its inputs is noted as it happens:
 - **opaque calls**: ``Tensor.backward``, ``ember.autograd.backward``/``grad``, optimizers'
   ``step`` and ``zero_grad``, modules' ``zero_grad`` and functions marked with
   ``ember.compiler.allow_in_graph`` are recorded as one node each and replayed as calls.
-- **globals**: the global names the running code refers to, so that a changed value
-  records anew.
+- **globals**: the global names referred to by the program's functions that called ops
+  (found on the stack at each op), so that a changed value records anew.
 
 A tensor that reaches an op and can be named by none of these (made by code that is not an
 ember op) makes the recording unreplayable: the call has run correctly (it ran for real),
@@ -133,7 +133,9 @@ class Capture:
         self.externals: dict[int, External] = {}
         self.mutated_before_break: set[int] = set()  # values changed in place before a later break
         self.unreplayable: str | None = None
-        self.frames: list = []  # (code, globals, closure values) of the Python functions that ran
+        self.frames: list = []  # (code, globals, closure values) of the program's functions that called ops
+        self._codes: set = set()
+        self.base_frame = None  # the frame that called the program: the stack walks stop there
         self._values: list = []  # value index -> tensor (kept alive: ids stay unique)
         self._index: dict[int, int] = {}  # id(tensor) -> value index
         self._depth = 0
@@ -241,6 +243,21 @@ class Capture:
         if type(a) is dict:
             return {k: self.arg(v) for k, v in a.items()}
         return a
+
+    def note_frames(self, frame) -> None:
+        """Note the program's Python functions on the stack below an op call (not ember's,
+        the standard library's or installed packages'), once each: their globals are
+        guarded and searched for tensors, their closures searched."""
+        seen = self._codes
+        while frame is not None and frame is not self.base_frame:
+            code = frame.f_code
+            if code not in seen:
+                seen.add(code)
+                if not code.co_filename.startswith(_LIBRARY_DIRS):
+                    free = {n: frame.f_locals[n] for n in code.co_freevars if n in frame.f_locals}
+                    self.frames.append((code, frame.f_globals, free))
+                    self._paths = None  # new places to find tensors
+            frame = frame.f_back
 
     # -- recording -----------------------------------------------------------------
     def prepare(self, args, kwargs):
@@ -371,6 +388,7 @@ class _Recorder(_dispatch.Mode):
         cap = self.capture
         if cap._depth:
             return proceed(args, kwargs)
+        cap.note_frames(sys._getframe(1))
         prepared = cap.prepare(args, kwargs)
         cap._depth += 1
         try:
@@ -427,14 +445,13 @@ def run(fn, args, kwargs, capture: Capture):
         if _LOCAL.capture is not None:
             raise RuntimeError("a capture is already running on this thread")
         _LOCAL.capture = capture
-        profiler = _FrameLog(capture)
-        sys.setprofile(profiler)
+        capture.base_frame = sys._getframe()
         try:
             with _Recorder(capture):
                 return fn(*args, **kwargs)
         finally:
-            sys.setprofile(None)
             _LOCAL.capture = None
+            capture.base_frame = None
 
 
 def _library_dirs() -> tuple:
@@ -448,23 +465,3 @@ def _library_dirs() -> tuple:
 
 
 _LIBRARY_DIRS = _library_dirs()
-
-
-class _FrameLog:
-    """The profile hook of a capture: notes each Python function of the program that runs
-    between ops (not ember's, not the standard library's or installed packages'), so the
-    globals it reads can be guarded and its global tensors found."""
-
-    def __init__(self, capture: Capture):
-        self.capture = capture
-        self.seen: set = set()
-
-    def __call__(self, frame, event, arg):
-        if event != "call" or self.capture._depth:  # code an op runs is the op's
-            return
-        code = frame.f_code
-        if code in self.seen or code.co_filename.startswith(_LIBRARY_DIRS):
-            return
-        self.seen.add(code)
-        free = {name: frame.f_locals[name] for name in code.co_freevars if name in frame.f_locals}
-        self.capture.frames.append((code, frame.f_globals, free))

@@ -113,16 +113,46 @@ class _Open:
 
 
 def _op_name(node):
+    """The op's name when a lowering exists for it, else None."""
     if node.op != "call_function":
         return None
-    entry = _dispatch.entry_of(node.target)
-    name = entry.name if entry is not None else getattr(node.target, "__name__", None)
+    name = _entry_name(node) or getattr(node.target, "__name__", None)
     return name if name in LOWERINGS else None
+
+
+def _split_linear_bias(graph) -> None:
+    """``linear(x, w, b)`` whose users all fuse becomes ``linear(x, w) + b``: the product
+    stays on BLAS, and its bias joins the loop that follows (the epilogue), forward and
+    backward (the bias gradient is that loop's column sum)."""
+    import ember
+    for node in list(graph.nodes):
+        if node.op != "call_function" or _entry_name(node) != "linear":
+            continue
+        args = list(node.args) + [node.kwargs.get("bias")] * (3 - len(node.args))
+        x, w, b = args[:3]
+        if type(b).__name__ != "Node" or node.kwargs.keys() - {"bias"} or not node.users:
+            continue
+        if any(_op_name(u) is None for u in node.users) or _meta(node) is None:
+            continue
+        with graph.inserting_after(node):
+            bare = graph.call_function(node.target, (x, w))
+        bare.meta = dict(node.meta)
+        with graph.inserting_after(bare):
+            biased = graph.call_function(ember.add, (bare, b))
+        biased.meta = dict(node.meta)
+        node.replace_all_uses_with(biased)
+        graph.erase_node(node)
+
+
+def _entry_name(node):
+    entry = _dispatch.entry_of(node.target)
+    return entry.name if entry is not None else None
 
 
 def fuse(gm):
     """Rewrite ``gm``'s graph in place, each fusable region into one call; returns ``gm``."""
     graph = gm.graph
+    _split_linear_bias(graph)
     regions, current = [], None
     for node in list(graph.nodes):
         name = _op_name(node)

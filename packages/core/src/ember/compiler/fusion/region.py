@@ -49,6 +49,20 @@ class Region:
         fwd_values = [o.value for o in outputs] + self.weights + self.saved
         self.fwd_kinds = [o.kind for o in outputs] + ["row"] * len(self.weights) + [v.kind for v in self.saved]
         self.forward_kernel = compile_program(program, self.inputs, fwd_values, self.fwd_kinds, self.np_dtype.name)
+        self._precompile(self.forward_kernel, self.inputs, self.fwd_kinds)
+        if self.backward_kernel is not None:
+            live = [k for k, z in zip(self.grad_kinds, self.zero_grads) if not z]
+            self._precompile(self.backward_kernel, self.bwd_inputs, live)
+
+    def _precompile(self, kernel, inputs, out_kinds) -> None:
+        """Compile (or load from numba's cache) now, for the arrays the calls will pass, so
+        the first call pays nothing and the backend's compile time is the real one."""
+        import numba
+        dt = self.np_dtype
+        like = {"vec": numpy.empty((1, 1), dt), "col": numpy.empty(1, dt), "row": numpy.empty(1, dt),
+                "irow": numpy.empty(1, numpy.int64), "scalar": numpy.empty(1, dt), "csum": numpy.empty((1, 1), dt)}
+        args = [0, 1, numpy.empty(2, numpy.int64)] + [like[v.kind] for v in inputs] + [like[k] for k in out_kinds]
+        kernel.compile(tuple(numba.typeof(a) for a in args))
 
     def _build_backward(self, requires_grad):
         p = self.p

@@ -15,10 +15,12 @@ import functools
 import time
 import warnings
 
+import numpy
+
 from .. import _dtype
 from .._tensor import Tensor
 from ..func._pytree import tree_flatten, tree_unflatten
-from ..nn.modules.module import Module
+from ..nn.modules.module import STATE_VERSION, Module
 from . import _capture
 from ._capture import Capture
 from ._segments import build_segments, resolve
@@ -69,7 +71,9 @@ _MISSING = object()
 
 
 def _tensor_key(t: Tensor):
-    return (tuple(t._data.shape), t.dtype, t.device, t._requires_grad)
+    arr = t._data
+    # a numpy array is on the CPU: its type says so without asking the backend
+    return (arr.shape, t.dtype, None if type(arr) is numpy.ndarray else t.device, t._requires_grad)
 
 
 def _leaf_key(x):
@@ -90,6 +94,8 @@ def _global_state():
 
 
 def _module_state(root: Module):
+    """The compiled module's tree: each submodule's plain attributes (``training`` among
+    them) and children."""
     out = []
     for m in root.modules():
         d = m.__dict__
@@ -111,8 +117,18 @@ class CompiledFunction:
         self._signatures: dict = {}
         self._recordings = 0
         self._warned = False
+        self._state_cache = (-1, None)
         self.log: list = []  # what happened, for explain: ("graph"/"break"/"recompile"/"eager", ...)
         functools.update_wrapper(self, fn)
+
+    def _module_key(self):
+        """``_module_state`` of the compiled module, read afresh only after a change made
+        through Module's methods (``STATE_VERSION``); a write straight into a module's
+        ``__dict__`` is not seen."""
+        version = STATE_VERSION[0]
+        if self._state_cache[0] != version:
+            self._state_cache = (version, _module_state(self.module))
+        return self._state_cache[1]
 
     @property
     def recompile_limit(self):
@@ -127,7 +143,7 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)  # inside another capture: its ops join that recording
         leaves, _ = tree_flatten((args, kwargs))
         key = (tuple(_leaf_key(x) for x in leaves), _global_state(),
-               _module_state(self.module) if self.module is not None else None)
+               self._module_key() if self.module is not None else None)
         entries = self._signatures.get(key)
         if entries is not None:
             for entry in entries:

@@ -48,19 +48,19 @@ def list_backends(exclude_tags=("debug", "experimental")) -> list[str]:
 @register_backend(tags=("debug",))
 def eager(gm, example_inputs):
     """Run the captured graph as it was recorded."""
-    return gm
+    return gm.forward
 
 
 @register_backend(tags=("debug",))
 def aot_eager(gm, example_inputs):
     """Run the captured graph as it was recorded; its gradients come from the ops' own rules."""
-    return gm
+    return gm.forward
 
 
 @register_backend(name="inductor")
 def _default(gm, example_inputs):
     from ..cpu.kernels import _runtime
     if not _runtime.enabled():
-        return gm
+        return gm.forward
     from .fusion import fuse
-    return fuse(gm)
+    return fuse(gm).forward

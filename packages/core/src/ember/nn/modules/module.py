@@ -36,17 +36,24 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
     __str__ = __repr__
 
 
+# Bumped by every change of a module's attributes, submodules, parameters, buffers or hooks
+# made through Module's methods: a compiled module re-reads its state only when it moved.
+STATE_VERSION = [0]
+
+
 class RemovableHandle:
     """Returned by the hook registrations; ``remove()`` unregisters the hook."""
 
     _ids = itertools.count()
 
     def __init__(self, hooks_dict, *extra_dicts):
+        STATE_VERSION[0] += 1
         self.hooks_dict = hooks_dict
         self.extra_dicts = extra_dicts
         self.id = next(RemovableHandle._ids)
 
     def remove(self) -> None:
+        STATE_VERSION[0] += 1
         for d in (self.hooks_dict,) + self.extra_dicts:
             d.pop(self.id, None)
 
@@ -103,6 +110,7 @@ class Module:
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
         """Add a tensor that is state but not a parameter (running statistics); with
         ``persistent=False`` it stays out of ``state_dict``."""
+        STATE_VERSION[0] += 1
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         if not isinstance(name, str):
@@ -124,6 +132,7 @@ class Module:
 
     def register_parameter(self, name: str, param) -> None:
         """Add a parameter (a Parameter or None) under ``name``."""
+        STATE_VERSION[0] += 1
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         if not isinstance(name, str):
@@ -148,6 +157,7 @@ class Module:
 
     def add_module(self, name: str, module) -> None:
         """Add a child module under ``name``."""
+        STATE_VERSION[0] += 1
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{_typename(module)} is not a Module subclass")
         if not isinstance(name, str):
@@ -163,6 +173,7 @@ class Module:
     register_module = add_module
 
     def __setattr__(self, name: str, value) -> None:
+        STATE_VERSION[0] += 1
         d = self.__dict__
         params = d.get("_parameters")
         if isinstance(value, Parameter):
@@ -206,6 +217,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:
+        STATE_VERSION[0] += 1
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:

@@ -34,7 +34,7 @@ import numpy as np
 from ..._blas import get_num_threads, set_num_threads
 from ._runtime import PARALLEL_MIN_WORK, _executor, jit, parallel_for, threads
 
-__all__ = ["forward", "input_grad", "weight_grad", "bias_grad", "is_depthwise"]
+__all__ = ["forward", "forward_whole", "input_grad", "weight_grad", "bias_grad", "is_depthwise"]
 
 # bytes of one block's columns (a band of output rows of one image): about a core's L2
 _BLOCK_BYTES = 512 << 10
@@ -116,6 +116,72 @@ def _im2col(start, stop, x, cols, geo, osize, t0, t1):
                                 dst[q] = zero
                         p += ow
                     row += 1
+
+
+@jit
+def _phase_split(start, stop, x, xq, sh, sw):
+    """Rows [start, stop) of (image, channel): xq[b, c, py*sW + px, u, v] = x[b, c, u*sH + py,
+    v*sW + px], the input's stride phases as separate planes, so that the columns of a
+    strided convolution are contiguous copies (one read of the input for a matrix
+    prod(k)/(sH*sW) times larger)."""
+    nc = x.shape[1]
+    h_in, w_in = x.shape[2], x.shape[3]
+    for r in range(start, stop):
+        b = r // nc
+        c = r - b * nc
+        for py in range(sh):
+            for u in range((h_in - py + sh - 1) // sh):
+                src = x[b, c, u * sh + py]
+                for px in range(sw):
+                    dst = xq[b, c, py * sw + px, u]
+                    s0 = src[px:]
+                    for v in range((w_in - px + sw - 1) // sw):
+                        dst[v] = s0[v * sw]
+
+
+@jit
+def _im2col_2d(start, stop, xq, cols, h_in, w_in, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    """_im2col for 2-d convolutions from the phase planes ``xq`` of _phase_split (the input
+    itself as ``x[:, :, None]`` at stride 1) into one C-contiguous matrix ``cols``
+    [C*kH*kW, N*P] (image b's columns at b*P): rows [start, stop) of (image, channel).
+    Kernel offset (j, k) at output cell (e, q) reads input (e*sH + J, q*sW + K), J = j*dH
+    - pH, K = k*dW - pW: phase (J mod sH, K mod sW), cell (e + J // sH, q + K // sW), so
+    every row of columns is one contiguous copy."""
+    nc = xq.shape[1]
+    npos = oh * ow
+    zero = cols.dtype.type(0)
+    for r in range(start, stop):
+        b = r // nc
+        c = r - b * nc
+        row = c * kh * kw
+        for j in range(kh):
+            jj = j * dh - ph
+            py = jj % sh
+            jq = jj // sh
+            for k in range(kw):
+                kx = k * dw - pw
+                px = kx % sw
+                kq = kx // sw
+                lo, hi = _span(kx, sw, ow, w_in)
+                dst = cols[row]
+                plane = xq[b, c, py * sw + px]
+                for e in range(oh):
+                    y = e * sh + jj
+                    d = dst[b * npos + e * ow:]
+                    if 0 <= y < h_in:
+                        for q in range(lo):
+                            d[q] = zero
+                        dm = d[lo:hi]
+                        src = plane[e + jq, lo + kq:]
+                        for q in range(hi - lo):
+                            dm[q] = src[q]
+                        dt = d[hi:]
+                        for q in range(ow - hi):
+                            dt[q] = zero
+                    else:
+                        for q in range(ow):
+                            d[q] = zero
+                row += 1
 
 
 @jit
@@ -745,6 +811,78 @@ def _forward(x, w, bias, stride, pad, dilation, groups):
     xf = _flat_rows(x, osize, stride)
     _split(_fwd_worker, plan.blocks(), plan, x5, xf, x3, wms, out.reshape(n, o, -1), bias, bias_row,
            work_per_item=og * plan.krows * plan.rows * plan.ow)
+    return out
+
+
+def forward_whole(x, w, bias, stride, pad, dilation, groups):
+    """:func:`forward` for the small convolutions (LeNet-sized images, batch 1): the column
+    matrix of the whole batch ``[C/groups * prod(k), N * P]`` (rows in the weight's own
+    order, so the weight needs no reordering) built by the threads, then one product per
+    group on every BLAS thread.  One large product runs faster than the per-block
+    single-thread products of :func:`forward` when the blocks are few or short."""
+    n = x.shape[0]
+    o, cg = w.shape[:2]
+    ksize = w.shape[2:]
+    osize = _osize(x.shape, ksize, stride, pad, dilation)
+    out = np.empty((n, o) + osize, dtype=x.dtype)
+    if out.size == 0:
+        return out
+    og = o // groups
+    npos = math.prod(osize)
+    kk = math.prod(ksize)
+    out3 = out.reshape(n, o, npos)
+    x3 = _direct(x, ksize, stride, pad)
+    if x3 is not None and n == 1:  # 1x1, no stride or padding: the input is the column matrix
+        for gi in range(groups):
+            np.matmul(w[gi * og:(gi + 1) * og].reshape(og, cg), x3[0, gi * cg:(gi + 1) * cg],
+                      out=out3[0, gi * og:(gi + 1) * og])
+        if bias is not None:
+            out3 += bias[:, None]
+        return out
+    geo = _geo(ksize, stride, pad, dilation)
+    x5 = _as5(x)
+    osz = np.array(_as5(out).shape[2:], dtype=np.int64)
+    nrows = int(osz[0] * osz[1])
+    xf = _flat_rows(x, osize, stride)
+    xq = None
+    strided_1x1 = x.ndim == 4 and kk == 1 and not any(lo or hi for lo, hi in pad)
+    if xf is None and x.ndim == 4 and not strided_1x1:
+        sh, sw = stride
+        if sh == sw == 1:
+            xq = x[:, :, None]
+        else:
+            xq = np.empty(x.shape[:2] + (sh * sw, -(-x.shape[2] // sh), -(-x.shape[3] // sw)), dtype=x.dtype)
+            parallel_for(_phase_split, n * x.shape[1], x, xq, sh, sw, work_per_item=x[0, 0].size)
+    buf = np.empty((cg * kk, n * npos), dtype=x.dtype)
+    cols = _side_by_side(buf, n, npos)   # [N, K, P] view: image b's columns at b * P
+    res = np.empty((og, n * npos), dtype=x.dtype) if n > 1 else None
+    for gi in range(groups):
+        part = slice(gi * cg, (gi + 1) * cg)
+        if strided_1x1:  # the columns are a strided slice of the input
+            np.copyto(buf.reshape(cg, n, osize[0], osize[1]),
+                      x[:, part, ::stride[0], ::stride[1]][:, :, :osize[0], :osize[1]].transpose(1, 0, 2, 3))
+        elif xf is not None:
+            parallel_for(_im2col_rows, n * cg, xf[:, part], cols, geo, osz, x5.shape[3], x5.shape[4], 0, nrows,
+                         work_per_item=kk * npos)
+        elif xq is not None:
+            parallel_for(_im2col_2d, n * cg, xq[:, part], buf, x.shape[2], x.shape[3], ksize[0], ksize[1],
+                         stride[0], stride[1], pad[0][0], pad[1][0], dilation[0], dilation[1], osize[0], osize[1],
+                         work_per_item=kk * npos)
+        else:
+            parallel_for(_im2col, n * cg, x5[:, part], cols, geo, osz, 0, nrows, work_per_item=kk * npos)
+        wm = w[gi * og:(gi + 1) * og].reshape(og, cg * kk)
+        if n == 1:
+            np.matmul(wm, buf, out=out3[0, gi * og:(gi + 1) * og])
+        else:
+            np.matmul(wm, buf, out=res)
+            target = out3[:, gi * og:(gi + 1) * og]
+            src = res.reshape(og, n, npos).transpose(1, 0, 2)
+            if bias is None:
+                target[...] = src
+            else:
+                np.add(src, bias[gi * og:(gi + 1) * og, None], out=target)
+    if bias is not None and n == 1:
+        out3 += bias[:, None]
     return out
 
 

@@ -306,18 +306,26 @@ def _check_whole(nd, n, c, o, size, k, dtype, layout=None, bias=True, seed=1, **
 
 @pytest.fixture
 def whole_path(monkeypatch):
-    """Below the blocked kernels' gate, and count the whole-batch forwards."""
+    """Below the blocked kernels' gate; records which forward kernel ran ("whole" or
+    "direct")."""
     import ember.ops.conv
     from ember.cpu.kernels import conv as K
     monkeypatch.setattr(ember.ops.conv, "KERNEL_MIN_MACS", 1 << 62)
     calls = []
-    real = K.forward_whole
+    for name, tag in (("forward_whole", "whole"), ("forward_direct", "direct")):
+        real = getattr(K, name)
 
-    def counted(*a, **k):
-        calls.append(1)
-        return real(*a, **k)
-    monkeypatch.setattr(K, "forward_whole", counted)
+        def counted(*a, _real=real, _tag=tag, **k):
+            calls.append(_tag)
+            return _real(*a, **k)
+        monkeypatch.setattr(K, name, counted)
     return calls
+
+
+def _expected(nd, c, o, k, kw):
+    from ember.cpu.kernels import conv as K
+    groups = kw.get("groups", 1)
+    return "direct" if K.direct_pays(nd + 2, (o, c // groups) + k, groups) else "whole"
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -325,7 +333,33 @@ def whole_path(monkeypatch):
 def test_whole_batch_forward_matches_torch(case, dtype, whole_path):
     nd, n, c, o, size, k, kw = case
     _check_whole(nd, n, c, o, size, k, dtype, **kw)
-    assert len(whole_path) == (2 if kernels.enabled() else 0)
+    assert whole_path == ([_expected(nd, c, o, k, kw)] * 2 if kernels.enabled() else [])
+
+
+# few channels per group (a resampling filter bank, an RGB stem): direct multiply-add passes
+DIRECT = [
+    (1, 1, 1, 1, (101,), (28,), dict(stride=2)),                      # resample 16 kHz -> 8 kHz
+    (1, 3, 1, 2, (57,), (15,), dict()),                               # 8 kHz -> 16 kHz, batch 3
+    (1, 2, 1, 1, (2600,), (41,), dict(stride=3, padding=7)),          # several chunks of cells
+    (1, 2, 2, 3, (40,), (5,), dict(stride=2, dilation=3, padding=9)),  # padding beyond the kernel's reach
+    (1, 2, 4, 6, (31,), (3,), dict(groups=2, stride=3, padding="valid")),
+    (2, 2, 3, 16, (31, 29), (3, 3), dict(stride=2, padding=1)),       # a MobileNet stem
+    (2, 1, 1, 6, (28, 28), (5, 5), dict()),                           # LeNet's first layer, batch 1
+    (2, 3, 1, 4, (17, 19), (3, 5), dict(stride=(3, 2), padding=(2, 1), dilation=(2, 1))),
+    (2, 2, 4, 6, (12, 11), (2, 3), dict(groups=2, padding=(0, 4))),
+    (2, 2, 2, 3, (9, 10), (4, 4), dict(padding="same")),
+    (2, 1, 3, 2, (1, 40), (1, 5), dict(stride=2)),                    # one output row
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", DIRECT, ids=lambda c: f"{c[0]}d-{c[1]}-{c[4]}-{c[5]}-{c[6]}")
+def test_direct_forward_matches_torch(case, dtype, whole_path):
+    nd, n, c, o, size, k, kw = case
+    assert _expected(nd, c, o, k, kw) == "direct"
+    _check_whole(nd, n, c, o, size, k, dtype, **kw)
+    _check_whole(nd, n, c, o, size, k, dtype, bias=False, seed=3, **kw)
+    assert whole_path == (["direct"] * 4 if kernels.enabled() else [])
 
 
 @pytest.mark.parametrize("stride", [1, 2])
@@ -337,14 +371,20 @@ def test_whole_batch_forward_channels_last_and_strided_input(stride, whole_path)
         return t[..., ::2]
     for layout in (channels_last, every_other_column):
         for n in (1, 3):
-            _check_whole(2, n, 5, 6, (11, 18), (3, 3), "float32", layout=layout, stride=stride, padding=1)
-            _check_whole(2, n, 5, 6, (11, 18), (3, 3), "float64", layout=layout, stride=stride, padding=1,
-                         bias=False)
+            for c in (5, 2):  # columns and one product; direct passes
+                _check_whole(2, n, c, 6, (11, 18), (3, 3), "float32", layout=layout, stride=stride, padding=1)
+                _check_whole(2, n, c, 6, (11, 18), (3, 3), "float64", layout=layout, stride=stride, padding=1,
+                             bias=False)
+    assert set(whole_path) == ({"whole", "direct"} if kernels.enabled() else set())
 
 
-def test_whole_batch_forward_empty_batch(whole_path):
-    x = ember.zeros(0, 3, 8, 8)
-    w = ember.ones(4, 3, 3, 3)
+@pytest.mark.parametrize("c", [3, 8])
+def test_whole_batch_forward_empty_batch(c, whole_path):
+    x = ember.zeros(0, c, 8, 8)
+    w = ember.ones(4, c, 3, 3)
     with ember.no_grad():
         y = F.conv2d(x, w, padding=1)
     assert y.shape == (0, 4, 8, 8)
+    with ember.no_grad():
+        y = F.conv1d(ember.zeros(0, 1, 30), ember.ones(1, 1, 28), stride=2)
+    assert y.shape == (0, 1, 2)

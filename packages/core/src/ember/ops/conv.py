@@ -282,6 +282,8 @@ def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
     """The convolution plus ``bias`` (None or [O]), and (when ``keep_cols``) its column
     matrices for the weight gradient."""
     if kernels.accepts(x, w) and (bias is None or kernels.accepts(x, bias)):
+        if not keep_cols and kernels.conv.direct_pays(x.ndim, w.shape, groups):
+            return kernels.conv.forward_direct(x, w, bias, stride, pad, dilation, groups), None
         if _kernels_pay(x.shape[0], math.prod(x.shape[2:]) // math.prod(stride), w.shape, groups):
             return kernels.conv.forward(x, w, bias, stride, pad, dilation, groups), None
         if not keep_cols:

@@ -34,7 +34,8 @@ import numpy as np
 from ..._blas import get_num_threads, set_num_threads
 from ._runtime import PARALLEL_MIN_WORK, _executor, jit, parallel_for, threads
 
-__all__ = ["forward", "forward_whole", "input_grad", "weight_grad", "bias_grad", "is_depthwise"]
+__all__ = ["forward", "forward_whole", "forward_direct", "direct_pays", "input_grad", "weight_grad", "bias_grad",
+           "is_depthwise"]
 
 # bytes of one block's columns (a band of output rows of one image): about a core's L2
 _BLOCK_BYTES = 512 << 10
@@ -182,6 +183,143 @@ def _im2col_2d(start, stop, xq, cols, h_in, w_in, kh, kw, sh, sw, ph, pw, dh, dw
                         for q in range(ow):
                             d[q] = zero
                 row += 1
+
+
+# output cells per item of the direct convolution: its accumulator row stays in L1
+_DIRECT_CHUNK = 1024
+# accumulator cells per band of the 2-d direct convolution (it and its four input streams in L1)
+_DIRECT_BAND = 1024
+
+
+@jit(fastmath={"contract"})
+def _direct_fwd(start, stop, xq, w, bias, has_bias, out, h_in, w_in, sh, sw, ph, pw, dh, dw, chunks):
+    """Items [start, stop) of (image, output channel, output row, chunk of _DIRECT_CHUNK
+    cells) of a 2-d convolution (1-d as one row) without columns or product: the output
+    cells start at the bias and take one contiguous multiply-add pass per input channel
+    and kernel offset, reading the stride phases ``xq`` of _phase_split (cell (e, q) at
+    offset (j, k) reads phase (J mod sH, K mod sW), cell (e + J // sH, q + K // sW), J =
+    j*dH - pH, K = k*dW - pW).  For convolutions with few channels per group, where the
+    column matrix would be prod(k) times the input and the product too thin for BLAS."""
+    no, cg = w.shape[0], w.shape[1]
+    kh, kw = w.shape[2], w.shape[3]
+    oh, ow = out.shape[2], out.shape[3]
+    og = no // (xq.shape[1] // cg)
+    for it in range(start, stop):
+        r = it // chunks
+        q0 = (it - r * chunks) * _DIRECT_CHUNK
+        q1 = min(ow, q0 + _DIRECT_CHUNK)
+        m = q1 - q0
+        rest = r // oh
+        e = r - rest * oh
+        b = rest // no
+        o = rest - b * no
+        c0 = (o // og) * cg
+        acc = out[b, o, e, q0:q1]
+        v = bias[o] if has_bias else out.dtype.type(0)
+        for q in range(m):
+            acc[q] = v
+        for c in range(cg):
+            for j in range(kh):
+                jj = j * dh - ph
+                y = e * sh + jj
+                if y < 0 or y >= h_in:
+                    continue
+                pyy = jj % sh
+                row = e + jj // sh
+                for k in range(kw):
+                    kx = k * dw - pw
+                    px = kx % sw
+                    kq = kx // sw
+                    lo, hi = _span(kx, sw, ow, w_in)
+                    lo = min(max(lo - q0, 0), m)
+                    hi = max(min(hi - q0, m), lo)
+                    wv = w[o, c, j, k]
+                    seg = acc[lo:hi]
+                    src = xq[b, c0 + c, pyy * sw + px, row, q0 + lo + kq:]
+                    for q in range(hi - lo):
+                        seg[q] += wv * src[q]
+
+
+@jit
+def _phase_split_padded(start, stop, x, xq, sh, sw, ph, pw):
+    """Rows [start, stop) of (image, channel): the stride phases of the zero-padded input,
+    xq[b, c, py*sW + px, u, v] = xpad[u*sH + py, v*sW + px] with xpad[y, x] = x[y - pH,
+    x - pW] (``xq`` comes zeroed: the padding and the slack stay zero)."""
+    nc = x.shape[1]
+    h_in, w_in = x.shape[2], x.shape[3]
+    for r in range(start, stop):
+        b = r // nc
+        c = r - b * nc
+        for py in range(sh):
+            for u in range(xq.shape[3]):
+                y = u * sh + py - ph
+                if y < 0 or y >= h_in:
+                    continue
+                src = x[b, c, y]
+                for px in range(sw):
+                    # cells v with 0 <= v*sW + px - pW < W
+                    off = px - pw
+                    lo, hi = _span(off, sw, xq.shape[4], w_in)
+                    dst = xq[b, c, py * sw + px, u, lo:hi]
+                    s0 = src[lo * sw + off:]
+                    if sw == 2:  # a constant stride: LLVM deinterleaves the loads
+                        for v in range(hi - lo):
+                            dst[v] = s0[2 * v]
+                    else:
+                        for v in range(hi - lo):
+                            dst[v] = s0[v * sw]
+
+
+@jit(fastmath={"contract"})
+def _direct_fwd_flat(start, stop, xq, wt, planes, offs, bias, has_bias, out, wq, cpg, rows_per_item):
+    """Items [start, stop) of (image, band of ``rows_per_item`` output rows, output
+    channel) of a 2-d convolution from the padded stride phases ``xq`` [N, C*sH*sW, Hq*Wq]
+    of _phase_split_padded: output rows are computed ``wq`` wide (the extra cells
+    dropped), so that each tap t (input channel of the group, kernel offset) is one
+    contiguous read of plane ``planes[t]`` (plus the group's first plane) from flat offset
+    ``offs[t]`` + e0*Wq; ``wt`` [O, taps], ``cpg`` the planes per group.  Four taps per
+    pass over the band: one accumulator load and store per four multiply-adds."""
+    no = out.shape[1]
+    oh, ow = out.shape[2], out.shape[3]
+    ntaps = wt.shape[1]
+    og = no // (xq.shape[1] // cpg)
+    bands = -(-oh // rows_per_item)
+    acc = np.empty(rows_per_item * wq, dtype=out.dtype)
+    for it in range(start, stop):
+        rest = it // no  # output channels innermost: they read the same band of input
+        o = it - rest * no
+        b = rest // bands
+        e0 = (rest - b * bands) * rows_per_item
+        e1 = min(oh, e0 + rows_per_item)
+        m = (e1 - e0) * wq
+        p0 = (o // og) * cpg
+        base = e0 * wq
+        x2 = xq[b]
+        v = bias[o] if has_bias else out.dtype.type(0)
+        for t in range(m):
+            acc[t] = v
+        w = wt[o]
+        t = 0
+        while t + 4 <= ntaps:
+            s0 = x2[p0 + planes[t], base + offs[t]:]
+            s1 = x2[p0 + planes[t + 1], base + offs[t + 1]:]
+            s2 = x2[p0 + planes[t + 2], base + offs[t + 2]:]
+            s3 = x2[p0 + planes[t + 3], base + offs[t + 3]:]
+            w0, w1, w2, w3 = w[t], w[t + 1], w[t + 2], w[t + 3]
+            for i in range(m):
+                acc[i] += w0 * s0[i] + w1 * s1[i] + w2 * s2[i] + w3 * s3[i]
+            t += 4
+        while t < ntaps:
+            s0 = x2[p0 + planes[t], base + offs[t]:]
+            w0 = w[t]
+            for i in range(m):
+                acc[i] += w0 * s0[i]
+            t += 1
+        for e in range(e1 - e0):
+            a = acc[e * wq:]
+            d = out[b, o, e0 + e]
+            for q in range(ow):
+                d[q] = a[q]
 
 
 @jit
@@ -883,6 +1021,71 @@ def forward_whole(x, w, bias, stride, pad, dilation, groups):
                 np.add(src, bias[gi * og:(gi + 1) * og, None], out=target)
     if bias is not None and n == 1:
         out3 += bias[:, None]
+    return out
+
+
+def direct_pays(ndim, wshape, groups):
+    """Whether :func:`forward_direct` is the faster forward: a 1-d or 2-d convolution whose
+    groups map few input channels to few output channels (a resampling filter bank, an
+    RGB stem), where the product of the column matrix is too thin for BLAS."""
+    o, cg = wshape[:2]
+    if is_depthwise(wshape, groups) or o // groups > 16:
+        return False
+    if ndim == 3:  # a filter of any length: the product would be a matrix-vector one
+        return cg <= 4
+    return ndim == 4 and cg * math.prod(wshape[2:]) <= 32
+
+
+def forward_direct(x, w, bias, stride, pad, dilation, groups):
+    """The convolution of ``x`` [N, C, (H,) W] by ``w`` [O, C/groups, (kH,) kW] plus ``bias``
+    (None or [O]) as direct multiply-add passes (``_direct_fwd_flat``; ``_direct_fwd`` for
+    one output row, as in 1-d); C-contiguous result.  The groups follow from the shapes."""
+    if x.ndim == 3:
+        r = _forward_direct(x[:, :, None], w[:, :, None], bias, (1,) + tuple(stride), ((0, 0),) + tuple(pad),
+                            (1,) + tuple(dilation))
+        return r.reshape(r.shape[:2] + r.shape[3:])
+    return _forward_direct(x, w, bias, stride, pad, dilation)
+
+
+def _forward_direct(x, w, bias, stride, pad, dilation):
+    n = x.shape[0]
+    o = w.shape[0]
+    ksize = w.shape[2:]
+    osize = _osize(x.shape, ksize, stride, pad, dilation)
+    out = np.empty((n, o) + osize, dtype=x.dtype)
+    if out.size == 0:
+        return out
+    sh, sw = stride
+    has_bias = bias is not None
+    b_arr = bias if has_bias else out[0, 0, 0]
+    if x.ndim == 4 and osize[0] > 1:
+        # zero-padded phases, rows Wq wide, room below for the wide rows' overrun
+        wq = -(-(x.shape[3] + pad[1][0] + pad[1][1]) // sw)
+        jq = (ksize[0] - 1) * dilation[0] // sh
+        hq = max(-(-(x.shape[2] + pad[0][0] + pad[0][1]) // sh), osize[0] + jq + 1)
+        xq = np.zeros(x.shape[:2] + (sh * sw, hq, wq), dtype=x.dtype)
+        parallel_for(_phase_split_padded, n * x.shape[1], x, xq, sh, sw, pad[0][0], pad[1][0],
+                     work_per_item=x[0, 0].size)
+        cg = w.shape[1]
+        jj = np.arange(ksize[0])[:, None] * dilation[0]
+        kx = np.arange(ksize[1])[None, :] * dilation[1]
+        phase = (jj % sh) * sw + kx % sw                                   # [kH, kW]
+        planes = (np.arange(cg)[:, None, None] * (sh * sw) + phase).reshape(-1).astype(np.int64)
+        offs = np.broadcast_to((jj // sh) * wq + kx // sw, (cg,) + ksize).reshape(-1).astype(np.int64)
+        rows = max(1, min(osize[0], _DIRECT_BAND // wq))
+        items = n * o * -(-osize[0] // rows)
+        parallel_for(_direct_fwd_flat, items, xq.reshape(n, -1, hq * wq), w.reshape(o, -1), planes, offs, b_arr,
+                     has_bias, out, wq, cg * sh * sw, rows, work_per_item=rows * wq * math.prod(w.shape[1:]))
+        return out
+    if sh == sw == 1:
+        xq = x[:, :, None]
+    else:
+        xq = np.empty(x.shape[:2] + (sh * sw, -(-x.shape[2] // sh), -(-x.shape[3] // sw)), dtype=x.dtype)
+        parallel_for(_phase_split, n * x.shape[1], x, xq, sh, sw, work_per_item=x[0, 0].size)
+    chunks = -(-osize[1] // _DIRECT_CHUNK)
+    parallel_for(_direct_fwd, n * o * osize[0] * chunks, xq, np.ascontiguousarray(w), b_arr, has_bias, out,
+                 x.shape[2], x.shape[3], sh, sw, pad[0][0], pad[1][0], dilation[0], dilation[1],
+                 chunks, work_per_item=min(osize[1], _DIRECT_CHUNK) * math.prod(w.shape[1:]))
     return out
 
 

@@ -141,15 +141,14 @@ def _phase_split(start, stop, x, xq, sh, sw):
 
 
 @jit
-def _im2col_2d(start, stop, xq, cols, h_in, w_in, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+def _im2col_2d(start, stop, xq, cols, h_in, w_in, kh, kw, sh, sw, ph, pw, dh, dw, ow, t0, t1):
     """_im2col for 2-d convolutions from the phase planes ``xq`` of _phase_split (the input
-    itself as ``x[:, :, None]`` at stride 1) into one C-contiguous matrix ``cols``
-    [C*kH*kW, N*P] (image b's columns at b*P): rows [start, stop) of (image, channel).
-    Kernel offset (j, k) at output cell (e, q) reads input (e*sH + J, q*sW + K), J = j*dH
-    - pH, K = k*dW - pW: phase (J mod sH, K mod sW), cell (e + J // sH, q + K // sW), so
-    every row of columns is one contiguous copy."""
+    itself as ``x[:, :, None]`` at stride 1): rows [start, stop) of (image, channel),
+    output rows t0 <= e < t1, into ``cols`` [B, C*kH*kW, (t1-t0)*W_out].  Kernel offset
+    (j, k) at output cell (e, q) reads input (e*sH + J, q*sW + K), J = j*dH - pH, K = k*dW
+    - pW: phase (J mod sH, K mod sW), cell (e + J // sH, q + K // sW), so every row of
+    columns is one contiguous copy."""
     nc = xq.shape[1]
-    npos = oh * ow
     zero = cols.dtype.type(0)
     for r in range(start, stop):
         b = r // nc
@@ -164,11 +163,11 @@ def _im2col_2d(start, stop, xq, cols, h_in, w_in, kh, kw, sh, sw, ph, pw, dh, dw
                 px = kx % sw
                 kq = kx // sw
                 lo, hi = _span(kx, sw, ow, w_in)
-                dst = cols[row]
+                dst = cols[b, row]
                 plane = xq[b, c, py * sw + px]
-                for e in range(oh):
+                for e in range(t0, t1):
                     y = e * sh + jj
-                    d = dst[b * npos + e * ow:]
+                    d = dst[(e - t0) * ow:]
                     if 0 <= y < h_in:
                         for q in range(lo):
                             d[q] = zero
@@ -748,7 +747,7 @@ class _Plan:
     positions), several whole images side by side, so that the product is wide enough."""
 
     __slots__ = ("n", "groups", "cg", "og", "kk", "krows", "rows", "bands", "nrows", "ow", "npos", "imgs",
-                 "chunks", "osz", "geo")
+                 "chunks", "osz", "geo", "xq")
 
     def __init__(self, n, groups, cg, og, ksize, osize5, geo, krows, itemsize):
         self.n, self.groups, self.cg, self.og = n, groups, cg, og
@@ -768,6 +767,7 @@ class _Plan:
         self.bands = -(-self.nrows // self.rows)
         self.osz = np.array(osize5, dtype=np.int64)
         self.geo = geo
+        self.xq = None  # the input's stride phases (_phases) when _im2col_2d builds the columns
 
     def blocks(self):
         return self.chunks * self.groups * self.bands
@@ -810,10 +810,29 @@ def _flat_rows(x, osize, stride):
     return None
 
 
+def _phases(x, osize, ksize, stride, pad):
+    """The stride phases of a 2-d input for _im2col_2d (the input itself at stride 1), or
+    None where the generic _im2col builds the columns: other dims, flat-row convolutions
+    (``_flat_rows``), and kernels smaller than the stride (a 1x1 downsampling reads one
+    phase of several)."""
+    if x.ndim != 4 or _flat_rows(x, osize, stride) is not None or any(k < s for k, s in zip(ksize, stride)):
+        return None
+    sh, sw = stride
+    if sh == sw == 1:
+        return x[:, :, None]
+    xq = np.empty(x.shape[:2] + (sh * sw, -(-x.shape[2] // sh), -(-x.shape[3] // sw)), dtype=x.dtype)
+    parallel_for(_phase_split, x.shape[0] * x.shape[1], x, xq, sh, sw, work_per_item=x[0, 0].size)
+    return xq
+
+
 def _build(plan, x5, xf, n0, n1, gi, cols, t0, t1):
     """The columns of images [n0, n1), group gi, output rows [t0, t1) into ``cols``."""
     cg = plan.cg
-    if xf is not None:
+    if plan.xq is not None:
+        g = plan.geo
+        _im2col_2d(0, (n1 - n0) * cg, plan.xq[n0:n1, gi * cg:(gi + 1) * cg], cols, x5.shape[3], x5.shape[4],
+                   g[1], g[2], g[4], g[5], g[7], g[8], g[10], g[11], plan.ow, t0, t1)
+    elif xf is not None:
         _im2col_rows(0, (n1 - n0) * cg, xf[n0:n1, gi * cg:(gi + 1) * cg], cols, plan.geo, plan.osz, x5.shape[3],
                      x5.shape[4], t0, t1)
     else:
@@ -947,6 +966,8 @@ def _forward(x, w, bias, stride, pad, dilation, groups):
         wm = w[gi * og:(gi + 1) * og].reshape(og, cg * kk)
         wms.append(np.concatenate([wm, bias[gi * og:(gi + 1) * og, None]], axis=1) if bias_row else wm)
     xf = _flat_rows(x, osize, stride)
+    if x3 is None:
+        plan.xq = _phases(x, osize, ksize, stride, pad)
     _split(_fwd_worker, plan.blocks(), plan, x5, xf, x3, wms, out.reshape(n, o, -1), bias, bias_row,
            work_per_item=og * plan.krows * plan.rows * plan.ow)
     return out
@@ -1003,9 +1024,9 @@ def forward_whole(x, w, bias, stride, pad, dilation, groups):
             parallel_for(_im2col_rows, n * cg, xf[:, part], cols, geo, osz, x5.shape[3], x5.shape[4], 0, nrows,
                          work_per_item=kk * npos)
         elif xq is not None:
-            parallel_for(_im2col_2d, n * cg, xq[:, part], buf, x.shape[2], x.shape[3], ksize[0], ksize[1],
-                         stride[0], stride[1], pad[0][0], pad[1][0], dilation[0], dilation[1], osize[0], osize[1],
-                         work_per_item=kk * npos)
+            parallel_for(_im2col_2d, n * cg, xq[:, part], cols, x.shape[2], x.shape[3], ksize[0], ksize[1],
+                         stride[0], stride[1], pad[0][0], pad[1][0], dilation[0], dilation[1], osize[1], 0,
+                         osize[0], work_per_item=kk * npos)
         else:
             parallel_for(_im2col, n * cg, x5[:, part], cols, geo, osz, 0, nrows, work_per_item=kk * npos)
         wm = w[gi * og:(gi + 1) * og].reshape(og, cg * kk)
@@ -1145,6 +1166,8 @@ def weight_grad(x, g, wshape, stride, pad, dilation, groups):
     plan = _Plan(n, groups, cg, og, ksize, g5.shape[2:], geo, cg * kk, x.itemsize)
     partials = {}
     xf, x3 = _flat_rows(x, g.shape[2:], stride), _direct(x, ksize, stride, pad)
+    if x3 is None or plan.imgs > 1:
+        plan.xq = _phases(x, g.shape[2:], ksize, stride, pad)
     _split(_dw_worker, plan.blocks(), plan, x5, xf, x3, g.reshape(n, o, -1), partials,
            work_per_item=og * cg * kk * plan.rows * plan.ow)
     parts = list(partials.values())

@@ -991,10 +991,12 @@ def forward_whole(x, w, bias, stride, pad, dilation, groups):
     kk = math.prod(ksize)
     out3 = out.reshape(n, o, npos)
     x3 = _direct(x, ksize, stride, pad)
-    if x3 is not None and n == 1:  # 1x1, no stride or padding: the input is the column matrix
+    if x3 is not None:
+        # 1x1, no stride or padding: each image is its own column matrix; numpy's stacked
+        # product (one BLAS call per image) writes the output in place, no copies
         for gi in range(groups):
-            np.matmul(w[gi * og:(gi + 1) * og].reshape(og, cg), x3[0, gi * cg:(gi + 1) * cg],
-                      out=out3[0, gi * og:(gi + 1) * og])
+            np.matmul(w[gi * og:(gi + 1) * og].reshape(og, cg), x3[:, gi * cg:(gi + 1) * cg],
+                      out=out3[:, gi * og:(gi + 1) * og])
         if bias is not None:
             out3 += bias[:, None]
         return out

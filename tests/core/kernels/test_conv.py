@@ -388,3 +388,25 @@ def test_whole_batch_forward_empty_batch(c, whole_path):
     with ember.no_grad():
         y = F.conv1d(ember.zeros(0, 1, 30), ember.ones(1, 1, 28), stride=2)
     assert y.shape == (0, 1, 2)
+
+
+@pytest.mark.parametrize("case", [
+    (2, 5, 6, 7, (9, 11), (3, 3), dict(padding=1)),                       # flat rows
+    (2, 5, 12, 8, (9, 11), (3, 3), dict(stride=2, padding=1, groups=2)),  # stride phases
+    (2, 5, 40, 7, (9, 11), (1, 1), dict(stride=2)),                       # a strided slice
+    (2, 5, 6, 7, (9, 11), (3, 3), dict()),                                # stride 1, narrower output
+    (3, 5, 6, 7, (4, 5, 6), (2, 2, 2), dict(stride=(1, 2, 1))),           # the generic builder
+], ids=lambda c: f"{c[0]}d-{c[5]}-{c[6]}")
+def test_whole_batch_forward_in_chunks_of_images(case, whole_path, monkeypatch):
+    from ember.cpu.kernels import conv as K
+    monkeypatch.setattr(K, "_WHOLE_BYTES", 1)  # one image per chunk
+    nd, n, c, o, size, k, kw = case
+    _check_whole(nd, n, c, o, size, k, "float32", **kw)
+    stride = kw.get("stride", 1)
+    stride = stride if isinstance(stride, tuple) else (stride,) * nd
+    pad = ((kw.get("padding", 0),) * 2,) * nd
+    npos = math.prod(K._osize((n, c) + size, k, stride, pad, (1,) * nd))
+    cg = c // kw.get("groups", 1)
+    monkeypatch.setattr(K, "_WHOLE_BYTES", 2 * cg * math.prod(k) * npos * 8)  # two images a chunk, one in the last
+    _check_whole(nd, n, c, o, size, k, "float64", **kw)
+    assert whole_path == (["whole"] * 4 if kernels.enabled() else [])

@@ -41,6 +41,8 @@ __all__ = ["forward", "forward_whole", "forward_direct", "direct_pays", "input_g
 _BLOCK_BYTES = 512 << 10
 # images with fewer output positions go several to a block
 _SMALL_POSITIONS = 256
+# bytes of the column matrix of one chunk of images in forward_whole
+_WHOLE_BYTES = 8 << 20
 
 
 @jit
@@ -1014,30 +1016,36 @@ def forward_whole(x, w, bias, stride, pad, dilation, groups):
         else:
             xq = np.empty(x.shape[:2] + (sh * sw, -(-x.shape[2] // sh), -(-x.shape[3] // sw)), dtype=x.dtype)
             parallel_for(_phase_split, n * x.shape[1], x, xq, sh, sw, work_per_item=x[0, 0].size)
-    buf = np.empty((cg * kk, n * npos), dtype=x.dtype)
-    cols = _side_by_side(buf, n, npos)   # [N, K, P] view: image b's columns at b * P
-    res = np.empty((og, n * npos), dtype=x.dtype) if n > 1 else None
-    for gi in range(groups):
-        part = slice(gi * cg, (gi + 1) * cg)
-        if strided_1x1:  # the columns are a strided slice of the input
-            np.copyto(buf.reshape(cg, n, osize[0], osize[1]),
-                      x[:, part, ::stride[0], ::stride[1]][:, :, :osize[0], :osize[1]].transpose(1, 0, 2, 3))
-        elif xf is not None:
-            parallel_for(_im2col_rows, n * cg, xf[:, part], cols, geo, osz, x5.shape[3], x5.shape[4], 0, nrows,
-                         work_per_item=kk * npos)
-        elif xq is not None:
-            parallel_for(_im2col_2d, n * cg, xq[:, part], cols, x.shape[2], x.shape[3], ksize[0], ksize[1],
-                         stride[0], stride[1], pad[0][0], pad[1][0], dilation[0], dilation[1], osize[1], 0,
-                         osize[0], work_per_item=kk * npos)
-        else:
-            parallel_for(_im2col, n * cg, x5[:, part], cols, geo, osz, 0, nrows, work_per_item=kk * npos)
-        wm = w[gi * og:(gi + 1) * og].reshape(og, cg * kk)
-        if n == 1:
-            np.matmul(wm, buf, out=out3[0, gi * og:(gi + 1) * og])
-        else:
-            np.matmul(wm, buf, out=res)
-            target = out3[:, gi * og:(gi + 1) * og]
-            src = res.reshape(og, n, npos).transpose(1, 0, 2)
+    # images in chunks of at most _WHOLE_BYTES of columns (the numpy path's bound)
+    step = max(1, min(n, _WHOLE_BYTES // max(1, cg * kk * npos * x.itemsize)))
+    buf = np.empty((cg * kk, step * npos), dtype=x.dtype)
+    res = np.empty((og, step * npos), dtype=x.dtype) if n > 1 else None
+    for n0 in range(0, n, step):
+        n1 = min(n, n0 + step)
+        nb = n1 - n0
+        mat = buf[:, :nb * npos]
+        cols = _side_by_side(buf, nb, npos)   # [nb, K, P] view: image b's columns at b * P
+        for gi in range(groups):
+            part = slice(gi * cg, (gi + 1) * cg)
+            if strided_1x1:  # the columns are a strided slice of the input
+                np.copyto(mat.reshape(cg, nb, osize[0], osize[1]),
+                          x[n0:n1, part, ::stride[0], ::stride[1]][:, :, :osize[0], :osize[1]].transpose(1, 0, 2, 3))
+            elif xf is not None:
+                parallel_for(_im2col_rows, nb * cg, xf[n0:n1, part], cols, geo, osz, x5.shape[3], x5.shape[4], 0,
+                             nrows, work_per_item=kk * npos)
+            elif xq is not None:
+                parallel_for(_im2col_2d, nb * cg, xq[n0:n1, part], cols, x.shape[2], x.shape[3], ksize[0], ksize[1],
+                             stride[0], stride[1], pad[0][0], pad[1][0], dilation[0], dilation[1], osize[1], 0,
+                             osize[0], work_per_item=kk * npos)
+            else:
+                parallel_for(_im2col, nb * cg, x5[n0:n1, part], cols, geo, osz, 0, nrows, work_per_item=kk * npos)
+            wm = w[gi * og:(gi + 1) * og].reshape(og, cg * kk)
+            if n == 1:
+                np.matmul(wm, mat, out=out3[0, gi * og:(gi + 1) * og])
+                continue
+            r = np.matmul(wm, mat, out=res[:, :nb * npos])
+            target = out3[n0:n1, gi * og:(gi + 1) * og]
+            src = r.reshape(og, nb, npos).transpose(1, 0, 2)
             if bias is None:
                 target[...] = src
             else:

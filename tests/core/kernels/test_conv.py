@@ -345,6 +345,7 @@ DIRECT = [
     (1, 2, 4, 6, (31,), (3,), dict(groups=2, stride=3, padding="valid")),
     (2, 2, 3, 16, (31, 29), (3, 3), dict(stride=2, padding=1)),       # a MobileNet stem
     (2, 1, 1, 6, (28, 28), (5, 5), dict()),                           # LeNet's first layer, batch 1
+    (2, 3, 1, 32, (13, 12), (3, 3), dict(padding=1)),                 # 32 filters
     (2, 3, 1, 4, (17, 19), (3, 5), dict(stride=(3, 2), padding=(2, 1), dilation=(2, 1))),
     (2, 2, 4, 6, (12, 11), (2, 3), dict(groups=2, padding=(0, 4))),
     (2, 2, 2, 3, (9, 10), (4, 4), dict(padding="same")),

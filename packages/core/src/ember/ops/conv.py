@@ -12,7 +12,8 @@ input-gradient kernel run forward.  Every kernel works on any number of spatial 
 
 For numpy float32/float64 arrays the three array kernels run as compiled kernels
 (``cpu/kernels/conv.py``: columns built per cache-sized block beside the products, direct
-depthwise convolution); the numpy code here is their reference.
+depthwise convolution; below ``KERNEL_MIN_MACS``, forwards that keep no columns as one
+product or as direct passes); the numpy code here is their reference.
 """
 
 from __future__ import annotations

@@ -14,6 +14,13 @@ the fly (no padded copy) and processes a range of rows (image-channel planes) so
   is ``w^T @ g`` per block followed by col2im, the weight gradient ``g @ cols^T`` summed
   over the blocks.  1x1 convolutions without stride or padding multiply the input as it
   is.
+* small dense convolutions (below ``ops.conv.KERNEL_MIN_MACS``) when no columns are kept
+  for a weight gradient: the column matrix of a chunk of images in the weight's own row
+  order and one product on every BLAS thread (``forward_whole``; 1x1 ones as numpy's
+  stacked product), or, with few channels per group (``direct_pays``), no columns at
+  all: one multiply-add pass per tap (``forward_direct``).  Strided 2-d columns and
+  passes read the input's stride phases (``_phase_split``), so each row is a contiguous
+  copy.
 * depthwise convolutions (one input channel per group, any channel multiplier): no
   product; the forward (and the stride-1 input gradient, the forward with the flipped
   kernel) as one flat vector pass per kernel offset over a zero-padded plane, the other

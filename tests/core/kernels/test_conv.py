@@ -254,3 +254,160 @@ def test_gradients_of_a_sum(groups):
         F.conv2d(ex, ew, eb, stride=stride, padding=1, groups=groups).sum().backward()
         for e, t in ((ex, tx), (ew, tw), (eb, tb)):
             _close(e.grad, t.grad, rtol=1e-5, atol=1e-4)
+
+
+# ---- small dense convolutions: one column matrix, one product (kernels.conv.forward_whole) ----
+
+WHOLE = CASES + [
+    (2, 1, 3, 8, (23, 21), (7, 7), dict(stride=2, padding=3)),      # a ResNet stem, odd sizes
+    (2, 3, 5, 6, (15, 14), (3, 3), dict(stride=2, padding=1)),
+    (2, 2, 4, 5, (13, 17), (3, 2), dict(stride=(3, 2), padding=(1, 0), dilation=(1, 2))),
+    (2, 1, 6, 4, (7, 7), (3, 3), dict(padding=1)),                   # 7x7 planes, batch 1
+    (2, 1, 4, 6, (9, 8), (1, 1), dict()),                            # 1x1 at batch 1: no columns
+    (2, 2, 6, 4, (9, 8), (1, 1), dict(groups=2)),
+    (2, 1, 4, 4, (5, 6), (3, 3), dict(padding=(0, 3))),              # padding beyond the kernel's reach
+]
+
+
+def _check_whole(nd, n, c, o, size, k, dtype, layout=None, bias=True, seed=1, **kw):
+    """Inference and the input gradient alone (the weight takes no gradient, so no columns
+    are kept) against torch and the numpy path."""
+    rng = np.random.default_rng(seed)
+    xa, wa, ba = _case(rng, nd, n, c, o, size, k, kw.get("groups", 1), dtype, bias)
+    fe, ft = FUNCS[nd]
+    tx = torch.tensor(xa, requires_grad=True)
+    ty = ft(tx if layout is None else layout(tx, torch), torch.tensor(wa), None if ba is None else torch.tensor(ba),
+            **kw)
+    g = rng.standard_normal(tuple(ty.shape)).astype(xa.dtype)
+    ty.backward(torch.tensor(g))
+    tol = _tol(dtype, (c // kw.get("groups", 1)) * math.prod(k))
+
+    def run():
+        x = ember.tensor(xa, requires_grad=True)
+        xin = x if layout is None else layout(x, ember)
+        args = (ember.tensor(wa), None if ba is None else ember.tensor(ba))
+        with ember.no_grad():
+            y_inf = fe(xin, *args, **kw)
+        y = fe(xin, *args, **kw)
+        y.backward(ember.tensor(g))
+        return y_inf, y, x.grad
+    y_inf, y, gx = run()
+    with kernels.disabled():
+        y_inf0, y0, gx0 = run()
+    for e in (y_inf, y):
+        assert e.shape == tuple(ty.shape) and e.dtype is DTYPES[dtype][1]
+        _close(e, ty, **tol)
+        _close(e, y0.detach(), **tol)
+        assert [s for s, d in zip(e._data.strides, e.shape) if d > 1] == \
+            [s for s, d in zip(y_inf0._data.strides, e.shape) if d > 1]
+    _close(gx, tx.grad, **_tol(dtype, n * math.prod(ty.shape[2:])))
+    _close(gx, gx0, **_tol(dtype, n * math.prod(ty.shape[2:])))
+
+
+@pytest.fixture
+def whole_path(monkeypatch):
+    """Below the blocked kernels' gate; records which forward kernel ran ("whole" or
+    "direct")."""
+    import ember.ops.conv
+    from ember.cpu.kernels import conv as K
+    monkeypatch.setattr(ember.ops.conv, "KERNEL_MIN_MACS", 1 << 62)
+    calls = []
+    for name, tag in (("forward_whole", "whole"), ("forward_direct", "direct")):
+        real = getattr(K, name)
+
+        def counted(*a, _real=real, _tag=tag, **k):
+            calls.append(_tag)
+            return _real(*a, **k)
+        monkeypatch.setattr(K, name, counted)
+    return calls
+
+
+def _expected(nd, c, o, k, kw):
+    from ember.cpu.kernels import conv as K
+    groups = kw.get("groups", 1)
+    return "direct" if K.direct_pays(nd + 2, (o, c // groups) + k, groups) else "whole"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", WHOLE, ids=lambda c: f"{c[0]}d-{c[1]}-{c[4]}-{c[5]}-{c[6]}")
+def test_whole_batch_forward_matches_torch(case, dtype, whole_path):
+    nd, n, c, o, size, k, kw = case
+    _check_whole(nd, n, c, o, size, k, dtype, **kw)
+    assert whole_path == ([_expected(nd, c, o, k, kw)] * 2 if kernels.enabled() else [])
+
+
+# few channels per group (a resampling filter bank, an RGB stem): direct multiply-add passes
+DIRECT = [
+    (1, 1, 1, 1, (101,), (28,), dict(stride=2)),                      # resample 16 kHz -> 8 kHz
+    (1, 3, 1, 2, (57,), (15,), dict()),                               # 8 kHz -> 16 kHz, batch 3
+    (1, 2, 1, 1, (2600,), (41,), dict(stride=3, padding=7)),          # several chunks of cells
+    (1, 2, 2, 3, (40,), (5,), dict(stride=2, dilation=3, padding=9)),  # padding beyond the kernel's reach
+    (1, 2, 4, 6, (31,), (3,), dict(groups=2, stride=3, padding="valid")),
+    (2, 2, 3, 16, (31, 29), (3, 3), dict(stride=2, padding=1)),       # a MobileNet stem
+    (2, 1, 1, 6, (28, 28), (5, 5), dict()),                           # LeNet's first layer, batch 1
+    (2, 3, 1, 32, (13, 12), (3, 3), dict(padding=1)),                 # 32 filters
+    (2, 3, 1, 4, (17, 19), (3, 5), dict(stride=(3, 2), padding=(2, 1), dilation=(2, 1))),
+    (2, 2, 4, 6, (12, 11), (2, 3), dict(groups=2, padding=(0, 4))),
+    (2, 2, 2, 3, (9, 10), (4, 4), dict(padding="same")),
+    (2, 1, 3, 2, (1, 40), (1, 5), dict(stride=2)),                    # one output row
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", DIRECT, ids=lambda c: f"{c[0]}d-{c[1]}-{c[4]}-{c[5]}-{c[6]}")
+def test_direct_forward_matches_torch(case, dtype, whole_path):
+    nd, n, c, o, size, k, kw = case
+    assert _expected(nd, c, o, k, kw) == "direct"
+    _check_whole(nd, n, c, o, size, k, dtype, **kw)
+    _check_whole(nd, n, c, o, size, k, dtype, bias=False, seed=3, **kw)
+    assert whole_path == (["direct"] * 4 if kernels.enabled() else [])
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_whole_batch_forward_channels_last_and_strided_input(stride, whole_path):
+    def channels_last(t, lib):
+        return t.contiguous(memory_format=lib.channels_last)
+
+    def every_other_column(t, lib):
+        return t[..., ::2]
+    for layout in (channels_last, every_other_column):
+        for n in (1, 3):
+            for c in (5, 2):  # columns and one product; direct passes
+                _check_whole(2, n, c, 6, (11, 18), (3, 3), "float32", layout=layout, stride=stride, padding=1)
+                _check_whole(2, n, c, 6, (11, 18), (3, 3), "float64", layout=layout, stride=stride, padding=1,
+                             bias=False)
+    assert set(whole_path) == ({"whole", "direct"} if kernels.enabled() else set())
+
+
+@pytest.mark.parametrize("c", [3, 8])
+def test_whole_batch_forward_empty_batch(c, whole_path):
+    x = ember.zeros(0, c, 8, 8)
+    w = ember.ones(4, c, 3, 3)
+    with ember.no_grad():
+        y = F.conv2d(x, w, padding=1)
+    assert y.shape == (0, 4, 8, 8)
+    with ember.no_grad():
+        y = F.conv1d(ember.zeros(0, 1, 30), ember.ones(1, 1, 28), stride=2)
+    assert y.shape == (0, 1, 2)
+
+
+@pytest.mark.parametrize("case", [
+    (2, 5, 6, 7, (9, 11), (3, 3), dict(padding=1)),                       # flat rows
+    (2, 5, 12, 8, (9, 11), (3, 3), dict(stride=2, padding=1, groups=2)),  # stride phases
+    (2, 5, 40, 7, (9, 11), (1, 1), dict(stride=2)),                       # a strided slice
+    (2, 5, 6, 7, (9, 11), (3, 3), dict()),                                # stride 1, narrower output
+    (3, 5, 6, 7, (4, 5, 6), (2, 2, 2), dict(stride=(1, 2, 1))),           # the generic builder
+], ids=lambda c: f"{c[0]}d-{c[5]}-{c[6]}")
+def test_whole_batch_forward_in_chunks_of_images(case, whole_path, monkeypatch):
+    from ember.cpu.kernels import conv as K
+    monkeypatch.setattr(K, "_WHOLE_BYTES", 1)  # one image per chunk
+    nd, n, c, o, size, k, kw = case
+    _check_whole(nd, n, c, o, size, k, "float32", **kw)
+    stride = kw.get("stride", 1)
+    stride = stride if isinstance(stride, tuple) else (stride,) * nd
+    pad = ((kw.get("padding", 0),) * 2,) * nd
+    npos = math.prod(K._osize((n, c) + size, k, stride, pad, (1,) * nd))
+    cg = c // kw.get("groups", 1)
+    monkeypatch.setattr(K, "_WHOLE_BYTES", 2 * cg * math.prod(k) * npos * 8)  # two images a chunk, one in the last
+    _check_whole(nd, n, c, o, size, k, "float64", **kw)
+    assert whole_path == (["whole"] * 4 if kernels.enabled() else [])

@@ -135,6 +135,30 @@ def test_layer_norm_kernel_runs_and_double_backward(monkeypatch):
     _close(ew.grad.numpy(), tw.grad.numpy(), np.float64)
 
 
+@pytest.mark.parametrize("shape", [(6, 10), (2, 3, 10)])
+def test_layer_norm_input_grad_taken_without_a_copy(shape, monkeypatch):
+    # the kernel writes the input gradient into an array of the input's shape, which
+    # AccumulateGrad takes as .grad (it copies views); a second backward adds onto it
+    written = []
+    real = kernels.norm.rows_backward
+
+    def recording(*a):
+        written.append(id(a[8].base))  # the array of x's shape that gx_out views (not held)
+        return real(*a)
+    monkeypatch.setattr(kernels.norm, "rows_backward", recording)
+    rng = np.random.default_rng(3)
+    xa, ga = rng.standard_normal(shape), rng.standard_normal(shape)
+    x = ember.tensor(xa, requires_grad=True)
+    tx = torch.tensor(xa, requires_grad=True)
+    for _ in range(2):
+        F.layer_norm(x, (10,)).backward(ember.tensor(ga))
+        TF.layer_norm(tx, (10,)).backward(torch.tensor(ga))
+        _close(x.grad.numpy(), tx.grad.numpy(), np.float64)
+        if kernels.enabled() and len(written) == 1:
+            assert id(x.grad._data) == written[0]
+    assert len(written) == (2 if kernels.enabled() else 0)
+
+
 # ---- rms norm ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dt", DTYPES)

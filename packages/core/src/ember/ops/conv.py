@@ -12,7 +12,8 @@ input-gradient kernel run forward.  Every kernel works on any number of spatial 
 
 For numpy float32/float64 arrays the three array kernels run as compiled kernels
 (``cpu/kernels/conv.py``: columns built per cache-sized block beside the products, direct
-depthwise convolution); the numpy code here is their reference.
+depthwise convolution; below ``KERNEL_MIN_MACS``, forwards that keep no columns as one
+product or as direct passes); the numpy code here is their reference.
 """
 
 from __future__ import annotations
@@ -263,10 +264,11 @@ def _shift_dw(xp, x, g, wshape, pad, dilation, groups, kept_cols=None):
 
 # ---- any stride: a column matrix --------------------------------------------------
 
-# Below this many multiply-adds a dense convolution runs faster on the numpy path, whose
-# one large product uses all BLAS threads, than blocked on single-threaded products
-# (measured: LeNet's 32->64 layer on 13x13 2.8x slower forward, ResNet-18 at batch 1
-# 1.3-1.6x; from ResNet-18's batch-8 layers on, the kernels win). Depthwise always wins.
+# Below this many multiply-adds a dense convolution runs faster as one large product on
+# all BLAS threads (the numpy path, or ``kernels.conv.forward_whole`` when no columns are
+# kept for the weight gradient) than blocked on single-threaded products (measured:
+# LeNet's 32->64 layer on 13x13 2.8x slower forward, ResNet-18 at batch 1 1.3-1.6x; from
+# ResNet-18's batch-8 layers on, the blocked kernels win). Depthwise always wins.
 KERNEL_MIN_MACS = 400_000_000
 
 
@@ -280,9 +282,13 @@ def _kernels_pay(n, out_positions, wshape, groups) -> bool:
 def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
     """The convolution plus ``bias`` (None or [O]), and (when ``keep_cols``) its column
     matrices for the weight gradient."""
-    if kernels.accepts(x, w) and (bias is None or kernels.accepts(x, bias)) and _kernels_pay(
-            x.shape[0], math.prod(x.shape[2:]) // math.prod(stride), w.shape, groups):
-        return kernels.conv.forward(x, w, bias, stride, pad, dilation, groups), None
+    if kernels.accepts(x, w) and (bias is None or kernels.accepts(x, bias)):
+        if not keep_cols and kernels.conv.direct_pays(x.ndim, w.shape, groups):
+            return kernels.conv.forward_direct(x, w, bias, stride, pad, dilation, groups), None
+        if _kernels_pay(x.shape[0], math.prod(x.shape[2:]) // math.prod(stride), w.shape, groups):
+            return kernels.conv.forward(x, w, bias, stride, pad, dilation, groups), None
+        if not keep_cols:
+            return kernels.conv.forward_whole(x, w, bias, stride, pad, dilation, groups), None
     if all(s == 1 for s in stride):
         return _shift_fwd(xp, x, w, bias, pad, dilation, groups, keep_cols)
     n, c = x.shape[:2]

@@ -648,10 +648,14 @@ def _kernel_backward(g, x, weight, xhat, invstd, stat_axes, w_axes, batch_stats,
         return None
     if kstats is not None:  # layer norm
         mean, rstd = kstats[1], kstats[2]
+        # gx written into an array of x's shape (not reshaped after): one that owns its
+        # memory becomes x.grad without a copy
+        gx_full = numpy.empty(x.shape, x.dtype) if need_x else None
         gx, gw, gb = kernels.norm.rows_backward(g.reshape(-1, width), x.reshape(-1, width), w, mean, rstd, rstd,
-                                                need_x, (need_w and w is not None) or bias_req)
+                                                need_x, (need_w and w is not None) or bias_req,
+                                                None if gx_full is None else gx_full.reshape(-1, width))
         wshape = tuple(x.shape[a] for a in stat_axes)
-        return ((None if gx is None else gx.reshape(x.shape)),
+        return ((None if gx is None else gx_full),
                 (gw.reshape(wshape) if need_w and w is not None else None),
                 (gb.reshape(wshape) if bias_req else None))
     if weight is not None or w_axes != stat_axes or xhat is None:

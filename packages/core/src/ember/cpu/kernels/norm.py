@@ -112,19 +112,21 @@ def rows_forward(x, w, b, eps):
     return out, mean, var, rstd
 
 
-def rows_backward(g, x, w, mean, scale, rstd, need_x, need_wb):
+def rows_backward(g, x, w, mean, scale, rstd, need_x, need_wb, gx_out=None):
     """Gradients of a row normalisation with ``x_hat = (x - mean) * scale`` per row:
     ``gx = rstd * (gy - mean(gy) - x_hat * mean(gy * x_hat))`` with ``gy = g * w``, and the
     column sums ``gw = sum(g * x_hat)``, ``gb = sum(g)`` (float64 partials per thread).
     ``g``/``x`` ``[R, K]``, ``w`` ``[K]`` or None, the rest ``[R]``; returns ``(gx, gw, gb)``,
-    None where not asked."""
+    None where not asked.  ``gx_out``: a C-contiguous ``[R, K]`` array to write ``gx`` into
+    (a view of an array in the caller's shape, which autograd can then take as ``.grad``
+    without a copy, as it takes only arrays that own their memory)."""
     g, x = np.ascontiguousarray(g, x.dtype), np.ascontiguousarray(x)
     rows, k = x.shape
     dt = x.dtype
     w = np.ones(k, dt) if w is None else np.ascontiguousarray(w, dt)
     vec = [np.ascontiguousarray(np.broadcast_to(np.asarray(v, dt).reshape(-1), (rows,)))
            for v in (mean, scale, rstd)]
-    gx = np.empty_like(x) if need_x else np.empty((1, 1), dt)
+    gx = (np.empty_like(x) if gx_out is None else gx_out) if need_x else np.empty((1, 1), dt)
     chunks = _chunks(rows, k)
     parts = np.empty((chunks, k), dt if dt == np.float64 else np.float64) if need_wb else np.empty((chunks, 1))
     part_b = np.empty_like(parts)

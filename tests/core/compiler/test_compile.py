@@ -296,3 +296,25 @@ def test_concurrent_calls_from_threads():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_an_optimizer_step_then_more_ops_in_one_compiled_function():
+    ember.manual_seed(6)
+    model = nn.Linear(4, 2)
+    twin = copy.deepcopy(model)
+
+    def make(net):
+        opt = ember.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(x):
+            net(x).square().sum().backward()
+            opt.step()
+            opt.zero_grad()
+            return net(x)  # reads the parameters the step just changed
+        return step
+
+    compiled, eager = ember.compile(make(model), backend="aot_eager"), make(twin)
+    x = ember.randn(3, 4)
+    for _ in range(3):
+        np.testing.assert_array_equal(compiled(x).detach().numpy(), eager(x).detach().numpy())
+    assert not compiled._ember_compiled.log or all(e[0] != "eager" for e in compiled._ember_compiled.log)

@@ -15,9 +15,11 @@ What the recording depends on besides its inputs is noted as it happens:
   op's result (a parameter, a buffer, a module's tensor attribute, a global) is found by
   its path from the module or from the globals of the code that ran, and read through
   that path at every call.
-- **opaque calls**: ``Tensor.backward``, ``ember.autograd.backward``/``grad``, optimizers'
-  ``step`` and ``zero_grad``, modules' ``zero_grad`` and functions marked with
-  ``ember.compiler.allow_in_graph`` are recorded as one node each and replayed as calls.
+- **calls kept whole**: ``Tensor.backward``, ``ember.autograd.backward``/``grad``,
+  optimizers' ``step`` and ``zero_grad``, modules' ``zero_grad``, ``detach`` and the other
+  Tensor methods of ``_CALLS``, and functions given to ``ember.compiler.disable`` or
+  ``allow_in_graph``: registered on the seam with ``capture=`` meta (which only this
+  recorder wants), each is recorded as one node and replayed as a call.
 - **globals**: the global names referred to by the program's functions that called ops
   (found on the stack at each op), so that a changed value records anew.
 
@@ -39,7 +41,7 @@ from .._tensor import Tensor
 from ..func._pytree import tree_flatten
 from ..ops import _dispatch
 
-__all__ = ["Capture", "Unreplayable", "current", "is_capturing"]
+__all__ = ["Capture", "Unreplayable", "is_capturing", "run"]
 
 
 class Unreplayable(Exception):
@@ -51,12 +53,7 @@ class _Local(threading.local):
 
 
 _LOCAL = _Local()
-_LOCK = threading.RLock()  # one capture at a time in the process (the class patches are process-wide)
-
-
-def current():
-    """The capture running on this thread, or None."""
-    return _LOCAL.capture
+_LOCK = threading.RLock()  # one capture at a time: entering the recorder swaps code process-wide
 
 
 def is_capturing() -> bool:
@@ -311,6 +308,14 @@ class Capture:
         self._mutated.update(i for i in mutated if i < self.num_inputs or i in self.externals)
         self.items.append(Step(fn, name, rargs, rkwargs, outputs, spec, mutated, opaque))
 
+    def after_opaque(self, name: str) -> None:
+        """A call kept whole ran: what it changed in place (an optimizer's parameters) is
+        replayed with it, so the versions it left are the ones to expect."""
+        self._opaque_seen, self._last_opaque = True, name
+        for i, t in enumerate(self._values):
+            if t is not None:
+                self._seen_version[i] = t._vc[0]
+
     def record_break(self, fn, prepared, value, reason):
         if prepared is None:
             return
@@ -401,7 +406,7 @@ class _Recorder(_dispatch.Mode):
         else:
             cap.record_op(op.fn, op.name, prepared, result, opaque=kind == "call")
             if kind == "call":
-                cap._opaque_seen, cap._last_opaque = True, op.name
+                cap.after_opaque(op.name)
         return result
 
 

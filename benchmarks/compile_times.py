@@ -43,9 +43,12 @@ def _timed(step) -> float:
     return time.perf_counter() - t0
 
 
-def _generated_folder() -> str:
+def _generated_folders() -> list:
+    """The generated sources and numba's index of them (``generated_<hash>`` beside them)."""
+    import glob
+
     from ember.cpu.kernels._runtime import cache_dir
-    return os.path.join(cache_dir(), "generated")
+    return glob.glob(os.path.join(cache_dir(), "generated")) + glob.glob(os.path.join(cache_dir(), "generated_*"))
 
 
 def main() -> None:
@@ -61,7 +64,8 @@ def main() -> None:
     names = [n for n in names if args.only is None or args.only.lower() in n.lower()]
     print(f"{'workload':22} {'cold compile':>13} {'warm compile':>13} {'steady call':>12}")
     for name in names:
-        shutil.rmtree(_generated_folder(), ignore_errors=True)
+        for folder in _generated_folders():
+            shutil.rmtree(folder, ignore_errors=True)
         runs = []
         for _ in range(2):  # the first process fills the cache, the second reads it
             out = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True,

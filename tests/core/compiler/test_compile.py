@@ -318,3 +318,18 @@ def test_an_optimizer_step_then_more_ops_in_one_compiled_function():
     for _ in range(3):
         np.testing.assert_array_equal(compiled(x).detach().numpy(), eager(x).detach().numpy())
     assert not compiled._ember_compiled.log or all(e[0] != "eager" for e in compiled._ember_compiled.log)
+
+
+def test_explain_names_the_guard_that_failed_for_each_recompile():
+    def scale(x, k):
+        return x * k
+
+    compiled = ember.compile(scale)
+    compiled(ember.ones(3), 2)
+    compiled(ember.ones(4), 2)
+    compiled(ember.ones(4), 3)
+    report = ember._dynamo.explain(compiled)(ember.ones(4), 3)
+    assert report.recompile_reasons == [
+        "a guard failed: argument 0 changed: tensor [3] ember.float32 -> tensor [4] ember.float32",
+        "a guard failed: argument 1 changed: 2 -> 3"]
+    assert "Recompile Reasons" in str(report)

@@ -56,8 +56,10 @@ class ExplainOutput:
 def explain(f, *extra_args, **extra_kwargs):
     """``explain(f)(*args, **kwargs)`` compiles ``f`` (a function, a module or an
     ``ember.compile`` result) afresh with the ``eager`` backend, calls it once with the
-    arguments and returns an ``ExplainOutput``. ``explain(f, *args)``, torch's older form,
-    does the same."""
+    arguments and returns an ``ExplainOutput``: its graphs, graph breaks (with the user's
+    line), and the recompiles with the guard that failed (for an ``ember.compile`` result,
+    those of its calls so far too). ``explain(f, *args)``, torch's older form, does the
+    same."""
     def inner(*args, **kwargs):
         from ..compiler import _compiled
         from ..compiler.backends import eager
@@ -69,7 +71,11 @@ def explain(f, *extra_args, **extra_kwargs):
             owner = getattr(fn, "__self__", None)
         compiled = _compiled.CompiledFunction(fn, eager, "eager", module=owner if isinstance(owner, Module) else None)
         compiled(*args, **kwargs)
-        return _summarize(compiled.log)
+        out = _summarize(compiled.log)
+        history = getattr(getattr(f, "_ember_compiled", None), "log", None) or getattr(
+            getattr(f, "__dict__", {}).get("_compiled"), "log", None) or []
+        out.recompile_reasons = [e[1] for e in history if e[0] == "recompile"] + out.recompile_reasons
+        return out
 
     if extra_args or extra_kwargs:
         return inner(*extra_args, **extra_kwargs)

@@ -76,6 +76,16 @@ def _tensor_key(t: Tensor):
     return (arr.shape, t.dtype, None if type(arr) is numpy.ndarray else t.device, t._requires_grad)
 
 
+def _describe(leaf_key) -> str:
+    if isinstance(leaf_key, tuple) and len(leaf_key) == 4 and isinstance(leaf_key[0], tuple):
+        shape, dtype, device, requires_grad = leaf_key
+        return f"tensor {list(shape)} {dtype}" + (f" on {device}" if device else "") + (
+            " requiring grad" if requires_grad else "")
+    if isinstance(leaf_key, tuple) and len(leaf_key) == 2 and leaf_key[0] != "id":
+        return repr(leaf_key[1])
+    return "another object"
+
+
 def _leaf_key(x):
     if isinstance(x, Tensor):
         return _tensor_key(x)
@@ -155,11 +165,19 @@ class CompiledFunction:
                             "a guard failed: " + self._why_new(key))
 
     def _why_new(self, key) -> str:
-        for old in self._signatures:
-            for name, a, b in (("inputs", old[0], key[0]), ("global state (grad/inference/autocast/default dtype)",
-                                                            old[1], key[1]), ("the module's state", old[2], key[2])):
-                if a != b:
-                    return f"{name} changed"
+        """Which guard of the nearest recorded signature the new call fails, in words."""
+        old = next(reversed(self._signatures))
+        if len(old[0]) != len(key[0]):
+            return f"the number of tensor and scalar arguments changed ({len(old[0])} -> {len(key[0])})"
+        for i, (a, b) in enumerate(zip(old[0], key[0])):
+            if a != b:
+                return f"argument {i} changed: {_describe(a)} -> {_describe(b)}"
+        names = ("grad mode", "inference mode", "autocast", "autocast dtype", "default dtype")
+        for name, a, b in zip(names, old[1], key[1]):
+            if a != b:
+                return f"{name} changed: {a} -> {b}"
+        if old[2] != key[2]:
+            return "the module's attributes, training flags or submodules changed"
         return "a global the code read changed"
 
     def _replay(self, entry: _Recording, leaves, args, kwargs, key):

@@ -627,8 +627,42 @@ class _RestrictedUnpickler(pickle._Unpickler):
 
     dispatch[pickle.BUILD[0]] = load_build
 
+    def load_bytearray8(self):
+        # the pure-Python unpickler allocates (and zero-fills) the claimed size before reading
+        (n,) = struct.unpack("<Q", self.read(8))
+        if n > self.limit:
+            raise pickle.UnpicklingError(f"Weights only load failed: BYTEARRAY8 claims {n} bytes, more than the "
+                                         f"file's {self.limit}")
+        data = self.read(n)
+        if len(data) != n:
+            raise pickle.UnpicklingError("pickle data was truncated")
+        self.append(bytearray(data))
 
-def _make_unpickler(stream, loader: _Loader, weights_only: bool):
+    dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
+
+
+class _Bounded:
+    """A file read no further than ``end``: the unpickler's ``read(n)`` takes ``n`` from the
+    file, and a buffered file allocates ``n`` bytes before reading."""
+
+    def __init__(self, raw, end: int):
+        self.raw, self.end = raw, end
+
+    def read(self, n=-1):
+        left = max(self.end - self.raw.tell(), 0)
+        return self.raw.read(left if n is None or n < 0 or n > left else n)
+
+    def readline(self, size=-1):
+        return self.raw.readline(size)
+
+    def seek(self, pos, whence=0):
+        return self.raw.seek(pos, whence)
+
+    def tell(self):
+        return self.raw.tell()
+
+
+def _make_unpickler(stream, loader: _Loader, weights_only: bool, limit: int = 1 << 62):
     base = _RestrictedUnpickler if weights_only else pickle.Unpickler
 
     class Unpickler(base):
@@ -637,7 +671,9 @@ def _make_unpickler(stream, loader: _Loader, weights_only: bool):
 
         def persistent_load(self, pid):
             return loader.persistent_load(pid)
-    return Unpickler(stream, encoding="utf-8")
+    out = Unpickler(stream, encoding="utf-8")
+    out.limit = limit
+    return out
 
 
 def _host_array(raw: bytes, dtype: D.dtype, numel: int, big_endian: bool, where: str):
@@ -656,16 +692,21 @@ def _host_array(raw: bytes, dtype: D.dtype, numel: int, big_endian: bool, where:
 
 
 def _check_members(zf: zipfile.ZipFile, limit: int) -> None:
-    """Refuse member names that escape the archive's folder, and records whose declared
-    size is larger than the file (a compressed record cannot inflate past the file's size)."""
+    """Refuse member names that escape the archive's folder, records whose declared sizes
+    are larger than the file (zipfile allocates what a header declares; a compressed record
+    cannot inflate past the file's size) and compression methods other than torch's."""
     for info in zf.infolist():
         name = info.filename
         parts = name.replace("\\", "/").split("/")
         if name.startswith(("/", "\\")) or ".." in parts or "\x00" in name or (len(name) > 1 and name[1] == ":"):
             raise RuntimeError(f"archive member {name!r} has a path that escapes the archive's folder")
-        if info.file_size > limit:
-            raise RuntimeError(f"archive member {name!r} declares {info.file_size} bytes, more than the file's "
-                               f"{limit} bytes")
+        if max(info.file_size, info.compress_size) > limit:
+            raise RuntimeError(f"archive member {name!r} declares {max(info.file_size, info.compress_size)} bytes, "
+                               f"more than the file's {limit} bytes")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            # as torch's reader; other methods' decoders size their buffers from the file
+            raise RuntimeError(f"archive member {name!r} uses compression method {info.compress_type}; stored or "
+                               "deflated expected")
 
 
 def _record_offset(zf: zipfile.ZipFile, mapped, name: str) -> tuple:
@@ -718,12 +759,15 @@ def _load_zip(stream, map_location, weights_only: bool, limit: int, mapped=None)
 
     loader = _Loader(read_storage, map_location, legacy=False)
     with zf.open(pkl[0]) as fp:
-        return _make_unpickler(io.BytesIO(fp.read()), loader, weights_only).load()
+        data = fp.read()
+    return _make_unpickler(io.BytesIO(data), loader, weights_only, len(data)).load()
 
 
 def _load_legacy(stream, map_location, weights_only: bool, limit: int):
+    stream = _Bounded(stream, stream.tell() + limit)
+
     def plain_load():
-        return _make_unpickler(stream, _Loader(None, None, True), True).load()
+        return _make_unpickler(stream, _Loader(None, None, True), True, limit).load()
 
     magic = plain_load()
     if magic != _LEGACY_MAGIC:
@@ -746,7 +790,7 @@ def _load_legacy(stream, map_location, weights_only: bool, limit: int):
         seen[key] = (dtype, numel)
         return numpy.empty(numel, dtype=dtype.np)
 
-    _make_unpickler(stream, _Loader(note_storage, "cpu", True), weights_only).load()
+    _make_unpickler(stream, _Loader(note_storage, "cpu", True), weights_only, limit).load()
     keys = plain_load()
     arrays: dict = {}
     for key in keys:
@@ -758,6 +802,9 @@ def _load_legacy(stream, map_location, weights_only: bool, limit: int):
         if key not in seen:
             raise RuntimeError(f"storage {key} was not referenced by the checkpoint")
         dtype = seen[key][0]
+        if numel < 0 or numel * dtype.itemsize > limit:
+            raise RuntimeError(f"storage {key} claims {numel} elements of {dtype.name}, more than the file's "
+                               f"{limit} bytes hold")
         raw = stream.read(numel * dtype.itemsize)
         arrays[key] = _host_array(raw, dtype, numel, not little, f"storage {key}")
     end = stream.tell()
@@ -766,7 +813,7 @@ def _load_legacy(stream, map_location, weights_only: bool, limit: int):
     if missing:
         raise RuntimeError(f"storages {sorted(missing)} are missing (truncated checkpoint?)")
     result = _make_unpickler(stream, _Loader(lambda key, dtype, numel: arrays[key], map_location, True),
-                             weights_only).load()
+                             weights_only, limit).load()
     stream.seek(end)
     return result
 

@@ -1,11 +1,14 @@
 """Hostile checkpoints: each is refused with torch's exception type and a message naming the
 file and the reason, runs no code, and allocates no more than the file's size plus a margin.
+Safetensors files (read by ember.sharded) get the same treatment.
 
 The random part is bounded: EMBER_FUZZ_SEED (default 0) and EMBER_FUZZ_COUNT (default 300)
-choose the mutations; a longer run by hand is e.g. ``EMBER_FUZZ_COUNT=20000 pytest -k fuzz``.
+choose the mutations; a longer run by hand is e.g.
+``EMBER_FUZZ_COUNT=20000 pytest tests/core/test_checkpoint_fuzz.py -k mutated``.
 """
 
 import collections
+import json
 import os
 import pickle
 import random
@@ -315,3 +318,79 @@ def test_fuzz_mutated_checkpoints(tmp_path):
         path.unlink()
     # the mutations reach both the refusals and the loads that survive them
     assert outcomes["RuntimeError"] > 0 and sum(outcomes.values()) == count
+
+
+def _safetensors_file(tmp_path):
+    from safetensors.torch import save_file
+    path = tmp_path / "base.safetensors"
+    save_file({k: v.contiguous() for k, v in _state().items() if isinstance(v, torch.Tensor)}, path)
+    return path
+
+
+def _with_header(tmp_path, name, header, data=b"\0" * 64, length=None):
+    text = header if isinstance(header, bytes) else json.dumps(header).encode()
+    path = tmp_path / name
+    path.write_bytes(struct.pack("<Q", len(text) if length is None else length) + text + data)
+    return path
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+def test_hostile_safetensors_files(tmp_path, mmap):
+    from ember.sharded import load_weights_file
+    f32 = {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}
+    cases = {
+        "short": (b"\x01\x02", "too short"),
+        "length": (struct.pack("<Q", 2**60) + b"{}", "the header claims"),
+        "json": (_with_header(tmp_path, "j", b"{not json"), "not JSON"),
+        "deep": (_with_header(tmp_path, "d", b"[" * 100_000 + b"]" * 100_000), "not JSON"),
+        "list": (_with_header(tmp_path, "l", [1, 2]), "an object expected"),
+        "dtype": (_with_header(tmp_path, "t", {"a": {**f32, "dtype": "F128"}}), "has dtype"),
+        "dtype_list": (_with_header(tmp_path, "tl", {"a": {**f32, "dtype": ["F32"]}}), "has dtype"),
+        "past": (_with_header(tmp_path, "p", {"a": {**f32, "data_offsets": [0, 1 << 40]}}), "data_offsets"),
+        "reversed": (_with_header(tmp_path, "r", {"a": {**f32, "data_offsets": [16, 0]}}), "data_offsets"),
+        "size": (_with_header(tmp_path, "s", {"a": {**f32, "shape": [5]}}), "needs 20 bytes"),
+        "shape": (_with_header(tmp_path, "n", {"a": {**f32, "shape": [-4]}}), "has shape"),
+        "entry": (_with_header(tmp_path, "e", {"a": 3}), "an object expected"),
+    }
+    for name, (content, reason) in cases.items():
+        path = tmp_path / f"{name}.safetensors"
+        path.write_bytes(content if isinstance(content, bytes) else content.read_bytes())
+        tracemalloc.start()
+        try:
+            with pytest.raises(RuntimeError, match=reason) as info:
+                load_weights_file(path, mmap=mmap)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert path.name in str(info.value)
+        assert peak <= 3 * os.path.getsize(path) + _MARGIN, f"{name}: {peak} bytes"
+    good = _with_header(tmp_path, "good.safetensors", {"__metadata__": {"format": "pt"}, "a": f32})
+    assert load_weights_file(good, mmap=mmap)["a"].tolist() == [0.0] * 4
+
+
+def test_fuzz_mutated_safetensors(tmp_path):
+    from ember.sharded import load_weights_file
+    seed = int(os.environ.get("EMBER_FUZZ_SEED", "0"))
+    count = int(os.environ.get("EMBER_FUZZ_COUNT", "300"))
+    rng = random.Random(seed + 1)
+    raw = _safetensors_file(tmp_path).read_bytes()
+    outcomes = collections.Counter()
+    for i in range(count):
+        path = tmp_path / f"case{i}.safetensors"
+        path.write_bytes(_mutate(rng, raw))
+        tracemalloc.start()
+        try:
+            try:
+                load_weights_file(path, mmap=i % 2 == 1)
+                out = None
+            except Exception as e:  # noqa: BLE001 - judged below
+                out = e
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert out is None or isinstance(out, RuntimeError), f"case {i} (seed {seed}): {type(out).__name__}: {out}"
+        assert out is None or path.name in str(out), f"case {i} (seed {seed}): {out}"
+        assert peak <= 3 * os.path.getsize(path) + _MARGIN, f"case {i} (seed {seed}): {peak} bytes allocated"
+        outcomes[type(out).__name__] += 1
+        path.unlink()
+    assert outcomes["RuntimeError"] > 0 and outcomes["NoneType"] > 0

@@ -86,7 +86,7 @@ def load_file(path, mmap: bool = False) -> dict:
                                "after the length")
         try:
             header = json.loads(f.read(n))
-        except (UnicodeDecodeError, ValueError) as e:
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
             raise RuntimeError(f"failed to load {path!r}: the header is not JSON ({e})") from None
         if mmap:
             buf = _mmap.mmap(f.fileno(), 0, access=_mmap.ACCESS_COPY)
@@ -120,7 +120,8 @@ def _entry(path: str, name: str, entry, room: int) -> tuple:
         return RuntimeError(f"failed to load {path!r}: tensor {name!r} {why}")
     if not isinstance(entry, dict):
         raise bad(f"has a header entry of type {type(entry).__name__}, an object expected")
-    dtype = _DTYPES.get(entry.get("dtype"))
+    code = entry.get("dtype")
+    dtype = _DTYPES.get(code) if isinstance(code, str) else None
     if dtype is None:
         raise bad(f"has dtype {entry.get('dtype')!r}; ember reads {', '.join(_DTYPES)}")
     shape, offsets = entry.get("shape"), entry.get("data_offsets")

@@ -2,7 +2,7 @@
 file and the reason, runs no code, and allocates no more than the file's size plus a margin.
 Safetensors files (read by ember.sharded) get the same treatment.
 
-The random part is bounded: EMBER_FUZZ_SEED (default 0) and EMBER_FUZZ_COUNT (default 300)
+The random part is bounded: EMBER_FUZZ_SEED (default 0) and EMBER_FUZZ_COUNT (default 1000)
 choose the mutations; a longer run by hand is e.g.
 ``EMBER_FUZZ_COUNT=20000 pytest tests/core/test_checkpoint_fuzz.py -k mutated``.
 """
@@ -290,7 +290,7 @@ def _mutate(rng: random.Random, raw: bytes) -> bytes:
 
 def test_fuzz_mutated_checkpoints(tmp_path):
     seed = int(os.environ.get("EMBER_FUZZ_SEED", "0"))
-    count = int(os.environ.get("EMBER_FUZZ_COUNT", "300"))
+    count = int(os.environ.get("EMBER_FUZZ_COUNT", "1000"))
     rng = random.Random(seed)
     torch.save(_state(), tmp_path / "torch.pt")
     ember.save({k: ember.from_numpy(v.float().numpy()) if isinstance(v, torch.Tensor) else v
@@ -371,7 +371,7 @@ def test_hostile_safetensors_files(tmp_path, mmap):
 def test_fuzz_mutated_safetensors(tmp_path):
     from ember.sharded import load_weights_file
     seed = int(os.environ.get("EMBER_FUZZ_SEED", "0"))
-    count = int(os.environ.get("EMBER_FUZZ_COUNT", "300"))
+    count = int(os.environ.get("EMBER_FUZZ_COUNT", "1000"))
     rng = random.Random(seed + 1)
     raw = _safetensors_file(tmp_path).read_bytes()
     outcomes = collections.Counter()

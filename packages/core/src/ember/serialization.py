@@ -709,32 +709,63 @@ def _check_members(zf: zipfile.ZipFile, limit: int) -> None:
                                "deflated expected")
 
 
-def _record_offset(zf: zipfile.ZipFile, mapped, name: str) -> tuple:
-    """(offset of the record's bytes in the file, their length) read from its local header."""
+def _record_offset(zf: zipfile.ZipFile, read_at, end: int, name: str) -> tuple:
+    """(offset of a stored record's bytes in the file, their length), from its local header;
+    ``read_at(offset, n)`` reads the file, ``end`` is its length."""
     info = zf.getinfo(name)
-    if info.compress_type != zipfile.ZIP_STORED:
-        raise RuntimeError(f"record {name} is compressed; mmap needs stored records, as torch.save writes them")
     h = info.header_offset
-    header = mapped[h:h + 30]
+    header = read_at(h, 30)
     if len(header) < 30 or header[:4] != b"PK\x03\x04":
         raise RuntimeError(f"record {name} has no local header at offset {h}")
     name_len, extra_len = struct.unpack("<HH", header[26:30])
     start = h + 30 + name_len + extra_len
-    if start + info.file_size > len(mapped):
-        raise RuntimeError(f"record {name} runs past the end of the file ({start + info.file_size} > "
-                           f"{len(mapped)} bytes)")
+    if start + info.file_size > end:
+        raise RuntimeError(f"record {name} runs past the end of the file ({start + info.file_size} > {end} bytes)")
     return start, info.file_size
 
 
-def _mapped_array(mapped, zf, name: str, dtype: D.dtype, numel: int, big_endian: bool):
-    start, size = _record_offset(zf, mapped, name)
+def _check_record_size(name: str, size: int, dtype: D.dtype, numel: int) -> int:
     need = numel * dtype.itemsize
     if size < need:
         raise RuntimeError(f"record size of {name} ({size} bytes) does not match expected size ({need} bytes = "
                            f"{numel} elements * {dtype.itemsize} bytes/element) for dtype {dtype.name}")
+    return need
+
+
+def _mapped_array(mapped, zf, name: str, dtype: D.dtype, numel: int, big_endian: bool):
+    if zf.getinfo(name).compress_type != zipfile.ZIP_STORED:
+        raise RuntimeError(f"record {name} is compressed; mmap needs stored records, as torch.save writes them")
+    start, size = _record_offset(zf, lambda o, n: mapped[o:o + n], len(mapped), name)
+    need = _check_record_size(name, size, dtype, numel)
     if big_endian and dtype.itemsize > 1:
         return _host_array(mapped[start:start + need], dtype, numel, True, name)
     return numpy.frombuffer(mapped, dtype=dtype.np, count=numel, offset=start)
+
+
+def _read_array(stream, zf, name: str, dtype: D.dtype, numel: int, big_endian: bool):
+    """A stored record read straight into its array: one copy and no CRC pass over the
+    data (torch checks none either; only ``data.pkl``'s CRC is checked, by zipfile)."""
+    info = zf.getinfo(name)
+    if info.compress_type != zipfile.ZIP_STORED or not hasattr(stream, "readinto"):
+        return _host_array(zf.read(name), dtype, numel, big_endian, name)
+
+    def read_at(offset, n):
+        stream.seek(offset)
+        return stream.read(n)
+    end = stream.seek(0, os.SEEK_END)
+    start, size = _record_offset(zf, read_at, end, name)
+    need = _check_record_size(name, size, dtype, numel)
+    arr = numpy.empty(numel, dtype=dtype.np)
+    stream.seek(start)
+    view, got = arr.view(numpy.uint8), 0
+    while got < need:
+        n = stream.readinto(view[got:])
+        if not n:
+            raise RuntimeError(f"record {name} ends after {got} of its {need} bytes (truncated checkpoint?)")
+        got += n
+    if big_endian and dtype.itemsize > 1:
+        arr = arr.byteswap()
+    return arr
 
 
 def _load_zip(stream, map_location, weights_only: bool, limit: int, mapped=None):
@@ -755,7 +786,7 @@ def _load_zip(stream, map_location, weights_only: bool, limit: int, mapped=None)
     def read_storage(key, dtype, numel):
         if mapped is not None:
             return _mapped_array(mapped, zf, f"{prefix}data/{key}", dtype, numel, big_endian)
-        return _host_array(zf.read(f"{prefix}data/{key}"), dtype, numel, big_endian, f"data/{key}")
+        return _read_array(stream, zf, f"{prefix}data/{key}", dtype, numel, big_endian)
 
     loader = _Loader(read_storage, map_location, legacy=False)
     with zf.open(pkl[0]) as fp:

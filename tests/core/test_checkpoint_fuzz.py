@@ -394,3 +394,28 @@ def test_fuzz_mutated_safetensors(tmp_path):
         outcomes[type(out).__name__] += 1
         path.unlink()
     assert outcomes["RuntimeError"] > 0 and outcomes["NoneType"] > 0
+
+
+def test_flipped_bytes_in_data_pkl_or_storages(tmp_path):
+    src = tmp_path / "src.pt"
+    torch.save({"a": torch.zeros(64)}, src)
+    raw = src.read_bytes()
+    zf = zipfile.ZipFile(src)
+    for record in ("src/data.pkl", "src/data/0"):
+        info = zf.getinfo(record)
+        name_len, extra_len = struct.unpack("<HH", raw[info.header_offset + 26:info.header_offset + 30])
+        at = info.header_offset + 30 + name_len + extra_len + 20
+        bad = bytearray(raw)
+        bad[at] ^= 0x40
+        path = tmp_path / f"flip_{record.rsplit('/', 1)[1]}.pt"
+        path.write_bytes(bytes(bad))
+        if record.endswith("data.pkl"):
+            # zipfile checks the pickle's CRC (torch fails later, on what the flip made of it)
+            _torch_raises(path, Exception)
+            for mmap in (False, True):
+                _refused(path, RuntimeError, match="Bad CRC-32", mmap=mmap)
+        else:
+            # a storage's bytes are data: torch checks no CRC there, and neither does a mapping
+            for mmap in (False, True):
+                assert ember.load(path, mmap=mmap)["a"].tolist() == torch.load(path, mmap=mmap)["a"].tolist()
+                assert ember.load(path, mmap=mmap)["a"].tolist() != [0.0] * 64

@@ -9,6 +9,11 @@ bytes), ``byteorder``, ``version``, ``.format_version``, ``.storage_alignment`` 
 ``load`` opens what ``torch.save`` writes, including the older non-zip format
 (``_use_new_zipfile_serialization=False``).
 
+``load(f, mmap=True)`` maps the file instead of reading it (the 64-byte alignment of
+the records lets torch and ember map each other's files).  Hostile files are refused
+with torch's exception types and a message naming the file and the reason, without
+running code or allocating more than the file's size.
+
 Tensors that share memory are written once and share memory again after loading
 (tied weights stay tied).  Loading uses a restricted unpickler: tensors, numbers,
 strings, bytes, ``None``, dicts, ``OrderedDict``, ``Counter``, lists, tuples, sets, dtypes, devices

@@ -136,8 +136,9 @@ def test_build_on_anything_but_an_ordered_dict_is_refused(tmp_path):
     # a tensor whose slots a crafted BUILD would overwrite
     src = tmp_path / "t.pt"
     ember.save(ember.ones(2), src)
-    pkl = dict(_records(src))["t/data.pkl"]
-    path = _with_pickle(tmp_path, "build_tensor.pt", pkl[:-1] + b"}X\x05\x00\x00\x00_dataNsb.")
+    path = tmp_path / "build_tensor.pt"
+    _rezip(path, [(n, d[:-1] + b"}X\x05\x00\x00\x00_dataNsb." if n.endswith("data.pkl") else d)
+                  for n, d in _records(src)])
     _refused(path, pickle.UnpicklingError, match="BUILD of ember")
     # state_dict's _metadata goes through BUILD on an OrderedDict, as torch writes it
     lin = torch.nn.Linear(2, 2)
@@ -190,14 +191,16 @@ def test_storages_of_the_wrong_size(tmp_path):
     past = _with_pickle(tmp_path, "past.pt", _pid_pickle(12).replace(b"K\x04\x85", b"K\x0d\x85"))
     _refused(past, RuntimeError, match="does not fit")
     _torch_raises(past, RuntimeError)
-    # a shortened record
+    # a shortened and a lengthened record (torch refuses both when reading; mapping, it reads past
+    # the short one into the next record's bytes; ember refuses both either way)
     src = tmp_path / "short_src.pt"
     torch.save({"a": torch.arange(10.0)}, src)
-    short = tmp_path / "short.pt"
-    _rezip(short, [(n, d[:8] if n.endswith("data/0") else d) for n, d in _records(src)])
-    _torch_raises(short, RuntimeError)
-    for mmap in (False, True):
-        _refused(short, RuntimeError, match="record size", mmap=mmap)
+    for name, change in (("short", lambda d: d[:8]), ("long", lambda d: d + bytes(8))):
+        path = tmp_path / f"{name}.pt"
+        _rezip(path, [(n, change(d) if n.endswith("data/0") else d) for n, d in _records(src)])
+        _torch_raises(path, RuntimeError)
+        for mmap in (False, True):
+            _refused(path, RuntimeError, match="record size", mmap=mmap)
     # torch's legacy format claiming a storage larger than the file
     legacy = tmp_path / "legacy.pt"
     torch.save({"a": torch.arange(10.0)}, legacy, _use_new_zipfile_serialization=False)

@@ -683,7 +683,7 @@ def _make_unpickler(stream, loader: _Loader, weights_only: bool, limit: int = 1 
 
 def _host_array(raw: bytes, dtype: D.dtype, numel: int, big_endian: bool, where: str):
     need = numel * dtype.itemsize
-    if len(raw) < need:
+    if len(raw) != need:
         raise RuntimeError(f"record size of {where} ({len(raw)} bytes) does not match expected size ({need} bytes = "
                            f"{numel} elements * {dtype.itemsize} bytes/element) for dtype {dtype.name}")
     np_dtype = dtype.np
@@ -731,7 +731,7 @@ def _record_offset(zf: zipfile.ZipFile, read_at, end: int, name: str) -> tuple:
 
 def _check_record_size(name: str, size: int, dtype: D.dtype, numel: int) -> int:
     need = numel * dtype.itemsize
-    if size < need:
+    if size != need:
         raise RuntimeError(f"record size of {name} ({size} bytes) does not match expected size ({need} bytes = "
                            f"{numel} elements * {dtype.itemsize} bytes/element) for dtype {dtype.name}")
     return need

@@ -4,8 +4,8 @@ format names (bfloat16 included), and files read either at once or memory-mapped
 A file is an 8-byte little-endian header length, a JSON header (``{"__metadata__": {str:
 str}, name: {"dtype", "shape", "data_offsets": [begin, end]}}``, padded with spaces to a
 multiple of 8) and the tensors' little-endian bytes ordered by dtype (the format's order,
-widest first) then name, as the ``safetensors`` package lays them out, so files are
-byte-identical to its own.
+widest first) then name, as the ``safetensors`` package lays them out, so files match
+its own byte for byte (but for the order of metadata keys, which it takes from a hash map).
 
 Source: https://github.com/huggingface/safetensors (the format's README).
 """

@@ -81,3 +81,85 @@ def test_strict_loading_names_the_keys(tmp_path):
         load_sharded_checkpoint(other, tmp_path / "nowhere")
     with pytest.raises(ValueError, match="max_shard_size"):
         save_torch_state_dict({}, tmp_path, max_shard_size="lots")
+
+
+def _every_dtype():
+    """One torch tensor of each dtype safetensors names that ember has (bfloat16, bool, 0-d,
+    empty and a non-contiguous view included)."""
+    g = torch.Generator().manual_seed(1)
+    base = torch.randn(4, 6, generator=g)
+    out = {"f32": base, "f32_t": base.t(), "f64": base.double(), "f16": base.half(), "bf16": base.bfloat16(),
+           "c64": torch.randn(3, generator=g, dtype=torch.complex64), "i64": torch.arange(7),
+           "i32": torch.arange(5, dtype=torch.int32), "i16": torch.arange(-3, 3, dtype=torch.int16),
+           "i8": torch.arange(-4, 4, dtype=torch.int8), "u8": torch.arange(9, dtype=torch.uint8),
+           "mask": base[0] > 0, "scalar": torch.tensor(1.5), "empty": torch.zeros(0, 3)}
+    return out
+
+
+def _to_ember(t):
+    from conftest import to_ember
+    return to_ember(t)
+
+
+def _mapped(path) -> list:
+    real = os.path.realpath(path)
+    with open("/proc/self/maps") as f:
+        rows = [line.split(None, 5) for line in f]
+    return [tuple(int(x, 16) for x in r[0].split("-")) for r in rows if len(r) == 6 and r[5].strip() == real]
+
+
+def test_safetensors_of_every_dtype_written_as_safetensors_writes_them(tmp_path):
+    from safetensors.torch import save
+    src = _every_dtype()
+    save_torch_state_dict({k: _to_ember(v) for k, v in src.items()}, tmp_path, metadata={"note": "x"})
+    ours = (tmp_path / "model.safetensors").read_bytes()
+    theirs = save({k: v.contiguous() for k, v in src.items()}, metadata={"format": "pt", "note": "x"})
+    # the same layout and bytes; only the metadata's key order may differ (a hash map there)
+    n = int.from_bytes(theirs[:8], "little")
+    assert ours[:8] == theirs[:8] and ours[8 + n:] == theirs[8 + n:]
+    assert json.loads(ours[8:8 + n]) == json.loads(theirs[8:8 + n])
+    assert list(json.loads(ours[8:8 + n])) == list(json.loads(theirs[8:8 + n]))
+    back = load_file(tmp_path / "model.safetensors")
+    for k, v in src.items():
+        assert back[k].dtype == v.dtype and torch.equal(back[k], v)
+    with pytest.raises(TypeError, match="complex128"):
+        save_torch_state_dict({"z": ember.zeros(2, dtype=ember.complex128)}, tmp_path / "c128")
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+def test_safetensors_of_every_dtype_read_and_mapped(tmp_path, mmap):
+    from conftest import assert_same
+    from safetensors.torch import save_file
+    src = _every_dtype()
+    path = tmp_path / "w.safetensors"
+    save_file({k: v.contiguous() for k, v in src.items()}, path)
+    got = ember.sharded.load_weights_file(path, mmap=mmap)
+    assert sorted(got) == sorted(src)
+    ranges = _mapped(path)
+    for k, v in src.items():
+        assert_same(got[k], v, rtol=0, atol=0)
+        if v.numel():
+            assert any(lo <= got[k].data_ptr() < hi for lo, hi in ranges) == mmap, k
+    got["f32"].add_(1)  # writable either way; the file keeps its bytes
+    assert torch.equal(load_file(path)["f32"], src["f32"])
+
+
+@pytest.mark.parametrize("safe", [True, False])
+def test_sharded_folders_load_mapped(tmp_path, safe):
+    model = _model()
+    state = model.state_dict()
+    save_torch_state_dict(state, tmp_path, max_shard_size="10KB", safe_serialization=safe)
+    index = json.loads((tmp_path / ("model.safetensors.index.json" if safe else "pytorch_model.bin.index.json"))
+                       .read_text())
+    assert len(set(index["weight_map"].values())) > 1
+    got = load_state_dict_from_index(tmp_path, mmap=True)
+    for k, v in state.items():
+        assert np.array_equal(got[k].numpy(), v.numpy())
+        shard = tmp_path / index["weight_map"][k]
+        assert any(lo <= got[k].data_ptr() < hi for lo, hi in _mapped(shard)), k
+    fresh = _model()
+    for p in fresh.parameters():
+        p.data.zero_()
+    assert load_sharded_checkpoint(fresh, tmp_path, mmap=True) == ([], [])
+    for k, v in fresh.state_dict().items():
+        assert np.array_equal(v.numpy(), state[k].numpy())

@@ -9,9 +9,14 @@ bytes), ``byteorder``, ``version``, ``.format_version``, ``.storage_alignment`` 
 ``load`` opens what ``torch.save`` writes, including the older non-zip format
 (``_use_new_zipfile_serialization=False``).
 
+``load(f, mmap=True)`` maps the file instead of reading it (the 64-byte alignment of
+the records lets torch and ember map each other's files).  Hostile files are refused
+with torch's exception types and a message naming the file and the reason, without
+running code or allocating more than the file's size.
+
 Tensors that share memory are written once and share memory again after loading
 (tied weights stay tied).  Loading uses a restricted unpickler: tensors, numbers,
-strings, bytes, ``None``, dicts, ``OrderedDict``, lists, tuples, sets, dtypes, devices
+strings, bytes, ``None``, dicts, ``OrderedDict``, ``Counter``, lists, tuples, sets, dtypes, devices
 and ``Size``; any other global raises ``pickle.UnpicklingError`` naming it.
 
 Source: https://pytorch.org/docs/stable/generated/torch.save.html,
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import io
+import mmap as _mmap
 import os
 import pickle
 import secrets
@@ -37,7 +43,8 @@ from . import _dtype as D
 from ._device import device as _device
 from ._tensor import Size, Tensor, _make
 
-__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+           "get_default_mmap_options", "set_default_mmap_options"]
 
 _ALIGN = 64
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -354,6 +361,37 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_
 # ---- loading --------------------------------------------------------------------------
 
 _safe_globals: dict = {}
+_MAP_PRIVATE = getattr(_mmap, "MAP_PRIVATE", 2)
+_MAP_SHARED = getattr(_mmap, "MAP_SHARED", 1)
+_mmap_flags = [_MAP_PRIVATE]
+
+
+def get_default_mmap_options() -> int:
+    """The flags ``load(..., mmap=True)`` maps files with: ``mmap.MAP_PRIVATE`` (the
+    default; writes to loaded tensors stay in memory) or ``mmap.MAP_SHARED`` (writes reach
+    the file). Source: torch.serialization.get_default_mmap_options."""
+    return _mmap_flags[0]
+
+
+class set_default_mmap_options:
+    """Set the flags of ``load(..., mmap=True)``, as a call or within a ``with`` block.
+
+    Raises ValueError for flags other than ``mmap.MAP_PRIVATE`` or ``mmap.MAP_SHARED``
+    (torch.serialization.set_default_mmap_options)."""
+
+    def __init__(self, flags: int):
+        if flags not in (_MAP_PRIVATE, _MAP_SHARED):
+            raise ValueError("Invalid argument in function set_default_mmap_options, expected mmap.MAP_PRIVATE or "
+                             f"mmap.MAP_SHARED, but got {flags}")
+        self.prev = _mmap_flags[0]
+        _mmap_flags[0] = flags
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        _mmap_flags[0] = self.prev
+        return False
 
 
 def add_safe_globals(safe_globals) -> None:
@@ -459,6 +497,7 @@ def _codecs_encode(text, encoding="latin1"):
 
 _ALLOWED = {
     ("collections", "OrderedDict"): collections.OrderedDict,
+    ("collections", "Counter"): collections.Counter,
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
     ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
@@ -524,7 +563,11 @@ class _Loader:
     def persistent_load(self, pid):
         if not isinstance(pid, tuple) or not pid or pid[0] != "storage":
             raise pickle.UnpicklingError(f"unsupported persistent id in checkpoint: {pid!r}")
+        if len(pid) < 5:
+            raise pickle.UnpicklingError(f"storage reference {pid!r} has {len(pid)} fields, 5 expected")
         stype, key, location, numel = pid[1], str(pid[2]), pid[3], pid[4]
+        if type(numel) is not int or numel < 0:
+            raise RuntimeError(f"storage {key} claims {numel!r} elements, a count >= 0 expected")
         view_meta = pid[5] if len(pid) > 5 else None
         dtype = stype.dtype if isinstance(stype, _StorageType) else None
         if dtype is None:
@@ -563,20 +606,86 @@ class _Loader:
                 "map_location=ember.device('cpu') to map your storages to the CPU.") from None
 
 
-def _make_unpickler(stream, loader: _Loader, weights_only: bool):
-    class Unpickler(pickle.Unpickler):
+class _RestrictedUnpickler(pickle._Unpickler):
+    """The pure-Python unpickler, as torch's weights-only one: its memo is a dict (the C
+    unpickler sizes an array by the largest memo index a file names, so a crafted index
+    allocates gigabytes), and BUILD sets state only on ``OrderedDict`` (``state_dict``'s
+    ``_metadata``) and on instances of globals the caller allowed."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def load_build(self):
+        inst = self.stack[-2] if len(self.stack) > 1 else None
+        allowed = tuple(g for g in _safe_globals.values() if isinstance(g, type))
+        if type(inst) is collections.OrderedDict:
+            state = self.stack.pop()
+            if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+                raise pickle.UnpicklingError(f"Weights only load failed: BUILD of OrderedDict with state of type "
+                                             f"{type(state).__name__}, a dict of attribute names expected")
+            inst.__dict__.update(state)
+            return
+        if allowed and isinstance(inst, allowed):
+            return pickle._Unpickler.load_build(self)
+        raise pickle.UnpicklingError(f"Weights only load failed: BUILD of {type(inst).__module__}."
+                                     f"{type(inst).__qualname__} is not allowed (OrderedDict or an allowed global "
+                                     "expected)")
+
+    dispatch[pickle.BUILD[0]] = load_build
+
+    def load_bytearray8(self):
+        # the pure-Python unpickler allocates (and zero-fills) the claimed size before reading
+        (n,) = struct.unpack("<Q", self.read(8))
+        if n > self.limit:
+            raise pickle.UnpicklingError(f"Weights only load failed: BYTEARRAY8 claims {n} bytes, more than the "
+                                         f"file's {self.limit}")
+        data = self.read(n)
+        if len(data) != n:
+            raise pickle.UnpicklingError("pickle data was truncated")
+        self.append(bytearray(data))
+
+    dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
+
+
+class _Bounded:
+    """A file read no further than ``end``: the unpickler's ``read(n)`` takes ``n`` from the
+    file, and a buffered file allocates ``n`` bytes before reading."""
+
+    def __init__(self, raw, end: int):
+        self.raw, self.end = raw, end
+
+    def read(self, n=-1):
+        left = max(self.end - self.raw.tell(), 0)
+        return self.raw.read(left if n is None or n < 0 or n > left else n)
+
+    def readline(self, size=-1):
+        return self.raw.readline(size)
+
+    def seek(self, pos, whence=0):
+        return self.raw.seek(pos, whence)
+
+    def tell(self):
+        return self.raw.tell()
+
+
+def _make_unpickler(stream, loader: _Loader, weights_only: bool, limit: int = 1 << 62):
+    base = _RestrictedUnpickler if weights_only else pickle.Unpickler
+
+    class Unpickler(base):
         def find_class(self, module, name):
             return _find_global(module, name, weights_only)
 
         def persistent_load(self, pid):
             return loader.persistent_load(pid)
-    return Unpickler(stream, encoding="utf-8")
+    out = Unpickler(stream, encoding="utf-8")
+    out.limit = limit
+    return out
 
 
 def _host_array(raw: bytes, dtype: D.dtype, numel: int, big_endian: bool, where: str):
     need = numel * dtype.itemsize
-    if len(raw) < need:
-        raise RuntimeError(f"storage {where} holds {len(raw)} bytes, {need} expected (truncated checkpoint?)")
+    if len(raw) != need:
+        raise RuntimeError(f"record size of {where} ({len(raw)} bytes) does not match expected size ({need} bytes = "
+                           f"{numel} elements * {dtype.itemsize} bytes/element) for dtype {dtype.name}")
     np_dtype = dtype.np
     arr = numpy.frombuffer(raw, dtype=np_dtype.newbyteorder(">") if big_endian and dtype.itemsize > 1 else np_dtype,
                            count=numel)
@@ -587,8 +696,86 @@ def _host_array(raw: bytes, dtype: D.dtype, numel: int, big_endian: bool, where:
     return arr
 
 
-def _load_zip(stream, map_location, weights_only: bool):
+def _check_members(zf: zipfile.ZipFile, limit: int) -> None:
+    """Refuse member names that escape the archive's folder, records whose declared sizes
+    are larger than the file (zipfile allocates what a header declares; a compressed record
+    cannot inflate past the file's size) and compression methods other than torch's."""
+    for info in zf.infolist():
+        name = info.filename
+        parts = name.replace("\\", "/").split("/")
+        if name.startswith(("/", "\\")) or ".." in parts or "\x00" in name or (len(name) > 1 and name[1] == ":"):
+            raise RuntimeError(f"archive member {name!r} has a path that escapes the archive's folder")
+        if max(info.file_size, info.compress_size) > limit:
+            raise RuntimeError(f"archive member {name!r} declares {max(info.file_size, info.compress_size)} bytes, "
+                               f"more than the file's {limit} bytes")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            # as torch's reader; other methods' decoders size their buffers from the file
+            raise RuntimeError(f"archive member {name!r} uses compression method {info.compress_type}; stored or "
+                               "deflated expected")
+
+
+def _record_offset(zf: zipfile.ZipFile, read_at, end: int, name: str) -> tuple:
+    """(offset of a stored record's bytes in the file, their length), from its local header;
+    ``read_at(offset, n)`` reads the file, ``end`` is its length."""
+    info = zf.getinfo(name)
+    h = info.header_offset
+    header = read_at(h, 30)
+    if len(header) < 30 or header[:4] != b"PK\x03\x04":
+        raise RuntimeError(f"record {name} has no local header at offset {h}")
+    name_len, extra_len = struct.unpack("<HH", header[26:30])
+    start = h + 30 + name_len + extra_len
+    if start + info.file_size > end:
+        raise RuntimeError(f"record {name} runs past the end of the file ({start + info.file_size} > {end} bytes)")
+    return start, info.file_size
+
+
+def _check_record_size(name: str, size: int, dtype: D.dtype, numel: int) -> int:
+    need = numel * dtype.itemsize
+    if size != need:
+        raise RuntimeError(f"record size of {name} ({size} bytes) does not match expected size ({need} bytes = "
+                           f"{numel} elements * {dtype.itemsize} bytes/element) for dtype {dtype.name}")
+    return need
+
+
+def _mapped_array(mapped, zf, name: str, dtype: D.dtype, numel: int, big_endian: bool):
+    if zf.getinfo(name).compress_type != zipfile.ZIP_STORED:
+        raise RuntimeError(f"record {name} is compressed; mmap needs stored records, as torch.save writes them")
+    start, size = _record_offset(zf, lambda o, n: mapped[o:o + n], len(mapped), name)
+    need = _check_record_size(name, size, dtype, numel)
+    if big_endian and dtype.itemsize > 1:
+        return _host_array(mapped[start:start + need], dtype, numel, True, name)
+    return numpy.frombuffer(mapped, dtype=dtype.np, count=numel, offset=start)
+
+
+def _read_array(stream, zf, name: str, dtype: D.dtype, numel: int, big_endian: bool):
+    """A stored record read straight into its array: one copy and no CRC pass over the
+    data (torch checks none either; only ``data.pkl``'s CRC is checked, by zipfile)."""
+    info = zf.getinfo(name)
+    if info.compress_type != zipfile.ZIP_STORED or not hasattr(stream, "readinto"):
+        return _host_array(zf.read(name), dtype, numel, big_endian, name)
+
+    def read_at(offset, n):
+        stream.seek(offset)
+        return stream.read(n)
+    end = stream.seek(0, os.SEEK_END)
+    start, size = _record_offset(zf, read_at, end, name)
+    need = _check_record_size(name, size, dtype, numel)
+    arr = numpy.empty(numel, dtype=dtype.np)
+    stream.seek(start)
+    view, got = arr.view(numpy.uint8), 0
+    while got < need:
+        n = stream.readinto(view[got:])
+        if not n:
+            raise RuntimeError(f"record {name} ends after {got} of its {need} bytes (truncated checkpoint?)")
+        got += n
+    if big_endian and dtype.itemsize > 1:
+        arr = arr.byteswap()
+    return arr
+
+
+def _load_zip(stream, map_location, weights_only: bool, limit: int, mapped=None):
     zf = zipfile.ZipFile(stream)
+    _check_members(zf, limit)
     names = zf.namelist()
     pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]
     if not pkl:
@@ -602,16 +789,21 @@ def _load_zip(stream, map_location, weights_only: bool):
         big_endian = order == "big"
 
     def read_storage(key, dtype, numel):
-        return _host_array(zf.read(f"{prefix}data/{key}"), dtype, numel, big_endian, f"data/{key}")
+        if mapped is not None:
+            return _mapped_array(mapped, zf, f"{prefix}data/{key}", dtype, numel, big_endian)
+        return _read_array(stream, zf, f"{prefix}data/{key}", dtype, numel, big_endian)
 
     loader = _Loader(read_storage, map_location, legacy=False)
     with zf.open(pkl[0]) as fp:
-        return _make_unpickler(io.BytesIO(fp.read()), loader, weights_only).load()
+        data = fp.read()
+    return _make_unpickler(io.BytesIO(data), loader, weights_only, len(data)).load()
 
 
-def _load_legacy(stream, map_location, weights_only: bool):
+def _load_legacy(stream, map_location, weights_only: bool, limit: int):
+    stream = _Bounded(stream, stream.tell() + limit)
+
     def plain_load():
-        return _make_unpickler(stream, _Loader(None, None, True), True).load()
+        return _make_unpickler(stream, _Loader(None, None, True), True, limit).load()
 
     magic = plain_load()
     if magic != _LEGACY_MAGIC:
@@ -628,10 +820,13 @@ def _load_legacy(stream, map_location, weights_only: bool):
     seen: dict = {}
 
     def note_storage(key, dtype, numel):
+        if numel * dtype.itemsize > limit:
+            raise RuntimeError(f"storage {key} claims {numel} elements of {dtype.name}, more than the file's "
+                               f"{limit} bytes hold")
         seen[key] = (dtype, numel)
         return numpy.empty(numel, dtype=dtype.np)
 
-    _make_unpickler(stream, _Loader(note_storage, "cpu", True), weights_only).load()
+    _make_unpickler(stream, _Loader(note_storage, "cpu", True), weights_only, limit).load()
     keys = plain_load()
     arrays: dict = {}
     for key in keys:
@@ -643,6 +838,9 @@ def _load_legacy(stream, map_location, weights_only: bool):
         if key not in seen:
             raise RuntimeError(f"storage {key} was not referenced by the checkpoint")
         dtype = seen[key][0]
+        if numel < 0 or numel * dtype.itemsize > limit:
+            raise RuntimeError(f"storage {key} claims {numel} elements of {dtype.name}, more than the file's "
+                               f"{limit} bytes hold")
         raw = stream.read(numel * dtype.itemsize)
         arrays[key] = _host_array(raw, dtype, numel, not little, f"storage {key}")
     end = stream.tell()
@@ -651,7 +849,7 @@ def _load_legacy(stream, map_location, weights_only: bool):
     if missing:
         raise RuntimeError(f"storages {sorted(missing)} are missing (truncated checkpoint?)")
     result = _make_unpickler(stream, _Loader(lambda key, dtype, numel: arrays[key], map_location, True),
-                             weights_only).load()
+                             weights_only, limit).load()
     stream.seek(end)
     return result
 
@@ -668,13 +866,22 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             False also allows other globals (only for files you trust). As in torch,
             TORCH_FORCE_WEIGHTS_ONLY_LOAD=1 forces True, and TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1
             makes an omitted weights_only False (with a warning).
+        mmap: map the file instead of reading its storages: the tensors are views of the
+            mapping (copy-on-write; see ``set_default_mmap_options``), read from disk when
+            first touched. Needs a path to a zip checkpoint whose records are stored
+            uncompressed (what ``save`` and ``torch.save`` write); ``map_location`` moving
+            storages off the CPU copies them as usual.
 
     Returns: the saved object; tensors that shared memory when saved share it again.
 
     Raises:
-        pickle.UnpicklingError: the file names a global the restricted unpickler refuses.
-        RuntimeError: the file is truncated or corrupt (the message names the file), or
-            a storage was saved on CUDA and CUDA is unavailable without map_location.
+        pickle.UnpicklingError: the file names a global or a BUILD the restricted unpickler
+            refuses (the message names the file and the global).
+        RuntimeError: the file is truncated or corrupt, a member path escapes the archive,
+            a storage is smaller than its tensors need or claims more bytes than the file
+            holds (the message names the file and the reason); ``mmap`` on torch's legacy
+            format; a storage saved on CUDA and CUDA is unavailable without map_location.
+        ValueError: ``mmap=True`` with a file-like object instead of a path.
         FileNotFoundError: ``f`` is a path that does not exist.
     """
     if pickle_module is not None and pickle_module is not pickle:
@@ -691,30 +898,58 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     if isinstance(f, (str, os.PathLike)):
         label = repr(os.fspath(f))
         with open(f, "rb") as stream:
-            return _load_stream(stream, map_location, restricted, label)
+            mapped = _map_file(stream, label) if mmap else None
+            return _load_stream(stream, map_location, restricted, label, mapped)
     label = repr(getattr(f, "name", f"<{type(f).__name__}>"))
     if not (hasattr(f, "read") and hasattr(f, "seek")):
         raise AttributeError(f"expected 'f' to be string, path, or a file-like object with 'read' and 'seek', "
                              f"got {type(f).__name__}")
+    if mmap:
+        raise ValueError("f must be a file path in order to use the mmap argument")
     return _load_stream(f, map_location, restricted, label)
 
 
-def _load_stream(stream, map_location, restricted: bool, label: str):
+def _map_file(stream, label: str):
+    """The whole file mapped (copy-on-write by default, as torch's MAP_PRIVATE: writes to
+    the tensors stay in this process), or None for an empty file (refused later)."""
+    size = os.fstat(stream.fileno()).st_size
+    if not size:
+        return None
+    if _mmap_flags[0] == _MAP_SHARED:
+        with open(stream.name, "r+b") as rw:
+            return _mmap.mmap(rw.fileno(), 0, access=_mmap.ACCESS_WRITE)
+    return _mmap.mmap(stream.fileno(), 0, access=_mmap.ACCESS_COPY)
+
+
+def _load_stream(stream, map_location, restricted: bool, label: str, mapped=None):
     start = stream.tell()
     head = stream.read(4)
+    limit = stream.seek(0, os.SEEK_END) - start
     stream.seek(start)
     if not head:
         raise RuntimeError(f"failed to load {label}: the file is empty")
+    is_zip = head == b"PK\x03\x04" or head == b"PK\x05\x06"
+    if mapped is not None and not is_zip:
+        raise RuntimeError(f"mmap can only be used with files saved with `torch.save({label}, "
+                           "_use_new_zipfile_serialization=True), please torch.save your checkpoint with this "
+                           "option in order to use mmap.")
     try:
-        if head == b"PK\x03\x04" or head == b"PK\x05\x06":
-            return _load_zip(stream, map_location, restricted)
-        return _load_legacy(stream, map_location, restricted)
-    except _Refused:
-        raise
-    except (zipfile.BadZipFile, EOFError, pickle.UnpicklingError, KeyError, struct.error, ValueError,
-            IndexError, TypeError, RuntimeError, OSError, _zlib_error()) as e:
+        if is_zip:
+            return _load_zip(stream, map_location, restricted, limit, mapped)
+        return _load_legacy(stream, map_location, restricted, limit)
+    except _Refused as e:
+        raise _Refused(f"{e} (in {label})") from None
+    except pickle.UnpicklingError as e:
+        if restricted and str(e).startswith("Weights only load failed"):
+            raise pickle.UnpicklingError(f"{e} (in {label})") from None
+        raise RuntimeError(f"failed to load {label}: UnpicklingError: {e} (truncated or corrupt checkpoint?)") \
+            from e
+    except (zipfile.BadZipFile, EOFError, KeyError, struct.error, ValueError, IndexError, TypeError,
+            AttributeError, RuntimeError, OSError, OverflowError, MemoryError, _zlib_error()) as e:
         if isinstance(e, FileNotFoundError):
             raise
+        if type(e) is RuntimeError:  # ember's own checks already say what was wrong
+            raise RuntimeError(f"failed to load {label}: {e}") from e
         raise RuntimeError(f"failed to load {label}: {type(e).__name__}: {e} (truncated or corrupt checkpoint?)") \
             from e
 

@@ -12,6 +12,10 @@ huggingface_hub does.
 - ``load_sharded_checkpoint(model, folder, strict=True, prefer_safe=True)``: transformers'
   function of that name, one shard in memory at a time;
 - ``load_state_dict_from_index(folder)``: every tensor of a sharded folder as one dict.
+
+Safetensors files are read and written by ember itself (every dtype the format names,
+bfloat16 included; complex128 has no code there and raises TypeError); each reader takes
+``mmap=True`` to map files instead of reading them.
 """
 
 from __future__ import annotations
@@ -104,18 +108,9 @@ def _earlier_shards(directory: str, pattern: str, keep: set) -> list:
 
 
 def _safetensors_bytes(part: dict, metadata, force_contiguous: bool) -> bytes:
-    try:
-        from safetensors.numpy import save
-    except ImportError as e:
-        raise ImportError("writing safetensors shards needs the 'safetensors' package: "
-                          "pip install 'ember-core[safetensors]' (or pass safe_serialization=False)") from e
-    import ml_dtypes  # noqa: F401 - numpy's 'bfloat16' name, which safetensors asks for
-    import numpy
-    arrays = {}
-    for k, t in part.items():
-        arr = t.cpu().numpy()
-        arrays[k] = numpy.ascontiguousarray(arr) if force_contiguous or not arr.flags.c_contiguous else arr
-    return save(arrays, metadata={"format": "pt", **(metadata or {})})
+    # every tensor is written compactly, as safetensors stores no strides
+    from ._safetensors import save_bytes
+    return save_bytes(part, {"format": "pt", **(metadata or {})})
 
 
 def _index(folder: str, prefer_safe: bool) -> tuple:
@@ -132,22 +127,25 @@ def _index(folder: str, prefer_safe: bool) -> tuple:
     raise ValueError(f"Can't find a checkpoint index ({' or '.join(order)}) in {folder}.")
 
 
-def load_weights_file(path) -> dict:
-    """One weights file as name -> tensor: safetensors (bfloat16 included) or torch's format
-    through ember's restricted unpickler (no code in the file runs)."""
-    return _load_shard(os.fspath(path))
+def load_weights_file(path, *, mmap: bool = False) -> dict:
+    """One weights file as name -> CPU tensor: safetensors (every dtype it names, bfloat16
+    included, read by ember itself) or torch's format through ember's restricted unpickler
+    (no code in the file runs). ``mmap=True`` maps the file: tensors are views of it, read
+    from disk when touched. Raises RuntimeError naming the file when it is corrupt."""
+    return _load_shard(os.fspath(path), mmap)
 
 
-def _load_shard(path: str) -> dict:
+def _load_shard(path: str, mmap: bool = False) -> dict:
     if path.endswith(".safetensors"):
-        from .hub import _load_safetensors
-        return _load_safetensors(path, None)
+        from ._safetensors import load_file
+        return load_file(path, mmap=mmap)
     from .serialization import load
-    return load(path, map_location="cpu", weights_only=True)
+    return load(path, map_location="cpu", weights_only=True, mmap=mmap)
 
 
-def load_state_dict_from_index(folder, prefer_safe: bool = True) -> dict:
-    """Every tensor of the sharded checkpoint in ``folder`` (name -> tensor, the index's order).
+def load_state_dict_from_index(folder, prefer_safe: bool = True, *, mmap: bool = False) -> dict:
+    """Every tensor of the sharded checkpoint in ``folder`` (name -> tensor, the index's order);
+    ``mmap=True`` maps each shard instead of reading it (see ``load_weights_file``).
 
     Raises ValueError when the folder has no index, OSError when a shard it names is missing."""
     folder = os.fspath(folder)
@@ -157,14 +155,15 @@ def load_state_dict_from_index(folder, prefer_safe: bool = True) -> dict:
         path = os.path.join(folder, file)
         if not os.path.isfile(path):
             raise OSError(f"the checkpoint index in {folder} names the shard {file}, which is missing")
-        out.update(_load_shard(path))
+        out.update(_load_shard(path, mmap))
     return {k: out[k] for k in weight_map if k in out}
 
 
-def load_sharded_checkpoint(model, folder, strict: bool = True, prefer_safe: bool = True):
+def load_sharded_checkpoint(model, folder, strict: bool = True, prefer_safe: bool = True, *, mmap: bool = False):
     """Load the sharded checkpoint in ``folder`` into ``model`` one shard at a time
     (transformers' ``load_sharded_checkpoint``); ``prefer_safe`` reads the safetensors
-    index when both exist. Returns ``(missing_keys, unexpected_keys)`` as
+    index when both exist; ``mmap=True`` (an ember extension) maps each shard, so only the
+    parameters being copied are read into memory. Returns ``(missing_keys, unexpected_keys)`` as
     ``Module.load_state_dict`` does.
 
     Raises RuntimeError (``strict``) naming the missing and unexpected keys before anything
@@ -185,6 +184,6 @@ def load_sharded_checkpoint(model, folder, strict: bool = True, prefer_safe: boo
         path = os.path.join(folder, file)
         if not os.path.isfile(path):
             raise OSError(f"the checkpoint index in {folder} names the shard {file}, which is missing")
-        model.load_state_dict(_load_shard(path), strict=False)
+        model.load_state_dict(_load_shard(path, mmap), strict=False)
     from .nn.modules.module import _IncompatibleKeys
     return _IncompatibleKeys(missing, unexpected)

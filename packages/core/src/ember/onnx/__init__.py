@@ -1,0 +1,91 @@
+"""torch.onnx for ember: ``export`` writes a model as an ONNX file.
+
+The model is captured with ``ember.jit.trace``'s recording (one straight-line graph of
+ember ops, parameters and buffers as initializers) and each op is written with the
+``onnx`` package's helpers (the ``onnx`` extra: ``pip install ember-core[onnx]``).
+
+Source: torch.onnx documentation (PyTorch 2.13)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from . import errors
+from ._export import ONNX_DEFAULT_OPSET, ONNX_MAX_OPSET, ONNX_MIN_OPSET
+from ._program import ONNXProgram
+from .errors import OnnxExporterError, UnsupportedOperatorError
+
+__all__ = ["export", "ONNXProgram", "OnnxExporterError", "UnsupportedOperatorError", "errors",
+           "is_in_onnx_export", "ONNX_DEFAULT_OPSET", "ONNX_MIN_OPSET", "ONNX_MAX_OPSET"]
+
+
+class _Local(threading.local):
+    exporting = 0
+
+
+_LOCAL = _Local()
+
+
+def is_in_onnx_export() -> bool:
+    """True while ``export`` runs the model."""
+    return _LOCAL.exporting > 0
+
+
+@contextlib.contextmanager
+def _exporting():
+    _LOCAL.exporting += 1
+    try:
+        yield
+    finally:
+        _LOCAL.exporting -= 1
+
+
+def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=None, output_names=None,
+           opset_version=None, dynamo=True, external_data=True, dynamic_shapes=None, custom_translation_table=None,
+           report=False, optimize=True, verify=False, profile=False, dump_exported_program=False, artifacts_dir=".",
+           export_params=True, keep_initializers_as_inputs=False, dynamic_axes=None, training=None,
+           operator_export_type=None, do_constant_folding=True, custom_opsets=None,
+           export_modules_as_functions=False, autograd_inlining=True):
+    """Export ``model`` (a Module or a function of tensors) run on ``args`` (a tuple, or one
+    tensor) and ``kwargs`` as an ONNX model.
+
+    ``f``: a path or a binary file object to write; with ``f=None`` nothing is written and
+    the ``ONNXProgram`` is returned (``.model_proto``, ``.save(path)``); it is returned in
+    every case, as torch 2.13 does. ``input_names``/``output_names`` name the graph's
+    inputs and outputs in order (default: the forward's parameter names, the output
+    nodes' names). ``opset_version``: 17 to 21, default 20 (torch's ONNX_DEFAULT_OPSET).
+    ``export_params=False`` leaves the weights out of the file and lists them as inputs;
+    ``keep_initializers_as_inputs`` lists them as inputs as well as storing them.
+    ``external_data`` (when ``f`` is a path) writes the weights to ``<f>.data`` beside it.
+    ``dynamo`` is accepted either way (one exporter serves both); ``verbose`` prints the
+    graph. The model runs as it is (call ``model.eval()`` first: dropout and batch norm in
+    training mode raise OnnxExporterError). The other arguments are accepted for torch's
+    signature and do not change the result: ``report``/``profile``/``dump_exported_program``
+    /``artifacts_dir`` (torch's debugging artifacts), ``optimize``/``do_constant_folding``
+    (the graph is written as recorded), ``custom_translation_table``/``custom_opsets``/
+    ``operator_export_type``/``export_modules_as_functions`` must keep their defaults.
+
+    Raises ValueError for an opset outside 17..21 or more names than inputs/outputs;
+    UnsupportedOperatorError naming the op and the module path for an op with no ONNX
+    mapping; OnnxExporterError for arguments an op's ONNX form cannot hold."""
+    from . import _export
+    if custom_translation_table or custom_opsets or export_modules_as_functions:
+        raise OnnxExporterError("custom_translation_table, custom_opsets and export_modules_as_functions are "
+                                "not supported by ember's exporter")
+    opset = _export.check_opset(opset_version)
+    if not isinstance(args, tuple):
+        args = (args,)
+    if dynamic_axes or dynamic_shapes:
+        raise OnnxExporterError("dynamic_axes/dynamic_shapes are not supported yet: the exported graph has the "
+                                "traced shapes")
+    with _exporting():
+        proto = _export.build(model, args, kwargs or {}, input_names=input_names, output_names=output_names,
+                              opset=opset, export_params=export_params,
+                              keep_initializers_as_inputs=keep_initializers_as_inputs)
+    program = ONNXProgram(proto)
+    if verbose:
+        print(program)
+    if f is not None:
+        program.save(f, external_data=bool(external_data) and _export.is_path(f))
+    return program

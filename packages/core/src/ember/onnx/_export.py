@@ -1,0 +1,302 @@
+"""Walk an fx graph captured from the model and build the ONNX graph, op by op.
+
+The capture is ``ember.jit.trace``'s: parameters and buffers are ``get_attr`` nodes (they
+become initializers named by their state_dict keys), every op node carries its recorded
+shape and dtype in ``node.meta["tensor_meta"]``, and targets are ember's public op
+functions, named through the dispatch table; ``_ops.EMITTERS`` maps each name to a short
+function writing its ONNX nodes."""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import os
+import warnings
+
+from .errors import OnnxExporterError, UnsupportedOperatorError
+
+ONNX_DEFAULT_OPSET = 20
+ONNX_MIN_OPSET = 17
+ONNX_MAX_OPSET = 21
+
+
+class Ctx:
+    """The ONNX graph under construction: nodes, initializers, each value's shape/dtype."""
+
+    def __init__(self, opset: int):
+        self.opset = opset
+        self.nodes: list = []
+        self.initializers: list = []
+        self.meta: dict[str, tuple] = {}  # ONNX value name -> (shape tuple, numpy dtype)
+        self.op_name = ""  # the ember op being emitted
+        self._used: set[str] = set()
+
+    def fresh(self, base: str) -> str:
+        name, i = base, 0
+        while name in self._used:
+            i += 1
+            name = f"{base}_{i}"
+        self._used.add(name)
+        return name
+
+    def op(self, op_type: str, inputs, outputs: int = 1, **attrs):
+        """Append one ONNX node; returns its output name (a list of them when ``outputs`` > 1).
+        An input of ``None`` or "" is an omitted optional input."""
+        import onnx
+        names = [self.fresh(op_type.lower()) for _ in range(outputs)]
+        attrs = {k: v for k, v in attrs.items() if v is not None}
+        self.nodes.append(onnx.helper.make_node(op_type, ["" if i is None else i for i in inputs], names,
+                                                name=self.fresh(f"node_{op_type}"), **attrs))
+        return names[0] if outputs == 1 else names
+
+    def const(self, value, dtype=None) -> str:
+        """A Constant node holding ``value`` (a number, list or array) as ``dtype`` (numpy)."""
+        import numpy as np
+        import onnx
+        array = np.asarray(value, dtype=dtype)
+        name = self.fresh("val")
+        self.nodes.append(onnx.helper.make_node("Constant", [], [name], name=self.fresh("node_Constant"),
+                                                value=onnx.numpy_helper.from_array(array, name)))
+        self.meta[name] = (array.shape, array.dtype)
+        return name
+
+    def ints(self, values) -> str:
+        import numpy as np
+        return self.const(list(values), np.int64)
+
+    def cast(self, name: str, dtype) -> str:
+        """``name`` as numpy ``dtype`` (no node when it already is)."""
+        import numpy as np
+        import onnx
+        dtype = np.dtype(dtype)
+        have = self.meta.get(name)
+        if have is not None and have[1] == dtype:
+            return name
+        out = self.op("Cast", [name], to=onnx.helper.np_dtype_to_tensor_dtype(dtype))
+        if have is not None:
+            self.meta[out] = (have[0], dtype)
+        return out
+
+    def operand(self, x, dtype) -> str:
+        """A tensor value or Python number as an ONNX value of numpy ``dtype``."""
+        return self.cast(x, dtype) if isinstance(x, str) else self.const(x, dtype)
+
+    def shape(self, name: str) -> tuple:
+        return tuple(self.meta[name][0])
+
+    def rank(self, name: str) -> int:
+        return len(self.meta[name][0])
+
+
+def _value_info(name, shape, np_dtype):
+    import onnx
+    return onnx.helper.make_tensor_value_info(name, onnx.helper.np_dtype_to_tensor_dtype(np_dtype), list(shape))
+
+
+def _meta(node):
+    tm = node.meta.get("tensor_meta")
+    if tm is None:
+        return None
+    return (tuple(tm.shape), tm.dtype.np)
+
+
+def _capture(model, args, kwargs):
+    from ..jit import trace
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*jit.trace")
+        return trace(model, args, example_kwarg_inputs=kwargs or None) if kwargs else trace(model, args)
+
+
+def _bind(target, args, kwargs):
+    """The call's arguments by parameter name, defaults filled in."""
+    try:
+        bound = inspect.signature(target).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return None
+    bound.apply_defaults()
+    out = dict(bound.arguments)
+    for name, param in inspect.signature(target).parameters.items():
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            out.update(out.pop(name, {}))
+    return out
+
+
+def _op_name(target) -> str:
+    from ..ops._dispatch import entry_of
+    if target is operator.getitem:
+        return "operator.getitem"  # an element of a multi-output op's result
+    entry = entry_of(target)
+    if entry is not None:
+        return entry.name
+    return getattr(target, "__qualname__", repr(target))
+
+
+def build(model, args, kwargs, *, input_names, output_names, opset: int, export_params: bool,
+          keep_initializers_as_inputs: bool):
+    """Capture ``model`` on ``args``/``kwargs`` and return the ``onnx.ModelProto``."""
+    import onnx
+
+    from ..fx.node import map_arg
+    from ._ops import EMITTERS
+    gm = _capture(model, args, kwargs)
+    ctx = Ctx(opset)
+    env: dict[str, object] = {}
+    inputs, params = [], []
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    names = list(input_names or [])
+    if len(names) > len(placeholders):
+        raise ValueError(f"input_names has {len(names)} names but the model has {len(placeholders)} inputs")
+    for i, node in enumerate(placeholders):
+        name = ctx.fresh(names[i] if i < len(names) else node.name)
+        env[node.name] = name
+        m = _meta(node)
+        if m is None:
+            raise OnnxExporterError(f"input {node.name!r} is not a tensor; only tensor inputs can be exported")
+        ctx.meta[name] = m
+        inputs.append(_value_info(name, *m))
+    flat_out: list = []
+    _flatten(map_arg(next(n for n in gm.graph.nodes if n.op == "output").args[0], lambda n: n), flat_out)
+    out_names = _output_names(ctx, flat_out, output_names)
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            value = _attr(gm, node.target)
+            name = ctx.fresh(node.target)
+            env[node.name] = name
+            array = value.detach().cpu().numpy()
+            ctx.meta[name] = (array.shape, array.dtype)
+            params.append((name, array))
+        elif node.op == "call_function":
+            op = _op_name(node.target)
+            emit = EMITTERS.get(op)
+            if emit is None:
+                raise UnsupportedOperatorError(_unsupported(model, args, kwargs, op, node))
+            call_args, call_kwargs = map_arg((node.args, node.kwargs), lambda n: env[n.name])
+            bound = _bind(node.target, call_args, call_kwargs)
+            if bound is None:
+                raise OnnxExporterError(f"could not read the arguments of {op} at node {node.name!r}")
+            ctx.op_name = op
+            try:
+                out = emit(ctx, bound, _meta(node))
+            except OnnxExporterError as exc:
+                raise type(exc)(f"{exc} (op {op}, node {node.name!r})") from None
+            m = _meta(node)
+            if isinstance(out, str) and m is not None:
+                ctx.meta[out] = m
+            env[node.name] = out
+        elif node.op == "output":
+            outputs = _outputs(ctx, flat_out, out_names, env)
+        elif node.op != "placeholder":
+            raise OnnxExporterError(f"graph node {node.name!r} of kind {node.op!r} cannot be exported")
+    initializers = [onnx.numpy_helper.from_array(arr, name) for name, arr in params]
+    graph_inputs = list(inputs)
+    if keep_initializers_as_inputs or not export_params:
+        graph_inputs += [_value_info(name, arr.shape, arr.dtype) for name, arr in params]
+    graph = onnx.helper.make_graph(ctx.nodes, _graph_name(model), graph_inputs, outputs,
+                                   initializer=initializers if export_params else [])
+    from .. import __version__
+    return onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)],
+                                  producer_name="ember", producer_version=str(__version__), ir_version=10)
+
+
+def _graph_name(model) -> str:
+    return type(model).__name__ if not inspect.isfunction(model) else model.__name__
+
+
+def _attr(gm, target: str):
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _flatten(value, out: list):
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            _flatten(v, out)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _flatten(v, out)
+    else:
+        out.append(value)
+
+
+def _output_names(ctx, flat, output_names) -> list[str]:
+    """The graph's output names (reserved before any other value is named)."""
+    from ..fx import Node
+    names = list(output_names or [])
+    if len(names) > len(flat):
+        raise ValueError(f"output_names has {len(names)} names but the model has {len(flat)} outputs")
+    for i, node in enumerate(flat):
+        if not isinstance(node, Node):
+            raise OnnxExporterError(f"output {i} is {type(node).__name__}, not a tensor computed by the model")
+        if i >= len(names):
+            names.append(node.name if node.op == "call_function" else f"output_{i}")
+    return [ctx.fresh(n) for n in names]
+
+
+def _outputs(ctx, flat, names, env):
+    import onnx
+    infos = []
+    for node, name in zip(flat, names):
+        # an Identity per output keeps the names as asked, and gives an input or a value
+        # returned twice distinct graph outputs
+        ctx.nodes.append(onnx.helper.make_node("Identity", [env[node.name]], [name], name=ctx.fresh("node_Identity")))
+        shape, dtype = _meta(node)
+        ctx.meta[name] = (shape, dtype)
+        infos.append(_value_info(name, shape, dtype))
+    return infos
+
+
+def _unsupported(model, args, kwargs, op, node) -> str:
+    where = _module_path(model, args, kwargs, op)
+    return (f"ember.onnx.export: the op {op!r} (node {node.name!r}) has no ONNX mapping; it was met in "
+            f"{where}")
+
+
+def _module_path(model, args, kwargs, op) -> str:
+    """Run the model once more, watching for the first call of ``op`` with a stack of the
+    modules entered, and name where it happened (``layer1.0.conv1 (Conv2d)``)."""
+    from ..nn.modules.module import Module
+    from ..ops._dispatch import Mode
+    if not isinstance(model, Module):
+        return f"function {_graph_name(model)}"
+    stack: list[tuple[str, str]] = []
+    found: list[str] = []
+
+    class Watch(Mode):
+        def wants(self, entry):
+            return entry.name == op
+
+        def __ember_op__(self, entry, a, k, proceed):
+            if not found:
+                found.extend(stack[-1] if stack else ("", type(model).__name__))
+            return proceed(a, k)
+
+    handles = []
+    for name, mod in model.named_modules():
+        handles.append(mod.register_forward_pre_hook(lambda m, i, _n=name: stack.append((_n, type(m).__name__))))
+        handles.append(mod.register_forward_hook(lambda m, i, o: stack.pop()))
+    try:
+        from .. import no_grad
+        with no_grad(), Watch():
+            model(*args, **(kwargs or {}))
+    except Exception:  # noqa: BLE001 - the location is a courtesy; the error itself is raised by the caller
+        pass
+    finally:
+        for h in handles:
+            h.remove()
+    if not found:
+        return f"module {type(model).__name__}"
+    path = found[0]
+    return f"module '{path}' ({found[1]})" if path else f"the top-level module ({found[1]})"
+
+
+def check_opset(opset_version) -> int:
+    opset = ONNX_DEFAULT_OPSET if opset_version is None else opset_version
+    if not isinstance(opset, int) or not ONNX_MIN_OPSET <= opset <= ONNX_MAX_OPSET:
+        raise ValueError(f"opset_version must be an int from {ONNX_MIN_OPSET} to {ONNX_MAX_OPSET}, got {opset!r}")
+    return opset
+
+
+def is_path(f) -> bool:
+    return isinstance(f, (str, os.PathLike))

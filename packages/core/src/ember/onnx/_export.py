@@ -29,6 +29,7 @@ class Ctx:
         self.initializers: list = []
         self.meta: dict[str, tuple] = {}  # ONNX value name -> (shape tuple, numpy dtype)
         self.op_name = ""  # the ember op being emitted
+        self.folded: dict = {}  # Constant value name -> its array, for ops of constants only
         self._used: set[str] = set()
 
     def fresh(self, base: str) -> str:
@@ -104,11 +105,15 @@ def _capture(model, args, kwargs):
     from ..jit import trace
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*jit.trace")
-        return trace(model, args, example_kwarg_inputs=kwargs or None) if kwargs else trace(model, args)
+        try:
+            return trace(model, args, example_kwarg_inputs=kwargs) if kwargs else trace(model, args)
+        except RuntimeError as exc:
+            raise OnnxExporterError(f"ember.onnx.export could not capture the model: {exc}") from exc
 
 
 def _bind(target, args, kwargs):
-    """The call's arguments by parameter name, defaults filled in."""
+    """The call's arguments by parameter name, defaults filled in; a Tensor method's
+    ``self`` is also ``input``, as the functions name it."""
     try:
         bound = inspect.signature(target).bind(*args, **kwargs)
     except (TypeError, ValueError):
@@ -118,6 +123,8 @@ def _bind(target, args, kwargs):
     for name, param in inspect.signature(target).parameters.items():
         if param.kind is inspect.Parameter.VAR_KEYWORD:
             out.update(out.pop(name, {}))
+    if "self" in out and "input" not in out:
+        out["input"] = out["self"]
     return out
 
 
@@ -136,6 +143,7 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
     """Capture ``model`` on ``args``/``kwargs`` and return the ``onnx.ModelProto``."""
     import onnx
 
+    from .._tensor import Tensor
     from ..fx.node import map_arg
     from ._ops import EMITTERS
     gm = _capture(model, args, kwargs)
@@ -160,14 +168,24 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
     for node in gm.graph.nodes:
         if node.op == "get_attr":
             value = _attr(gm, node.target)
+            if not isinstance(value, Tensor):  # a constant the recording kept (a dtype, a size)
+                env[node.name] = value
+                continue
             name = ctx.fresh(node.target)
             env[node.name] = name
             array = value.detach().cpu().numpy()
             ctx.meta[name] = (array.shape, array.dtype)
             params.append((name, array))
+            if export_params:  # an unmapped op of weights and constants only is folded
+                ctx.folded[name] = array
         elif node.op == "call_function":
             op = _op_name(node.target)
             emit = EMITTERS.get(op)
+            if emit is None and op.endswith("_") and not op.endswith("__"):
+                emit = EMITTERS.get(op[:-1])  # in place: the recording already points later uses here
+            if emit is None and _foldable(ctx, node, op, env):
+                env[node.name] = _fold(ctx, node, env)
+                continue
             if emit is None:
                 raise UnsupportedOperatorError(_unsupported(model, args, kwargs, op, node))
             call_args, call_kwargs = map_arg((node.args, node.kwargs), lambda n: env[n.name])
@@ -182,6 +200,8 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
             m = _meta(node)
             if isinstance(out, str) and m is not None:
                 ctx.meta[out] = m
+                if _foldable(ctx, node, op, env):  # keep its value too, for an unmapped op after it
+                    ctx.folded[out] = _evaluate(ctx, node, env)
             env[node.name] = out
         elif node.op == "output":
             outputs = _outputs(ctx, flat_out, out_names, env)
@@ -196,6 +216,46 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
     from .. import __version__
     return onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)],
                                   producer_name="ember", producer_version=str(__version__), ir_version=10)
+
+
+_RANDOM = ("rand", "normal", "bernoulli", "multinomial", "poisson", "dropout", "uniform", "exponential")
+
+
+def _foldable(ctx, node, op: str, env) -> bool:
+    """An op of constants only (``full``, ``arange`` inside the model), not random: its
+    value is the same on every run, so the file holds it as a Constant."""
+    from ..fx.node import map_arg
+    found = []
+    map_arg((node.args, node.kwargs), found.append)
+    # a node standing for a non-tensor constant (a dtype, a device) has a Python value in env
+    # as has a tensor folded before
+    return all(not isinstance(env[n.name], (str, list)) or (isinstance(env[n.name], str) and env[n.name] in ctx.folded)
+               for n in found) and \
+        not any(r in op for r in _RANDOM)
+
+
+def _fold(ctx, node, env):
+    array = _evaluate(ctx, node, env)
+    name = ctx.const(array)
+    ctx.folded[name] = array
+    return name
+
+
+def _evaluate(ctx, node, env):
+    """Run the op eagerly on the constant values of its inputs."""
+    from .. import from_numpy
+    from .._tensor import Tensor
+    from ..fx.node import map_arg
+
+    def value_of(n):
+        v = env[n.name]
+        return from_numpy(ctx.folded[v].copy()) if isinstance(v, str) else v
+
+    args, kwargs = map_arg((node.args, node.kwargs), value_of)
+    value = node.target(*args, **kwargs)
+    if not isinstance(value, Tensor):
+        raise OnnxExporterError(f"the op at node {node.name!r} made a {type(value).__name__}, not a tensor")
+    return value.detach().cpu().numpy()
 
 
 def _graph_name(model) -> str:
@@ -272,13 +332,18 @@ def _module_path(model, args, kwargs, op) -> str:
                 found.extend(stack[-1] if stack else ("", type(model).__name__))
             return proceed(a, k)
 
+    def enter(module, inputs, _name):
+        stack.append((_name, type(module).__name__))
+
+    def leave(module, inputs, output):
+        stack.pop()  # returns None: a forward hook's result would replace the module's output
+
     handles = []
     for name, mod in model.named_modules():
-        handles.append(mod.register_forward_pre_hook(lambda m, i, _n=name: stack.append((_n, type(m).__name__))))
-        handles.append(mod.register_forward_hook(lambda m, i, o: stack.pop()))
+        handles.append(mod.register_forward_pre_hook(lambda m, i, _n=name: enter(m, i, _n)))
+        handles.append(mod.register_forward_hook(leave))
     try:
-        from .. import no_grad
-        with no_grad(), Watch():
+        with Watch():  # grad mode as in the capture: some ops take other paths under no_grad
             model(*args, **(kwargs or {}))
     except Exception:  # noqa: BLE001 - the location is a courtesy; the error itself is raised by the caller
         pass

@@ -444,3 +444,153 @@ def _square(ctx, a, out):
 def _to(ctx, a, out):
     # the recorded result dtype says what the conversion made; devices do not exist in ONNX
     return ctx.op("Identity", [ctx.cast(a.get("self", a.get("input")), out[1])])
+
+
+# ---- splitting, embedding, normalization, attention -------------------------------------
+
+def _split_sizes(ctx, x, dim, sizes):
+    outs = ctx.op("Split", [x, ctx.ints(sizes)], outputs=len(sizes), axis=dim)
+    return [outs] if isinstance(outs, str) else outs
+
+
+@emits("chunk")
+def _chunk(ctx, a, out):
+    x = a["input"]
+    dim = a.get("dim", 0) % ctx.rank(x)
+    size = ctx.shape(x)[dim]
+    step = -(-size // a["chunks"])  # torch's chunks all have ceil(size / chunks) but the last
+    sizes = [min(step, size - s) for s in range(0, size, step)] if size else [0]
+    return _split_sizes(ctx, x, dim, sizes)
+
+
+@emits("split")
+def _split(ctx, a, out):
+    x = a.get("tensor", a.get("input"))
+    dim = a.get("dim", 0) % ctx.rank(x)
+    size, how = ctx.shape(x)[dim], a["split_size_or_sections"]
+    sizes = list(how) if isinstance(how, (list, tuple)) else [min(how, size - s) for s in range(0, size, how)]
+    return _split_sizes(ctx, x, dim, sizes)
+
+
+@emits("unbind")
+def _unbind(ctx, a, out):
+    x = a["input"]
+    dim = a.get("dim", 0) % ctx.rank(x)
+    parts = _split_sizes(ctx, x, dim, [1] * ctx.shape(x)[dim])
+    return [ctx.op("Squeeze", [p, ctx.ints([dim])]) for p in parts]
+
+
+@emits("embedding")
+def _embedding(ctx, a, out):
+    if a.get("max_norm") is not None:
+        raise OnnxExporterError("embedding with max_norm renormalizes the weight in place; it is not exported")
+    return ctx.op("Gather", [a["weight"], ctx.cast(a["input"], np.int64)], axis=0)
+
+
+@emits("layer_norm")
+def _layer_norm(ctx, a, out):
+    x = a["input"]
+    shape = a["normalized_shape"]
+    shape = [shape] if isinstance(shape, int) else list(shape)
+    w = a.get("weight") or ctx.const(np.ones(shape), out[1])
+    b = a.get("bias")
+    return ctx.op("LayerNormalization", [x, w, b], axis=-len(shape), epsilon=float(a.get("eps", 1e-5)))
+
+
+@emits("scaled_dot_product_attention")
+def _sdpa(ctx, a, out):
+    """softmax(q k^T * scale + mask) v, as MatMul/Softmax (torch's math form)."""
+    q, k, v, mask = a["query"], a["key"], a["value"], a.get("attn_mask")
+    if a.get("dropout_p", 0.0) > 0:
+        raise OnnxExporterError("scaled_dot_product_attention with dropout_p > 0 is random; export with dropout_p=0")
+    if a.get("enable_gqa"):
+        raise OnnxExporterError("scaled_dot_product_attention with enable_gqa=True is not exported")
+    dtype = out[1]
+    l_len, s_len, e = ctx.shape(q)[-2], ctx.shape(k)[-2], ctx.shape(q)[-1]
+    scale = a.get("scale")
+    scale = 1 / math.sqrt(e) if scale is None else scale
+    rank = ctx.rank(k)
+    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+    scores = ctx.op("Mul", [ctx.op("MatMul", [q, ctx.op("Transpose", [k], perm=perm)]), ctx.const(scale, dtype)])
+    bias = None
+    if a.get("is_causal"):
+        bias = np.where(np.tril(np.ones((l_len, s_len), dtype=bool)), 0, -np.inf).astype(dtype)
+        bias = ctx.const(bias)
+    elif mask is not None:
+        if ctx.meta[mask][1] == np.bool_:  # True keeps a position
+            bias = ctx.op("Where", [mask, ctx.const(0.0, dtype), ctx.const(-np.inf, dtype)])
+        else:
+            bias = ctx.cast(mask, dtype)
+    if bias is not None:
+        scores = ctx.op("Add", [scores, bias])
+    return ctx.op("MatMul", [ctx.op("Softmax", [scores], axis=-1), v])
+
+
+@emits("baddbmm", "addmm")
+def _addmm(ctx, a, out):
+    m1, m2 = (a["batch1"], a["batch2"]) if "batch1" in a else (a["mat1"], a["mat2"])
+    prod = ctx.op("MatMul", [m1, m2])
+    if a.get("alpha", 1) != 1:
+        prod = ctx.op("Mul", [prod, ctx.const(a["alpha"], out[1])])
+    if a.get("beta", 1) == 0:
+        return prod
+    base = a["input"] if a.get("beta", 1) == 1 else ctx.op("Mul", [a["input"], ctx.const(a["beta"], out[1])])
+    return ctx.op("Add", [base, prod])
+
+
+@emits("expand")
+def _expand(ctx, a, out):
+    return ctx.op("Expand", [a["input"], ctx.ints(out[0])])
+
+
+@emits("masked_fill")
+def _masked_fill(ctx, a, out):
+    return ctx.op("Where", [ctx.cast(a["mask"], np.bool_), ctx.operand(a["value"], out[1]), a["input"]])
+
+
+@emits("where")
+def _where(ctx, a, out):
+    return ctx.op("Where", [ctx.cast(a["condition"], np.bool_), ctx.operand(a["input"], out[1]),
+                            ctx.operand(a["other"], out[1])])
+
+
+@emits("triu", "tril")
+def _trilu(ctx, a, out):
+    return ctx.op("Trilu", [a["input"], ctx.const(a.get("diagonal", 0), np.int64)], upper=int(ctx.op_name == "triu"))
+
+
+# ---- comparison and logic ------------------------------------------------------------------
+
+def _common(ctx, x, y):
+    """Both operands in one dtype (a Python number takes the tensor's, as torch promotes)."""
+    dx = ctx.meta[x][1] if isinstance(x, str) else None
+    dy = ctx.meta[y][1] if isinstance(y, str) else None
+    dtype = np.result_type(dx, dy) if dx is not None and dy is not None else (dx or dy)
+    return ctx.operand(x, dtype), ctx.operand(y, dtype)
+
+
+def _compare(onnx_op, negate=False):
+    def emit(ctx, a, out):
+        y = ctx.op(onnx_op, list(_common(ctx, a["input"], a["other"])))
+        return ctx.op("Not", [y]) if negate else y
+    return emit
+
+
+for _name, (_op, _neg) in {"eq": ("Equal", False), "ne": ("Equal", True), "lt": ("Less", False),
+                           "le": ("LessOrEqual", False), "gt": ("Greater", False),
+                           "ge": ("GreaterOrEqual", False)}.items():
+    EMITTERS[_name] = _compare(_op, _neg)
+
+
+@emits("logical_not")
+def _logical_not(ctx, a, out):
+    return ctx.op("Not", [ctx.cast(a["input"], np.bool_)])
+
+
+def _logical(onnx_op):
+    return lambda ctx, a, out: ctx.op(onnx_op, [ctx.cast(a["input"], np.bool_), ctx.cast(a["other"], np.bool_)])
+
+
+EMITTERS["logical_and"] = _logical("And")
+EMITTERS["logical_or"] = _logical("Or")
+EMITTERS["logical_xor"] = _logical("Xor")

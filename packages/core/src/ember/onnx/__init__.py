@@ -58,6 +58,13 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     ``export_params=False`` leaves the weights out of the file and lists them as inputs;
     ``keep_initializers_as_inputs`` lists them as inputs as well as storing them.
     ``external_data`` (when ``f`` is a path) writes the weights to ``<f>.data`` beside it.
+    ``dynamic_axes`` (``{input or output name: {axis: name} or [axes]}``) and
+    ``dynamic_shapes`` (``{forward parameter name: {axis: name or Dim}}``, or a tuple per
+    positional input) keep those axes dynamic: the model is recorded once more per axis, one
+    longer, and a size the ops take from that axis (a ``view``'s batch size) becomes a
+    Shape/Gather computation in the file. Where it cannot (a slice bound, a size given to a
+    creation op, a split along the axis) the export raises OnnxExporterError naming the
+    axis and the op; torch's exporter would silently make the axis fixed.
     ``dynamo`` is accepted either way (one exporter serves both); ``verbose`` prints the
     graph. The model runs as it is (call ``model.eval()`` first: dropout and batch norm in
     training mode raise OnnxExporterError). The other arguments are accepted for torch's
@@ -76,13 +83,11 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     opset = _export.check_opset(opset_version)
     if not isinstance(args, tuple):
         args = (args,)
-    if dynamic_axes or dynamic_shapes:
-        raise OnnxExporterError("dynamic_axes/dynamic_shapes are not supported yet: the exported graph has the "
-                                "traced shapes")
     with _exporting():
         proto = _export.build(model, args, kwargs or {}, input_names=input_names, output_names=output_names,
                               opset=opset, export_params=export_params,
-                              keep_initializers_as_inputs=keep_initializers_as_inputs)
+                              keep_initializers_as_inputs=keep_initializers_as_inputs, dynamic_axes=dynamic_axes,
+                              dynamic_shapes=dynamic_shapes)
     program = ONNXProgram(proto)
     if verbose:
         print(program)

@@ -13,6 +13,7 @@ import operator
 import os
 import warnings
 
+from . import _dynamic
 from .errors import OnnxExporterError, UnsupportedOperatorError
 
 ONNX_DEFAULT_OPSET = 20
@@ -30,6 +31,9 @@ class Ctx:
         self.meta: dict[str, tuple] = {}  # ONNX value name -> (shape tuple, numpy dtype)
         self.op_name = ""  # the ember op being emitted
         self.folded: dict = {}  # Constant value name -> its array, for ops of constants only
+        self.sym: dict = {}  # value name -> its dims, Syms where they follow a dynamic axis
+        self.axis_source: dict = {}  # dynamic axis name -> (graph input name, axis)
+        self._axis_value: dict = {}
         self._used: set[str] = set()
 
     def fresh(self, base: str) -> str:
@@ -88,10 +92,57 @@ class Ctx:
     def rank(self, name: str) -> int:
         return len(self.meta[name][0])
 
+    def dims(self, name: str) -> tuple:
+        """The value's dims, a ``Sym`` where a dim follows a dynamic axis."""
+        return self.sym.get(name) or self.shape(name)
 
-def _value_info(name, shape, np_dtype):
+    def sym_value(self, sym) -> str:
+        """A 1-element int64 value: ``sym`` computed from the graph inputs' shapes."""
+        value = None
+        for axis in sym.axes:
+            if axis not in self._axis_value:
+                source, dim = self.axis_source[axis]
+                self._axis_value[axis] = self.op("Gather", [self.op("Shape", [source]), self.ints([dim])], axis=0)
+            value = self._axis_value[axis] if value is None else self.op("Mul", [value, self._axis_value[axis]])
+        if sym.coef.numerator != 1:
+            value = self.op("Mul", [value, self.ints([sym.coef.numerator])])
+        if sym.coef.denominator != 1:
+            value = self.op("Div", [value, self.ints([sym.coef.denominator])])
+        return value
+
+    def shape_tensor(self, dims) -> str:
+        """A 1-d int64 value holding ``dims``: a constant, or a Concat computing the Syms."""
+        from ._dynamic import Sym
+        if not any(isinstance(d, Sym) for d in dims):
+            return self.ints(dims)
+        pieces, run = [], []
+        for d in dims:
+            if isinstance(d, Sym):
+                if run:
+                    pieces.append(self.ints(run))
+                    run = []
+                pieces.append(self.sym_value(d))
+            else:
+                run.append(d)
+        if run:
+            pieces.append(self.ints(run))
+        return self.op("Concat", pieces, axis=0)
+
+    def require_static(self, name: str, dims, op: str, why: str):
+        """Raise when one of ``dims`` of ``name`` follows a dynamic axis."""
+        from ._dynamic import Sym
+        all_dims = self.dims(name)
+        for d in dims:
+            if isinstance(all_dims[d], Sym):
+                raise OnnxExporterError(f"dynamic axis {all_dims[d].param!r} is fixed by the op {op!r}: {why} "
+                                        f"(dim {d} of its input)")
+
+
+def _value_info(name, shape, np_dtype, names=None):
+    """``names``: ``{axis: dim_param}`` overriding a Sym's own name."""
     import onnx
-    return onnx.helper.make_tensor_value_info(name, onnx.helper.np_dtype_to_tensor_dtype(np_dtype), list(shape))
+    dims = [(names or {}).get(i) or getattr(d, "param", d) for i, d in enumerate(shape)]
+    return onnx.helper.make_tensor_value_info(name, onnx.helper.np_dtype_to_tensor_dtype(np_dtype), dims)
 
 
 def _meta(node):
@@ -139,7 +190,7 @@ def _op_name(target) -> str:
 
 
 def build(model, args, kwargs, *, input_names, output_names, opset: int, export_params: bool,
-          keep_initializers_as_inputs: bool):
+          keep_initializers_as_inputs: bool, dynamic_axes=None, dynamic_shapes=None):
     """Capture ``model`` on ``args``/``kwargs`` and return the ``onnx.ModelProto``."""
     import onnx
 
@@ -154,6 +205,9 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
     names = list(input_names or [])
     if len(names) > len(placeholders):
         raise ValueError(f"input_names has {len(names)} names but the model has {len(placeholders)} inputs")
+    dyn_inputs, dyn_outputs = _dynamic.declared(dynamic_axes, dynamic_shapes, input_names, output_names,
+                                                placeholders, len(args))
+    syms = _record_dynamic(model, args, kwargs, gm, dyn_inputs) if dyn_inputs else {}
     for i, node in enumerate(placeholders):
         name = ctx.fresh(names[i] if i < len(names) else node.name)
         env[node.name] = name
@@ -161,7 +215,11 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
         if m is None:
             raise OnnxExporterError(f"input {node.name!r} is not a tensor; only tensor inputs can be exported")
         ctx.meta[name] = m
-        inputs.append(_value_info(name, *m))
+        for axis, axis_name in dyn_inputs.get(i, {}).items():
+            ctx.axis_source.setdefault(axis_name, (name, axis))
+        if node.name in syms:
+            ctx.sym[name] = syms[node.name]
+        inputs.append(_value_info(name, ctx.dims(name), m[1]))
     flat_out: list = []
     _flatten(map_arg(next(n for n in gm.graph.nodes if n.op == "output").args[0], lambda n: n), flat_out)
     out_names = _output_names(ctx, flat_out, output_names)
@@ -193,18 +251,21 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
             if bound is None:
                 raise OnnxExporterError(f"could not read the arguments of {op} at node {node.name!r}")
             ctx.op_name = op
+            static = _meta(node)
             try:
-                out = emit(ctx, bound, _meta(node))
+                out = emit(ctx, bound, (syms.get(node.name, static and static[0]), static and static[1]))
             except OnnxExporterError as exc:
                 raise type(exc)(f"{exc} (op {op}, node {node.name!r})") from None
             m = _meta(node)
             if isinstance(out, str) and m is not None:
                 ctx.meta[out] = m
+                if node.name in syms:
+                    ctx.sym[out] = syms[node.name]
                 if _foldable(ctx, node, op, env):  # keep its value too, for an unmapped op after it
                     ctx.folded[out] = _evaluate(ctx, node, env)
             env[node.name] = out
         elif node.op == "output":
-            outputs = _outputs(ctx, flat_out, out_names, env)
+            outputs = _outputs(ctx, flat_out, out_names, env, syms, dyn_outputs)
         elif node.op != "placeholder":
             raise OnnxExporterError(f"graph node {node.name!r} of kind {node.op!r} cannot be exported")
     initializers = [onnx.numpy_helper.from_array(arr, name) for name, arr in params]
@@ -294,17 +355,51 @@ def _output_names(ctx, flat, output_names) -> list[str]:
     return [ctx.fresh(n) for n in names]
 
 
-def _outputs(ctx, flat, names, env):
+def _outputs(ctx, flat, names, env, syms, dyn_outputs):
     import onnx
+
+    from ._dynamic import Sym
+    unknown = set(dyn_outputs) - set(names)
+    if unknown:
+        raise OnnxExporterError(f"dynamic_axes names {sorted(unknown)}, which are neither inputs nor outputs "
+                                f"(outputs: {names})")
     infos = []
     for node, name in zip(flat, names):
         # an Identity per output keeps the names as asked, and gives an input or a value
         # returned twice distinct graph outputs
         ctx.nodes.append(onnx.helper.make_node("Identity", [env[node.name]], [name], name=ctx.fresh("node_Identity")))
         shape, dtype = _meta(node)
+        dims = syms.get(node.name, shape)
+        for axis, axis_name in dyn_outputs.get(name, {}).items():
+            if not 0 <= axis < len(dims) or not isinstance(dims[axis], Sym):
+                raise OnnxExporterError(f"output {name!r} axis {axis} ({axis_name!r}) was declared dynamic, but it "
+                                        f"does not change with any dynamic input axis (output shape {list(shape)})")
         ctx.meta[name] = (shape, dtype)
-        infos.append(_value_info(name, shape, dtype))
+        infos.append(_value_info(name, dims, dtype, dyn_outputs.get(name)))
     return infos
+
+
+def _record_dynamic(model, args, kwargs, gm, dyn_inputs):
+    """Record the model once more per dynamic axis name, that axis one longer, and compare."""
+    sizes: dict = {}
+    for i, spec in dyn_inputs.items():
+        for axis, name in spec.items():
+            if not 0 <= axis < args[i].dim():
+                raise OnnxExporterError(f"dynamic axis {axis} ({name!r}) of input {i} is out of range for its "
+                                        f"{args[i].dim()} dims")
+            size = args[i].shape[axis]
+            if sizes.setdefault(name, size) != size:
+                raise OnnxExporterError(f"dynamic axis {name!r} has size {sizes[name]} in one input and {size} in "
+                                        f"another")
+    others = []
+    for name, size in sizes.items():
+        alt = list(args)
+        for i, spec in dyn_inputs.items():
+            for axis, n in spec.items():
+                if n == name:
+                    alt[i] = _dynamic.resized(alt[i], axis)
+        others.append((name, size, _capture(model, tuple(alt), kwargs)))
+    return _dynamic.symbolic_dims(gm, others, sizes, _op_name)
 
 
 def _unsupported(model, args, kwargs, op, node) -> str:

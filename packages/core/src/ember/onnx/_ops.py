@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ._dynamic import Sym
 from .errors import OnnxExporterError
 
 EMITTERS: dict = {}
@@ -257,6 +258,7 @@ def _adaptive_pool(ctx, a, out):
     if any(i % o for i, o in zip(spatial_in, spatial_out)):
         raise OnnxExporterError(f"adaptive pooling from {list(spatial_in)} to {list(spatial_out)}: ONNX pools only "
                                 f"when each input size is a multiple of the output size")
+    ctx.require_static(x, range(2, ctx.rank(x)), ctx.op_name, "the pooling window is fixed in the file")
     kernel = [i // o for i, o in zip(spatial_in, spatial_out)]
     return ctx.op("MaxPool" if is_max else "AveragePool", [x], kernel_shape=kernel, strides=kernel)
 
@@ -276,7 +278,7 @@ def _batch_norm(ctx, a, out):
 # ---- shape -----------------------------------------------------------------------------
 
 def _reshape_to(ctx, x, shape):
-    return ctx.op("Reshape", [x, ctx.ints(shape)])
+    return ctx.op("Reshape", [x, ctx.shape_tensor(shape)])
 
 
 @emits("view", "reshape", "_unsafe_view")
@@ -291,6 +293,8 @@ def _flatten(ctx, a, out):
     if rank == 0:
         return _reshape_to(ctx, x, [1])
     start, end = a.get("start_dim", 0) % rank, a.get("end_dim", -1) % rank
+    if any(isinstance(d, Sym) for d in ctx.dims(x)[end + 1:]):
+        return _reshape_to(ctx, x, out[0])
     # 0 copies a leading dim from the input, so a batch size stays whatever it is at run time
     shape = [0] * start + [-1] + list(ctx.shape(x)[end + 1:])
     return _reshape_to(ctx, x, shape)
@@ -457,6 +461,7 @@ def _split_sizes(ctx, x, dim, sizes):
 def _chunk(ctx, a, out):
     x = a["input"]
     dim = a.get("dim", 0) % ctx.rank(x)
+    ctx.require_static(x, [dim], "chunk", "the chunk sizes are fixed in the file")
     size = ctx.shape(x)[dim]
     step = -(-size // a["chunks"])  # torch's chunks all have ceil(size / chunks) but the last
     sizes = [min(step, size - s) for s in range(0, size, step)] if size else [0]
@@ -467,6 +472,7 @@ def _chunk(ctx, a, out):
 def _split(ctx, a, out):
     x = a.get("tensor", a.get("input"))
     dim = a.get("dim", 0) % ctx.rank(x)
+    ctx.require_static(x, [dim], "split", "the split sizes are fixed in the file")
     size, how = ctx.shape(x)[dim], a["split_size_or_sections"]
     sizes = list(how) if isinstance(how, (list, tuple)) else [min(how, size - s) for s in range(0, size, how)]
     return _split_sizes(ctx, x, dim, sizes)
@@ -476,6 +482,7 @@ def _split(ctx, a, out):
 def _unbind(ctx, a, out):
     x = a["input"]
     dim = a.get("dim", 0) % ctx.rank(x)
+    ctx.require_static(x, [dim], "unbind", "the number of results is fixed in the file")
     parts = _split_sizes(ctx, x, dim, [1] * ctx.shape(x)[dim])
     return [ctx.op("Squeeze", [p, ctx.ints([dim])]) for p in parts]
 
@@ -514,6 +521,8 @@ def _sdpa(ctx, a, out):
     scores = ctx.op("Mul", [ctx.op("MatMul", [q, ctx.op("Transpose", [k], perm=perm)]), ctx.const(scale, dtype)])
     bias = None
     if a.get("is_causal"):
+        ctx.require_static(q, [ctx.rank(q) - 2], "scaled_dot_product_attention", "the causal mask is fixed in the file")
+        ctx.require_static(k, [ctx.rank(k) - 2], "scaled_dot_product_attention", "the causal mask is fixed in the file")
         bias = np.where(np.tril(np.ones((l_len, s_len), dtype=bool)), 0, -np.inf).astype(dtype)
         bias = ctx.const(bias)
     elif mask is not None:
@@ -540,7 +549,7 @@ def _addmm(ctx, a, out):
 
 @emits("expand")
 def _expand(ctx, a, out):
-    return ctx.op("Expand", [a["input"], ctx.ints(out[0])])
+    return ctx.op("Expand", [a["input"], ctx.shape_tensor(out[0])])
 
 
 @emits("masked_fill")

@@ -1,6 +1,6 @@
 """Train a small CNN for a few steps, then export it for deployment with torch.onnx.export
-(input/output names, an opset, the weights in the file) and keep a sample input and the
-model's output on it beside the file."""
+(input/output names, an opset, the weights in the file, a dynamic batch) and keep two
+sample inputs of different batch sizes and the model's outputs on them beside the file."""
 
 import argparse
 import os
@@ -43,8 +43,11 @@ model.eval()
 sample = torch.randn(3, 1, 28, 28)
 path = os.path.join(args.out, "net.onnx")
 torch.onnx.export(model, (sample,), path, input_names=["image"], output_names=["log_probs"], opset_version=18,
-                  external_data=False)
+                  external_data=False, dynamic_axes={"image": {0: "batch"}, "log_probs": {0: "batch"}})
+other = torch.randn(5, 1, 28, 28)
 with torch.no_grad():
     np.save(os.path.join(args.out, "sample.npy"), sample.numpy())
     np.save(os.path.join(args.out, "expected.npy"), model(sample).numpy())
+    np.save(os.path.join(args.out, "other.npy"), other.numpy())
+    np.save(os.path.join(args.out, "other_expected.npy"), model(other).numpy())
 print(f"exported to {path}, in onnx export {torch.onnx.is_in_onnx_export()}")

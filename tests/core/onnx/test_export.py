@@ -206,3 +206,12 @@ def test_is_in_onnx_export():
 
     ember.onnx.export(Probe(), (ember.randn(2),))
     assert seen and all(seen) and not ember.onnx.is_in_onnx_export()
+
+
+def test_an_onnx_program_runs_in_onnxruntime_when_called():
+    model, x = MLP().eval(), ember.randn(3, 12)
+    program = ember.onnx.export(model, (x,))
+    (got,) = program(x)
+    with ember.no_grad():
+        ember.testing.assert_close(got, model(x), rtol=1e-5, atol=1e-6)
+    assert isinstance(got, ember.Tensor)

@@ -17,6 +17,26 @@ class ONNXProgram:
 
     def __init__(self, model_proto):
         self._proto = model_proto
+        self._session = None
+
+    def __call__(self, *args, **kwargs):
+        """Run the model in onnxruntime (a test-time dependency, not the extra's) on tensors
+        given in the graph's input order (or by input name); returns the list of outputs as
+        ember tensors. Raises ImportError without onnxruntime."""
+        import numpy as np
+
+        from .. import from_numpy
+        if self._session is None:
+            import onnxruntime
+            self._session = onnxruntime.InferenceSession(self._proto.SerializeToString(),
+                                                         providers=["CPUExecutionProvider"])
+        names = [i.name for i in self._session.get_inputs()]
+        if len(args) > len(names):
+            raise ValueError(f"the model has {len(names)} inputs, got {len(args)} arguments")
+        feeds = {**dict(zip(names, args)), **kwargs}
+        outputs = self._session.run(None, {k: np.asarray(v.detach().cpu().numpy() if hasattr(v, "detach") else v)
+                                           for k, v in feeds.items()})
+        return [from_numpy(o) for o in outputs]
 
     @property
     def model_proto(self):

@@ -215,3 +215,36 @@ def test_an_onnx_program_runs_in_onnxruntime_when_called():
     with ember.no_grad():
         ember.testing.assert_close(got, model(x), rtol=1e-5, atol=1e-6)
     assert isinstance(got, ember.Tensor)
+
+
+def test_in_place_ops_index_assignment_keyword_inputs_and_a_function():
+    class InPlace(nn.Module):
+        def forward(self, x, *, scale):
+            y = x * 2
+            y.add_(1)
+            z = y.relu_()
+            w = x.clone()
+            w[:, 1:3] = 5.0
+            w[0] = y[1]
+            return y + z, w * scale
+
+    x, s = ember.randn(3, 4), ember.tensor(3.0)
+    got = ember.onnx.export(InPlace(), (x,), kwargs={"scale": s})(x, s)
+    for g, w in zip(got, InPlace()(x, scale=s)):
+        ember.testing.assert_close(g, w)
+
+    def attend(a, b):
+        return ember.matmul(a, b).softmax(-1)
+
+    check_against_eager(attend, (ember.randn(2, 3), ember.randn(3, 4)))
+
+
+def test_writing_into_a_view_or_a_weight_is_an_error():
+    class IntoView(nn.Module):
+        def forward(self, x):
+            y = x * 1
+            y[0].mul_(2)
+            return y
+
+    with pytest.raises(ember.onnx.OnnxExporterError, match="writes into a view"):
+        ember.onnx.export(IntoView(), (ember.randn(2, 3),))

@@ -179,6 +179,39 @@ def _bind(target, args, kwargs):
     return out
 
 
+# ops whose result shares memory with their first argument: mutating one changes the other,
+# which an ONNX graph cannot say
+_VIEWS = {"view", "reshape", "getitem", "transpose", "permute", "t", "flatten", "unsqueeze", "squeeze", "expand",
+          "narrow", "select", "split", "chunk", "unbind", "operator.getitem", "detach", "swapaxes", "swapdims"}
+
+
+def _out_of_place(target, op: str):
+    """The function whose signature an in-place method's call binds to (``add_`` -> ``add``)."""
+    import ember
+    if op == "setitem":
+        return target
+    return getattr(ember, op[:-1], None) or getattr(ember.Tensor, op[:-1], target)
+
+
+def _rebind(ctx, node, out, env, op):
+    from ..fx import Node
+    target = node.args[0] if node.args else None
+    if not isinstance(target, Node):
+        return
+    if target.op == "call_function" and _op_name(target.target) in _VIEWS:
+        raise OnnxExporterError(f"the in-place op {op!r} (node {node.name!r}) writes into a view "
+                                f"({target.name!r}); the exported graph cannot change the viewed tensor: "
+                                f"write the op out of place")
+    if target.op == "get_attr":
+        raise OnnxExporterError(f"the in-place op {op!r} (node {node.name!r}) changes the module's "
+                                f"{target.target!r}; an ONNX file's weights cannot change")
+    before = env[target.name]
+    ctx.meta.setdefault(out, ctx.meta[before])  # same shape and dtype: the op wrote in place
+    if before in ctx.sym:
+        ctx.sym.setdefault(out, ctx.sym[before])
+    env[target.name] = out
+
+
 def _op_name(target) -> str:
     from ..ops._dispatch import entry_of
     if target is operator.getitem:
@@ -234,7 +267,7 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
             array = value.detach().cpu().numpy()
             ctx.meta[name] = (array.shape, array.dtype)
             params.append((name, array))
-            if export_params:  # an unmapped op of weights and constants only is folded
+            if export_params and not keep_initializers_as_inputs:  # weights a runtime may not replace: foldable
                 ctx.folded[name] = array
         elif node.op == "call_function":
             op = _op_name(node.target)
@@ -247,7 +280,8 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
             if emit is None:
                 raise UnsupportedOperatorError(_unsupported(model, args, kwargs, op, node))
             call_args, call_kwargs = map_arg((node.args, node.kwargs), lambda n: env[n.name])
-            bound = _bind(node.target, call_args, call_kwargs)
+            inplace = op not in EMITTERS or op == "setitem"
+            bound = _bind(_out_of_place(node.target, op) if inplace else node.target, call_args, call_kwargs)
             if bound is None:
                 raise OnnxExporterError(f"could not read the arguments of {op} at node {node.name!r}")
             ctx.op_name = op
@@ -264,6 +298,8 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
                 if _foldable(ctx, node, op, env):  # keep its value too, for an unmapped op after it
                     ctx.folded[out] = _evaluate(ctx, node, env)
             env[node.name] = out
+            if inplace:  # ONNX values are immutable: later uses of the mutated value read the result
+                _rebind(ctx, node, out, env, op)
         elif node.op == "output":
             outputs = _outputs(ctx, flat_out, out_names, env, syms, dyn_outputs)
         elif node.op != "placeholder":

@@ -603,3 +603,22 @@ def _logical(onnx_op):
 EMITTERS["logical_and"] = _logical("And")
 EMITTERS["logical_or"] = _logical("Or")
 EMITTERS["logical_xor"] = _logical("Xor")
+
+
+@emits("setitem")
+def _setitem(ctx, a, out):
+    """``x[index] = value`` for ints and slices: ScatterElements at the flat positions the
+    index selects (computed here from the static shape)."""
+    x, index, value = a["self"], a["index"], a["value"]
+    shape = ctx.shape(x)
+    ctx.require_static(x, range(len(shape)), "setitem", "the written positions are fixed in the file")
+    items = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(i, str) or not (i is None or i is Ellipsis or isinstance(i, (int, slice))) for i in items):
+        raise OnnxExporterError("index assignment with tensors or lists is not exported")
+    positions = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)[index]
+    dtype = ctx.meta[x][1]
+    flat = ctx.op("Reshape", [x, ctx.ints([-1])])
+    updates = ctx.op("Expand", [ctx.operand(value, dtype), ctx.ints(positions.shape)])
+    written = ctx.op("ScatterElements", [flat, ctx.ints(positions.ravel()),
+                                         ctx.op("Reshape", [updates, ctx.ints([-1])])], axis=0)
+    return ctx.op("Reshape", [written, ctx.ints(shape)])

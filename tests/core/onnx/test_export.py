@@ -68,6 +68,27 @@ def test_fashion_cnn(opset):
     assert {t.name for t in proto.graph.initializer} == used  # named by their state_dict keys
 
 
+def test_signature_is_torchs():
+    import inspect
+    ours, theirs = inspect.signature(ember.onnx.export), inspect.signature(torch.onnx.export)
+    kinds = [(p.name, p.kind) for p in theirs.parameters.values()]
+    assert [(p.name, p.kind) for p in ours.parameters.values()] == kinds
+    for name, p in theirs.parameters.items():
+        mine = ours.parameters[name].default
+        assert mine == p.default or (hasattr(p.default, "name") and mine.name == p.default.name), name
+    assert [m for m in ember.onnx.TrainingMode.__members__] == list(torch.onnx.TrainingMode.__members__)
+
+
+def test_legacy_path_exports_in_eval_mode_and_restores_the_mode():
+    model = MLP().train()
+    with pytest.raises(ember.onnx.OnnxExporterError, match="eval mode"):
+        ember.onnx.export(model, (ember.randn(2, 12),))  # dynamo=True: the module's own mode
+    program = ember.onnx.export(model, (ember.randn(2, 12),), dynamo=False)
+    assert model.training and "Identity" in {n.op_type for n in program.model_proto.graph.node}
+    with pytest.raises(ember.onnx.OnnxExporterError, match="inference graphs only"):
+        ember.onnx.export(model, (ember.randn(2, 12),), training=ember.onnx.TrainingMode.TRAINING)
+
+
 def test_default_opset_is_torchs():
     proto = ember.onnx.export(MLP().eval(), (ember.randn(2, 12),)).model_proto
     assert proto.opset_import[0].version == torch.onnx._constants.ONNX_DEFAULT_OPSET == 20

@@ -13,11 +13,13 @@ import threading
 
 from . import errors
 from ._export import ONNX_DEFAULT_OPSET, ONNX_MAX_OPSET, ONNX_MIN_OPSET
+from ._modes import OperatorExportTypes, TrainingMode
 from ._program import ONNXProgram
 from .errors import OnnxExporterError, UnsupportedOperatorError
 
 __all__ = ["export", "ONNXProgram", "OnnxExporterError", "UnsupportedOperatorError", "errors",
-           "is_in_onnx_export", "ONNX_DEFAULT_OPSET", "ONNX_MIN_OPSET", "ONNX_MAX_OPSET"]
+           "is_in_onnx_export", "ONNX_DEFAULT_OPSET", "ONNX_MIN_OPSET", "ONNX_MAX_OPSET", "TrainingMode",
+           "OperatorExportTypes"]
 
 
 class _Local(threading.local):
@@ -44,8 +46,8 @@ def _exporting():
 def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=None, output_names=None,
            opset_version=None, dynamo=True, external_data=True, dynamic_shapes=None, custom_translation_table=None,
            report=False, optimize=True, verify=False, profile=False, dump_exported_program=False, artifacts_dir=".",
-           export_params=True, keep_initializers_as_inputs=False, dynamic_axes=None, training=None,
-           operator_export_type=None, do_constant_folding=True, custom_opsets=None,
+           export_params=True, keep_initializers_as_inputs=False, dynamic_axes=None, training=TrainingMode.EVAL,
+           operator_export_type=OperatorExportTypes.ONNX, do_constant_folding=True, custom_opsets=None,
            export_modules_as_functions=False, autograd_inlining=True):
     """Export ``model`` (a Module or a function of tensors) run on ``args`` (a tuple, or one
     tensor) and ``kwargs`` as an ONNX model.
@@ -66,8 +68,10 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     creation op, a split along the axis) the export raises OnnxExporterError naming the
     axis and the op; torch's exporter would silently make the axis fixed.
     ``dynamo`` is accepted either way (one exporter serves both); ``verbose`` prints the
-    graph. The model runs as it is (call ``model.eval()`` first: dropout and batch norm in
-    training mode raise OnnxExporterError). The other arguments are accepted for torch's
+    graph. The model runs in the mode it is in (call ``model.eval()`` first: dropout and batch
+    norm in training mode raise OnnxExporterError), except that with ``dynamo=False`` and
+    ``training=TrainingMode.EVAL`` (the default) it is put in eval mode for the export, as
+    torch's legacy exporter does. The other arguments are accepted for torch's
     signature and do not change the result: ``report``/``profile``/``dump_exported_program``
     /``artifacts_dir`` (torch's debugging artifacts), ``optimize``/``do_constant_folding``
     (the graph is written as recorded), ``custom_translation_table``/``custom_opsets``/
@@ -76,18 +80,30 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     Raises ValueError for an opset outside 17..21 or more names than inputs/outputs;
     UnsupportedOperatorError naming the op and the module path for an op with no ONNX
     mapping; OnnxExporterError for arguments an op's ONNX form cannot hold."""
+    from ..nn.modules.module import Module
     from . import _export
     if custom_translation_table or custom_opsets or export_modules_as_functions:
         raise OnnxExporterError("custom_translation_table, custom_opsets and export_modules_as_functions are "
                                 "not supported by ember's exporter")
+    if operator_export_type != OperatorExportTypes.ONNX:
+        raise OnnxExporterError(f"operator_export_type must be OperatorExportTypes.ONNX, got {operator_export_type!r}")
+    if training == TrainingMode.TRAINING:
+        raise OnnxExporterError("training=TrainingMode.TRAINING: ember exports inference graphs only")
     opset = _export.check_opset(opset_version)
     if not isinstance(args, tuple):
         args = (args,)
-    with _exporting():
-        proto = _export.build(model, args, kwargs or {}, input_names=input_names, output_names=output_names,
-                              opset=opset, export_params=export_params,
-                              keep_initializers_as_inputs=keep_initializers_as_inputs, dynamic_axes=dynamic_axes,
-                              dynamic_shapes=dynamic_shapes)
+    was_training = isinstance(model, Module) and model.training
+    if not dynamo and training == TrainingMode.EVAL and was_training:
+        model.train(False)
+    try:
+        with _exporting():
+            proto = _export.build(model, args, kwargs or {}, input_names=input_names,
+                                  output_names=output_names, opset=opset, export_params=export_params,
+                                  keep_initializers_as_inputs=keep_initializers_as_inputs,
+                                  dynamic_axes=dynamic_axes, dynamic_shapes=dynamic_shapes)
+    finally:
+        if was_training and not model.training:
+            model.train(True)
     program = ONNXProgram(proto)
     if verbose:
         print(program)

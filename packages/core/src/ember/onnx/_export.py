@@ -225,7 +225,10 @@ def _op_name(target) -> str:
 def build(model, args, kwargs, *, input_names, output_names, opset: int, export_params: bool,
           keep_initializers_as_inputs: bool, dynamic_axes=None, dynamic_shapes=None):
     """Capture ``model`` on ``args``/``kwargs`` and return the ``onnx.ModelProto``."""
-    import onnx
+    try:
+        import onnx
+    except ImportError as exc:
+        raise ImportError("ember.onnx.export needs the onnx package: pip install 'ember-core[onnx]'") from exc
 
     from .._tensor import Tensor
     from ..fx.node import map_arg

@@ -125,9 +125,10 @@ def test_elementwise_and_activations():
             return (F.leaky_relu(x, 0.2), F.elu(x), F.hardswish(x), F.hardsigmoid(x), F.relu6(x * 4),
                     F.hardtanh(x, -0.5, 0.5), F.softplus(x, beta=2.0), ember.exp(x) / (ember.abs(x) + 1),
                     ember.sqrt(ember.abs(x)), ember.rsqrt(x * x + 1), x - 2 * x.pow(2), ember.clamp(x, min=-0.2),
-                    F.gelu(x, approximate="tanh"), ember.add(x, x, alpha=3), 1 - x, x.div(3, rounding_mode="floor"))
+                    F.gelu(x, approximate="tanh"), ember.add(x, x, alpha=3), 1 - x, x.div(3, rounding_mode="floor"),
+                    F.mish(x), x > 0.5, ember.where(x < 0, x * 0.1, x), x.masked_fill(x.abs() > 2, 0.0))
 
-    for opset in (17, 20):
+    for opset in (17, 18, 20):
         check_against_eager(Acts(), (ember.randn(5, 7) * 3,), opset_version=opset)
 
 

@@ -52,7 +52,7 @@ def _unary(onnx_op):
 for _name, _op in {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "exp": "Exp", "log": "Log",
                    "sqrt": "Sqrt", "neg": "Neg", "abs": "Abs", "erf": "Erf", "sin": "Sin", "cos": "Cos",
                    "reciprocal": "Reciprocal", "floor": "Floor", "ceil": "Ceil", "hardswish": "HardSwish",
-                   "softsign": "Softsign", "mish": "Mish", "contiguous": "Identity", "clone": "Identity",
+                   "softsign": "Softsign", "contiguous": "Identity", "clone": "Identity",
                    "detach": "Identity"}.items():
     EMITTERS[_name] = _unary(_op)
 
@@ -125,6 +125,14 @@ def _gelu(ctx, a, out):
 def _silu(ctx, a, out):
     x = ctx.cast(a["input"], out[1])
     return ctx.op("Mul", [x, ctx.op("Sigmoid", [x])])
+
+
+@emits("mish")
+def _mish(ctx, a, out):
+    x = ctx.cast(a["input"], out[1])
+    if ctx.opset >= 18:  # Mish became an ONNX op in 18
+        return ctx.op("Mish", [x])
+    return ctx.op("Mul", [x, ctx.op("Tanh", [ctx.op("Softplus", [x])])])
 
 
 @emits("leaky_relu")

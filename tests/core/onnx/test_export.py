@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 import pytest
 import torch
-from _check import check_against_eager, session
+from _onnx_check import check_against_eager, session
 
 import ember
 import ember.nn as nn

@@ -5,7 +5,7 @@ fails naming the axis and the op that fixed it."""
 import numpy as np
 import onnx
 import pytest
-from _check import session
+from _onnx_check import session
 
 import ember
 import ember.nn as nn

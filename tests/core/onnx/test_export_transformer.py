@@ -3,7 +3,7 @@ attention (as MatMul/Softmax) and a TransformerEncoder layer, run in onnxruntime
 eager ember."""
 
 import pytest
-from _check import check_against_eager
+from _onnx_check import check_against_eager
 
 import ember
 import ember.nn as nn

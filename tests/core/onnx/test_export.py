@@ -270,3 +270,20 @@ def test_writing_into_a_view_or_a_weight_is_an_error():
 
     with pytest.raises(ember.onnx.OnnxExporterError, match="writes into a view"):
         ember.onnx.export(IntoView(), (ember.randn(2, 3),))
+
+
+@pytest.mark.parametrize("opset", [17, 18, 21])
+def test_interpolate_and_group_norm(opset):
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm, self.conv = nn.GroupNorm(2, 4), nn.Conv2d(4, 4, 3, padding="same")
+
+        def forward(self, x):
+            y = self.norm(self.conv(x))
+            return (F.interpolate(y, scale_factor=2, mode="nearest"), F.interpolate(y, size=(7, 5), mode="nearest"),
+                    F.interpolate(y, scale_factor=1.5, mode="bilinear"),
+                    F.interpolate(y, size=(9, 4), mode="bilinear", align_corners=True),
+                    F.interpolate(y, scale_factor=2, mode="bicubic"), nn.GroupNorm(4, 4, affine=False)(x))
+
+    check_against_eager(Decoder().eval(), (ember.randn(2, 4, 6, 6),), opset_version=opset, rtol=1e-5, atol=1e-5)

@@ -630,3 +630,58 @@ def _setitem(ctx, a, out):
     written = ctx.op("ScatterElements", [flat, ctx.ints(positions.ravel()),
                                          ctx.op("Reshape", [updates, ctx.ints([-1])])], axis=0)
     return ctx.op("Reshape", [written, ctx.ints(shape)])
+
+
+# ---- resampling, group norm ---------------------------------------------------------------
+
+_RESIZE_MODES = {"nearest": ("nearest", "asymmetric"), "linear": ("linear", None), "bilinear": ("linear", None),
+                 "trilinear": ("linear", None), "bicubic": ("cubic", None)}
+
+
+@emits("interpolate", "upsample")
+def _interpolate(ctx, a, out):
+    """torch's coordinate rules: nearest takes floor(dst * in/out) (ONNX asymmetric + floor);
+    the linear and cubic modes map pixel centers (pytorch_half_pixel) or corners."""
+    x, mode = a["input"], a.get("mode", "nearest")
+    if mode not in _RESIZE_MODES:
+        raise OnnxExporterError(f"interpolate mode {mode!r} is not exported (exported: {sorted(_RESIZE_MODES)})")
+    if a.get("antialias"):
+        raise OnnxExporterError("interpolate with antialias=True is not exported")
+    onnx_mode, transform = _RESIZE_MODES[mode]
+    if transform is None:
+        transform = "align_corners" if a.get("align_corners") else "pytorch_half_pixel"
+    n = ctx.rank(x) - 2
+    scale = a.get("scale_factor")
+    attrs = dict(mode=onnx_mode, coordinate_transformation_mode=transform, nearest_mode="floor",
+                 cubic_coeff_a=-0.75 if onnx_mode == "cubic" else None)
+    if scale is not None and not a.get("recompute_scale_factor") and transform != "align_corners":
+        # torch maps coordinates with the given factor, not with the ratio of the sizes
+        scales = [1.0, 1.0] + ([float(s) for s in scale] if isinstance(scale, (tuple, list)) else [float(scale)] * n)
+        return ctx.op("Resize", [x, None, ctx.const(scales, np.float32)], **attrs)
+    return ctx.op("Resize", [x, None, None, ctx.shape_tensor(out[0])], **attrs)
+
+
+@emits("group_norm")
+def _group_norm(ctx, a, out):
+    """Normalized over each group's channels and positions, then the per-channel affine
+    (written out: ONNX GroupNormalization's scale was per group before opset 21)."""
+    x, groups, eps = a["input"], int(a["num_groups"]), float(a.get("eps", 1e-5))
+    rank, c = ctx.rank(x), ctx.shape(x)[1]
+    grouped = ctx.op("Reshape", [x, ctx.ints([0, groups, -1])])
+    mean = _reduce_mean(ctx, grouped, [2])
+    centered = ctx.op("Sub", [grouped, mean])
+    var = _reduce_mean(ctx, ctx.op("Mul", [centered, centered]), [2])
+    normed = ctx.op("Div", [centered, ctx.op("Sqrt", [ctx.op("Add", [var, ctx.const(eps, out[1])])])])
+    y = ctx.op("Reshape", [normed, ctx.op("Shape", [x])])
+    per_channel = ctx.ints([c] + [1] * (rank - 2))
+    if a.get("weight") is not None:
+        y = ctx.op("Mul", [y, ctx.op("Reshape", [a["weight"], per_channel])])
+    if a.get("bias") is not None:
+        y = ctx.op("Add", [y, ctx.op("Reshape", [a["bias"], per_channel])])
+    return y
+
+
+def _reduce_mean(ctx, x, axes):
+    if ctx.opset >= 18:
+        return ctx.op("ReduceMean", [x, ctx.ints(axes)], keepdims=1)
+    return ctx.op("ReduceMean", [x], axes=axes, keepdims=1)

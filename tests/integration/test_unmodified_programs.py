@@ -92,3 +92,22 @@ def test_a_compiled_training_script_trains_as_eager():
     # ember's random stream is not torch's, so real torch trains other numbers to the same result
     assert torch_eager[1] < torch_eager[0] - 0.3 and abs(ours[2] - torch_eager[2]) < 0.1
     assert "explain graphs 2 breaks 1" in compiled and "traced matches True" in compiled
+
+
+def test_a_torch_onnx_export_script(tmp_path):
+    """The file the script's torch.onnx.export wrote passes onnx's full check and computes in
+    onnxruntime what the model computed in the script."""
+    import numpy as np
+    import onnx
+    import onnxruntime
+    out = _run("onnx_export.py", "--out", str(tmp_path))
+    assert "in onnx export False" in out
+    path = str(tmp_path / "net.onnx")
+    onnx.checker.check_model(path, full_check=True)
+    model = onnx.load(path)
+    assert model.opset_import[0].version == 18
+    assert [i.name for i in model.graph.input] == ["image"] and [o.name for o in model.graph.output] == ["log_probs"]
+    sess = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for sample, expected in (("sample", "expected"), ("other", "other_expected")):  # batch 3, then 5
+        (got,) = sess.run(None, {"image": np.load(tmp_path / f"{sample}.npy")})
+        np.testing.assert_allclose(got, np.load(tmp_path / f"{expected}.npy"), rtol=1e-5, atol=1e-5)

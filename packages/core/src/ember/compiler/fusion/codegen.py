@@ -27,7 +27,7 @@ __all__ = ["compile_program"]
 
 _UNARY = {
     "neg": "(-{0})", "exp": "M.exp({0})", "log": "M.log({0})", "tanh": "M.tanh({0})",
-    "sigmoid": "M.sigmoid({0})", "relu": "({0} if {0} > Z else Z)", "erf": "(ONE - M.erfc({0}))",
+    "sigmoid": "M.sigmoid({0})", "relu": "({0} if {0} > Z else Z)", "erf": "(ONE - erfc_gauss({0})[0])",
     "sqrt": "np.sqrt({0})", "rsqrt": "(ONE / np.sqrt({0}))", "recip": "(ONE / {0})", "abs": "abs({0})",
     "sign": "((ONE if {0} > Z else Z) - (ONE if {0} < Z else Z))", "step": "(ONE if {0} > Z else Z)",
 }
@@ -261,6 +261,7 @@ def compile_program(p: Program, inputs: list[Value], outputs: list[Value], out_k
     fastmath = "{'reassoc', 'nsz', 'contract'}"
     text = ("import numpy as np\n"
             "from ember.cpu.kernels import _math as M\n"
+            "from ember.cpu.kernels.activation import _erfc_gauss as erfc_gauss\n"
             "from ember.cpu.kernels._runtime import jit\n\n\n"
             f"@jit(fastmath={fastmath})\n" + body)
     digest = hashlib.sha256(text.encode()).hexdigest()[:20]

@@ -440,3 +440,35 @@ def test_new_style_function_with_setup_context():
         with pytest.raises(NotImplementedError, match="override the vmap staticmethod or set generate_vmap_rule"):
             lib.autograd.Function.vmap(None, (0,), x)
     assert results[0] == results[1]
+
+
+def test_a_custom_functions_context_is_freed_without_the_cycle_collector():
+    """The node's rule holds ctx and ctx refers to its node only weakly: no reference
+    cycle, so saved arrays go when the graph goes (a cycle kept them until gc ran)."""
+    import gc
+    import weakref
+
+    seen = []
+
+    class Double(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            seen.append(weakref.ref(ctx))
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 2
+
+    gc.disable()
+    try:
+        x = ember.ones(3, requires_grad=True)
+        y = Double.apply(x)
+        y.sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0, 2.0]
+        del y
+        assert seen[0]() is None
+    finally:
+        gc.enable()

@@ -5,6 +5,7 @@ new style, ``forward(...)`` without ctx and ``setup_context(ctx, inputs, output)
 from __future__ import annotations
 
 import functools
+import weakref
 
 from . import grad_mode
 from .graph import SavedTensor, record, saved_tensor
@@ -46,7 +47,8 @@ class FunctionCtx:
             raise RuntimeError("Trying to backward through the graph a second time (or directly access saved "
                                "tensors after they have already been freed). Specify retain_graph=True if you "
                                "need to backward through the graph a second time.")
-        return tuple(s.unpack(self._node) if isinstance(s, SavedTensor) else s for s in self._saved)
+        node = self._node() if self._node is not None else None
+        return tuple(s.unpack(node) if isinstance(s, SavedTensor) else s for s in self._saved)
 
 
 class _FunctionMeta(type):
@@ -110,7 +112,7 @@ class Function(metaclass=_FunctionMeta):
             meta = tuple((o.shape, o.dtype) if o is not None else None for o in tensor_outs)
             rule = functools.partial(_run_backward, cls, ctx, len(args), meta)
             node = record(cls._backward_name, rule, args, tensor_outs if len(outs) > 1 else tensor_outs[0])
-            ctx._node = node
+            ctx._node = weakref.ref(node)  # the node's rule holds ctx: a strong link back would be a cycle
             ctx._saved = tuple(saved_tensor(t, any(t is o for o in outs)) if isinstance(t, Tensor) else t
                                for t in ctx._to_save)
         else:

@@ -31,10 +31,6 @@ _SCALARS = (bool, int, float, complex, str, type(None))
 _TOTAL_RECORDINGS = [0]
 
 
-class _Miss(Exception):
-    """A replay met a break value no recording of this signature has seen."""
-
-
 class _Recording:
     """What one signature recorded: the first segment (the tree's root), the globals guards,
     the externals read before anything runs, and what a miss must restore."""
@@ -53,6 +49,17 @@ class _Recording:
             if (current is not value) if kind == "is" else not _same_scalar(current, value):
                 return False
         return True
+
+    def fetch_externals(self):
+        """{value index: tensor} of the externals read before anything runs, or None when
+        one of them is no longer a tensor of the recorded shape, dtype and requires_grad."""
+        out = {}
+        for index, ext, meta in self.early:
+            t = ext.fetch()
+            if not isinstance(t, Tensor) or (tuple(t._data.shape), t.dtype, t._requires_grad) != meta:
+                return None
+            out[index] = t
+        return out
 
 
 def _same_scalar(a, b) -> bool:
@@ -109,9 +116,13 @@ def _module_state(root: Module):
     out = []
     for m in root.modules():
         d = m.__dict__
-        out.append((id(m), tuple((k, v) for k, v in d.items() if type(v) in _SCALARS or type(v) is tuple),
-                    tuple(d.get("_modules", {}))))
+        out.append((id(m), tuple((k, v) for k, v in d.items() if _plain(v)), tuple(d.get("_modules", {}))))
     return tuple(out)
+
+
+def _plain(v) -> bool:
+    """A Python scalar, or a tuple of them (hashable, compared by value)."""
+    return type(v) in _SCALARS or (type(v) is tuple and all(_plain(x) for x in v))
 
 
 class CompiledFunction:
@@ -160,7 +171,9 @@ class CompiledFunction:
                 if isinstance(entry, _Eager):
                     return self.fn(*args, **kwargs)
                 if entry.guards_hold():
-                    return self._replay(entry, leaves, args, kwargs, key)
+                    externals = entry.fetch_externals()
+                    if externals is not None:
+                        return self._replay(entry, leaves, externals, args, kwargs, key)
         return self._record(key, leaves, args, kwargs, reason="first call" if not self._signatures else
                             "a guard failed: " + self._why_new(key))
 
@@ -180,13 +193,9 @@ class CompiledFunction:
             return "the module's attributes, training flags or submodules changed"
         return "a global the code read changed"
 
-    def _replay(self, entry: _Recording, leaves, args, kwargs, key):
+    def _replay(self, entry: _Recording, leaves, externals, args, kwargs, key):
         env = {i: x for i, x in enumerate(leaves) if isinstance(x, Tensor)}
-        for index, ext, meta in entry.early:
-            t = ext.fetch()
-            if not isinstance(t, Tensor) or _tensor_key(t)[0:2] + (t._requires_grad,) != meta:
-                return self._record(key, leaves, args, kwargs, reason=f"{ext.name} changed")
-            env[index] = t
+        env.update(externals)
         saved = self._save(entry, env) if entry.has_breaks else None
         segment = entry.root
         while True:
@@ -211,8 +220,6 @@ class CompiledFunction:
         return random.get_rng_state(), [(env[i], env[i]._data.copy()) for i in entry.mutated if i in env]
 
     def _restore(self, saved):
-        import numpy
-
         from .. import random
         state, arrays = saved
         random.set_rng_state(state)
@@ -263,8 +270,8 @@ class CompiledFunction:
         if attach is not None:
             self.log.append(("graphs", self._attach(attach[0], segments), elapsed))
             return result
-        early = [(i, ext, _tensor_key(capture._values[i])[0:2] + (capture._values[i]._requires_grad,))
-                 for i, ext in capture.externals.items() if not ext.late]
+        early = [(i, ext, (tuple(capture._values[i]._data.shape), capture._values[i].dtype,
+                           capture._values[i]._requires_grad)) for i, ext in capture.externals.items() if not ext.late]
         entries.append(_Recording(segments[0], _globals_guards(capture), early, capture, elapsed))
         self._recordings += 1
         _TOTAL_RECORDINGS[0] += 1

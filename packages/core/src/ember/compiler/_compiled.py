@@ -248,9 +248,7 @@ class CompiledFunction:
             if self.fullgraph:
                 from .._dynamo.exc import Unsupported
                 raise Unsupported(capture.unreplayable)
-            self.log.append(("eager", capture.unreplayable))
-            if attach is None:
-                entries.append(_Eager(capture.unreplayable))
+            self._run_eagerly(entries, attach, capture.unreplayable)
             return result
         if self.fullgraph and capture.breaks():
             from .._dynamo.exc import Unsupported
@@ -259,8 +257,7 @@ class CompiledFunction:
         try:
             segments = build_segments(capture, result, _placeholder_names(self.fn, capture, args, kwargs))
         except _capture.Unreplayable as e:
-            self.log.append(("eager", str(e)))
-            entries.append(_Eager(str(e)))
+            self._run_eagerly(entries, attach, str(e))
             return result
         for segment in segments:
             segment.run = self._compile_graph(segment, capture)
@@ -268,7 +265,12 @@ class CompiledFunction:
         for brk in capture.breaks():
             self.log.append(("break", brk.reason, brk.user_line))
         if attach is not None:
-            self.log.append(("graphs", self._attach(attach[0], segments), elapsed))
+            added = self._attach(attach[0], segments)
+            if added is None:
+                self._run_eagerly(entries, attach, "the program recorded a different path for the same inputs and "
+                                  "break values: its control flow depends on something the guards do not cover")
+            else:
+                self.log.append(("graphs", added, elapsed))
             return result
         early = [(i, ext, (tuple(capture._values[i]._data.shape), capture._values[i].dtype,
                            capture._values[i]._requires_grad)) for i, ext in capture.externals.items() if not ext.late]
@@ -289,14 +291,22 @@ class CompiledFunction:
             raise BackendCompilerFailed(self.backend_name, e) from e
         return compiled
 
+    def _run_eagerly(self, entries, attach, reason: str) -> None:
+        """This signature (or, re-recording a branch, the recording it belongs to) runs
+        eagerly from now on."""
+        self.log.append(("eager", reason))
+        if attach is not None:
+            entries[entries.index(attach[0])] = _Eager(reason)
+        else:
+            entries.append(_Eager(reason))
+
     def _attach(self, entry: _Recording, segments):
         """Hang a recording that left ``entry``'s tree at some break under that break;
-        returns its new segments."""
+        returns its new segments, or None when its path does not follow the tree's."""
         node = entry.root
         for k, segment in enumerate(segments):
             if node.steps != segment.steps or node.brk is None:
-                raise RuntimeError("ember.compile: a program recorded a different path for the same inputs and "
-                                   "break values; its control flow depends on something not guarded")
+                return None
             nxt = node.child(segment.brk.expected)
             if nxt is None:
                 node.children.append((segment.brk.expected, segments[k + 1]))

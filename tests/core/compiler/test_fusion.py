@@ -214,3 +214,14 @@ def test_a_linear_bias_joins_the_loop_after_the_product():
     if FUSED:
         assert len(linears) == 1 and len(linears[0].args) == 2  # the product without its bias
         assert _fused_regions(cf) == 1
+
+
+def test_empty_tensors_stay_as_ops():
+    def f(x):
+        return ember.nn.functional.softmax(x * 2, dim=-1).sum(-1)
+
+    cf = ember.compile(f)
+    for shape in ((0, 5), (3, 0)):
+        x = ember.randn(*shape)
+        for _ in range(2):
+            np.testing.assert_array_equal(cf(x).numpy(), f(x).numpy())

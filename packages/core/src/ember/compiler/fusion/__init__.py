@@ -163,8 +163,8 @@ def fuse(gm):
             if current is None:
                 first = next((a for a in node.args if type(a).__name__ == "Node" and _meta(a) is not None
                               and _meta(a).dtype.is_floating_point), None)
-                if first is None or not _meta(first).shape:
-                    break
+                if first is None or not _meta(first).shape or 0 in tuple(_meta(first).shape):
+                    break  # a scalar or an empty tensor: nothing to loop over
                 current = _Open(_meta(first).shape, _meta(first).dtype)
             try:
                 current.add(node, name)

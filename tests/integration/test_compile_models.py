@@ -117,3 +117,18 @@ def test_nanogpt_block_trains_ten_adamw_steps_as_eager():
     _bound(np.array(losses_c), np.array(losses32), np.array(losses64))
     for a, b, c in zip(params_c, params32, params64):
         _bound(a, b, c)
+
+
+def test_the_compile_example_runs_and_agrees_with_eager():
+    import os
+    import re
+    import subprocess
+    import sys
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "compile_step.py")
+    out = subprocess.run([sys.executable, script, "--rows", "64", "--cols", "50", "--steps", "2"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "captured 1 graph(s), 0 graph break(s)" in out.stdout
+    compiled, eager, diff = re.search(r"loss compiled ([0-9.]+), eager ([0-9.]+); largest gradient difference (\S+)",
+                                      out.stdout).groups()
+    assert abs(float(compiled) - float(eager)) < 1e-5 and float(diff) < 1e-5

@@ -225,3 +225,19 @@ def test_empty_tensors_stay_as_ops():
         x = ember.randn(*shape)
         for _ in range(2):
             np.testing.assert_array_equal(cf(x).numpy(), f(x).numpy())
+
+
+def test_tensor_keyword_arguments_fuse_too():
+    rng = np.random.default_rng(7)
+    data, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((6, 9), (9,), (9,)))
+
+    def f(lib, x, w, b):
+        return lib.nn.functional.silu(lib.nn.functional.layer_norm(x, (9,), weight=w, bias=b, eps=1e-3))
+
+    cf = ember.compile(lambda x, w, b: f(ember, x, w, b))
+    args = [ember.tensor(a) for a in (data, w, b)]
+    for _ in range(2):
+        out = cf(*args)
+    ref = f(torch, *(torch.tensor(a, dtype=torch.float64) for a in (data, w, b)))
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
+    assert _fused_regions(cf) == FUSED

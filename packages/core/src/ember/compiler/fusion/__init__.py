@@ -73,6 +73,8 @@ class _Open:
         if type(a).__name__ != "Node":
             if isinstance(a, (list, tuple)):
                 return type(a)(self.arg(x) for x in a)
+            if isinstance(a, dict):
+                return {k: self.arg(v) for k, v in a.items()}
             return a
         v = self.values.get(a)
         if v is not None:
@@ -102,12 +104,12 @@ class _Open:
                     raise NotFusable("result of another shape")
                 if out.kind not in ("vec", "row"):
                     raise NotFusable(f"a {out.kind} result")
-        except NotFusable:
+        except Exception as e:  # fusion only speeds up: whatever a lowering cannot take stays the op it is
             n_values, n_inputs, self.input_of, self.inputs = before
             del self.p.values[n_values:]
             del self.p.inputs[n_inputs:]
             self.p._memo = {k: v for k, v in self.p._memo.items() if v.id < n_values}
-            raise
+            raise e if isinstance(e, NotFusable) else NotFusable(f"{name}: {type(e).__name__}: {e}") from e
         self.values[node] = out
         self.nodes.append(node)
 

@@ -130,9 +130,10 @@ def _split_linear_bias(graph) -> None:
     for node in list(graph.nodes):
         if node.op != "call_function" or _entry_name(node) != "linear":
             continue
-        args = list(node.args) + [node.kwargs.get("bias")] * (3 - len(node.args))
-        x, w, b = args[:3]
-        if type(b).__name__ != "Node" or node.kwargs.keys() - {"bias"} or not node.users:
+        names = ("input", "weight", "bias")
+        given = dict(zip(names, node.args)) | dict(node.kwargs)
+        x, w, b = (given.get(n) for n in names)
+        if type(b).__name__ != "Node" or set(given) - set(names) or not node.users:
             continue
         if any(_op_name(u) is None for u in node.users) or _meta(node) is None:
             continue

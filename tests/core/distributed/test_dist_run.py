@@ -43,3 +43,18 @@ def test_launcher_refuses_elastic_flags():
     for flags in (["--nnodes", "2"], ["--max-restarts", "3"]):
         done = launch(*flags, "--nproc-per-node", "2", timeout=60)
         assert done.returncode != 0 and "ember-run:" in done.stderr
+
+
+def test_a_pytorch_ddp_script_runs_unmodified_through_the_launcher_and_compat(tmp_path):
+    import pathlib
+
+    import torch
+    program = pathlib.Path(__file__).parents[2] / "integration" / "programs" / "ddp_ready.py"
+    env = {k: v for k, v in rank_env().items() if not k.startswith("OMPI_")}
+    env["OUT"] = str(tmp_path / "model.pt")
+    done = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", "2", "-m",
+                           "ember.compat", str(program)], capture_output=True, text=True, timeout=180, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("rank 0 of 2 on cpu"), done.stdout
+    state = torch.load(tmp_path / "model.pt", weights_only=True)
+    assert list(state) == ["0.weight", "0.bias", "2.weight", "2.bias"]

@@ -3,8 +3,9 @@ mpi4py, the ``distributed`` extra). Backends "mpi" and "gloo" both run on MPI, f
 tensors; the ranks come from the MPI world that ``ember-run`` or ``mpiexec`` started.
 
 ``is_available()`` is True when mpi4py can be imported; MPI itself starts only at
-``init_process_group``. Not yet here: object collectives, ``monitored_barrier``, the
-debug-mode mismatch checks and ZeroRedundancyOptimizer.
+``init_process_group``. Object collectives unpickle with ``ember.load``'s restricted rules
+unless ``trust_object_collectives`` (or EMBER_DISTRIBUTED_TRUST_OBJECTS=1) says otherwise.
+Not yet here: the debug-mode mismatch checks and ZeroRedundancyOptimizer.
 
 Source: https://pytorch.org/docs/stable/distributed.html
 """
@@ -52,9 +53,12 @@ from ._group import (
     is_torchelastic_launched,
     new_group,
 )
+from ._objects import all_gather_object, broadcast_object_list, gather_object, monitored_barrier, scatter_object_list
 from ._work import DistBackendError, Work
 
 group = GroupMember
+# unpickle any object in the object collectives (see _objects); only between trusted ranks
+trust_object_collectives = False
 
 __all__ = ["Backend", "GroupMember", "ProcessGroup", "ReduceOp", "Work", "DistBackendError", "group",
            "_make_nccl_premul_sum", "default_pg_timeout", "init_process_group", "destroy_process_group",
@@ -62,4 +66,6 @@ __all__ = ["Backend", "GroupMember", "ProcessGroup", "ReduceOp", "Work", "DistBa
            "is_torchelastic_launched", "new_group", "get_rank", "get_world_size", "get_backend",
            "get_process_group_ranks", "get_global_rank", "get_group_rank", "all_reduce", "broadcast", "reduce",
            "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
-           "all_to_all_single", "gather", "scatter", "send", "recv", "isend", "irecv", "barrier"]
+           "all_to_all_single", "gather", "scatter", "send", "recv", "isend", "irecv", "barrier",
+           "broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list",
+           "monitored_barrier", "trust_object_collectives"]

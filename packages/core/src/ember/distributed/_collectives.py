@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy
 
 from .._tensor import Tensor
+from ._debug import check
 from ._group import ReduceOp, _resolve
 from ._mpi import mpi
 from ._work import Work
@@ -41,6 +42,13 @@ def _bytes(arr):
 def _bump(tensor):
     if type(tensor._vc) is list:
         tensor._vc[0] += 1
+
+
+def _enter(pg, name, tensor=None, op=None):
+    """Count the collective; in debug mode, check that every rank enters the same one."""
+    pg._next_seq()
+    if pg._debug:
+        check(pg, name, tensor, op)
 
 
 def _start(group, name, requests, finish=None, result=None, async_op=False):
@@ -95,7 +103,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce ``tensor`` across the group's ranks, in place on every rank (any shape, every dtype;
     bitwise ops need integer or bool tensors). Returns a Work when ``async_op``, else None."""
     pg = _resolve(group)
-    pg._next_seq()
+    _enter(pg, "all_reduce", tensor, op=op)
     arr = _array(tensor, "all_reduce's tensor")
     buf, mpi_op, finish = _reduction(arr, op, pg.size())
     req = pg._comm.Iallreduce(mpi().IN_PLACE, buf.reshape(-1), op=mpi_op)
@@ -115,7 +123,7 @@ def _group_rank(pg, global_rank, group_rank, what):
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     """Copy ``tensor`` of rank ``src`` (a global rank) into ``tensor`` on every other rank."""
     pg = _resolve(group)
-    pg._next_seq()
+    _enter(pg, "broadcast", tensor)
     root = _group_rank(pg, src, group_src, "src")
     arr = _array(tensor, "broadcast's tensor")
     req = pg._comm.Ibcast(_bytes(arr), root=root)
@@ -125,7 +133,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
     """Reduce ``tensor`` of every rank into ``tensor`` on rank ``dst`` (the others keep theirs)."""
     pg = _resolve(group)
-    pg._next_seq()
+    _enter(pg, "reduce", tensor, op=op)
     root = _group_rank(pg, dst, group_dst, "dst")
     arr = _array(tensor, "reduce's tensor")
     buf, mpi_op, finish = _reduction(arr, op, pg.size())
@@ -145,7 +153,7 @@ def _same(arr, other, what):
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """Fill ``tensor_list`` (one tensor per rank, each like ``tensor``) with every rank's ``tensor``."""
     pg = _resolve(group)
-    pg._next_seq()
+    _enter(pg, "all_gather", tensor)
     arr = _array(tensor, "all_gather's tensor")
     if len(tensor_list) != pg.size():
         raise ValueError(f"all_gather: tensor_list must hold {pg.size()} tensors, one per rank, got {len(tensor_list)}")
@@ -166,7 +174,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     """Every rank's ``input_tensor`` [*S], concatenated ([world * S0, ...]) or stacked
     ([world, *S]) into ``output_tensor``, in rank order."""
     pg = _resolve(group)
-    pg._next_seq()
+    _enter(pg, "all_gather_into_tensor", input_tensor)
     arr = _array(input_tensor, "all_gather_into_tensor's input")
     out = _array(output_tensor, "all_gather_into_tensor's output")
     if out.dtype != arr.dtype or out.size != arr.size * pg.size():
@@ -180,7 +188,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     """Reduce ``input`` ([world * S0, ...] or [world, *S]) across ranks and give rank i the
     i-th block in ``output``."""
     pg = _resolve(group)
-    pg._next_seq()
+    _enter(pg, "reduce_scatter_tensor", input, op=op)
     arr = _array(input, "reduce_scatter_tensor's input")
     out = _array(output, "reduce_scatter_tensor's output")
     if out.dtype != arr.dtype or arr.size != out.size * pg.size():
@@ -214,7 +222,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     """Split ``input`` along dim 0 (evenly, or by ``input_split_sizes``), send block i to rank i,
     and concatenate the blocks received into ``output`` (by ``output_split_sizes``)."""
     pg = _resolve(group)
-    pg._next_seq()
+    _enter(pg, "all_to_all_single", input)
     size = pg.size()
     arr = _array(input, "all_to_all_single's input")
     out = _array(output, "all_to_all_single's output")
@@ -241,7 +249,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
     """Send ``input_tensor_list[i]`` to rank i and receive rank i's into ``output_tensor_list[i]``."""
     pg = _resolve(group)
-    pg._next_seq()
+    _enter(pg, "all_to_all")
     size = pg.size()
     if len(output_tensor_list) != size or len(input_tensor_list) != size:
         raise ValueError(f"all_to_all: both lists must hold {size} tensors")
@@ -267,7 +275,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     """Every rank's ``tensor`` into ``gather_list`` (world size tensors) on rank ``dst``;
     the other ranks pass no list."""
     pg = _resolve(group)
-    pg._next_seq()
+    _enter(pg, "gather", tensor)
     root = _group_rank(pg, dst, group_dst, "dst")
     arr = _array(tensor, "gather's tensor")
     if pg.rank() != root:
@@ -292,7 +300,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
     """``scatter_list[i]`` of rank ``src`` into ``tensor`` on rank i."""
     pg = _resolve(group)
-    pg._next_seq()
+    _enter(pg, "scatter", tensor)
     root = _group_rank(pg, src, group_src, "src")
     arr = _array(tensor, "scatter's tensor")
     send = None
@@ -356,5 +364,5 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None) -> int:
 def barrier(group=None, async_op=False, device_ids=None):
     """Wait until every rank of the group entered the barrier."""
     pg = _resolve(group)
-    pg._next_seq()
+    _enter(pg, "barrier")
     return _start(pg, "barrier", [pg._comm.Ibarrier()], async_op=async_op)

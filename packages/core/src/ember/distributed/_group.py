@@ -87,6 +87,8 @@ class ProcessGroup:
         self.timeout = timeout
         self.group_name = name
         self._seq = 0
+        from ._debug import enabled
+        self._debug = enabled()
 
     def rank(self) -> int:
         return self._comm.Get_rank()

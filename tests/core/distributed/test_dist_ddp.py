@@ -35,6 +35,7 @@ def single_process(start, world, micro):
     (2, 1, 25, "plain"),        # one bucket
     (2, 2, 0.0001, "plain"),    # a bucket per parameter, no_sync accumulation
     (3, 1, 0.0002, "unused"),   # find_unused_parameters with a parameter the forward skips
+    (2, 1, 25, "zero"),         # ZeroRedundancyOptimizer: SGD's momentum sharded across ranks
 ])
 def test_ddp_equals_single_process_training(world, micro, cap, variant, tmp_path):
     done = mpirun(world, "ddp_train.py", tmp_path, micro, cap, variant)

@@ -6,7 +6,8 @@ tensors; the ranks come from the MPI world that ``ember-run`` or ``mpiexec`` sta
 ``init_process_group``. Object collectives unpickle with ``ember.load``'s restricted rules
 unless ``trust_object_collectives`` (or EMBER_DISTRIBUTED_TRUST_OBJECTS=1) says otherwise.
 ``EMBER_DISTRIBUTED_DEBUG=DETAIL`` (or torch's ``TORCH_DISTRIBUTED_DEBUG``) checks each
-collective across ranks before it runs. Not yet here: ZeroRedundancyOptimizer.
+collective across ranks before it runs. ``ember.distributed.optim`` holds
+ZeroRedundancyOptimizer.
 
 Source: https://pytorch.org/docs/stable/distributed.html
 """

@@ -53,22 +53,26 @@ class Work:
         limit = self._group.timeout.total_seconds() if self._group is not None else None
         if timeout is not None:
             limit = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
-        deadline = None if limit is None else time.monotonic() + limit
-        pause = 0.0
+        start = time.monotonic()
+        deadline = None if limit is None else start + limit
         pending = list(self._requests)
         while pending:
             pending = [r for r in pending if not r.Test()]
             if not pending:
                 break
-            if deadline is not None and time.monotonic() > deadline:
+            now = time.monotonic()
+            if deadline is not None and now > deadline:
                 rank = self._group.rank() if self._group is not None else "?"
                 raise DistBackendError(
                     f"[Rank {rank}] {self._name} (sequence number {self._seq}) did not complete within "
                     f"{limit:g} s, the process group's timeout: some rank did not enter the same "
                     f"collective (it raised, hangs or runs a different collective)")
-            # a short sleep that grows to 1 ms: low latency for small messages, little CPU while waiting
-            time.sleep(pause)
-            pause = min(1e-3, pause * 2 + 1e-5)
+            # MPI moves a non-blocking collective forward only inside MPI calls: test back to back
+            # for the first 50 ms (a transfer in flight), then yield the core, then, for a peer
+            # that is late by seconds, test every millisecond
+            waited = now - start
+            if waited > 0.05:
+                time.sleep(0 if waited < 2.0 else 1e-3)
         self._complete()
         return True
 

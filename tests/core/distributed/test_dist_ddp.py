@@ -36,6 +36,9 @@ def single_process(start, world, micro):
     (2, 2, 0.0001, "plain"),    # a bucket per parameter, no_sync accumulation
     (3, 1, 0.0002, "unused"),   # find_unused_parameters with a parameter the forward skips
     (2, 1, 25, "zero"),         # ZeroRedundancyOptimizer: SGD's momentum sharded across ranks
+    (3, 1, 0.0001, "allreduce_hook"),
+    (2, 1, 25, "fp16_compress_hook"),
+    (2, 1, 25, "bf16_compress_hook"),
 ])
 def test_ddp_equals_single_process_training(world, micro, cap, variant, tmp_path):
     done = mpirun(world, "ddp_train.py", tmp_path, micro, cap, variant)
@@ -47,7 +50,9 @@ def test_ddp_equals_single_process_training(world, micro, cap, variant, tmp_path
         for k, v in start.items():
             np.testing.assert_array_equal(saved[f"start.{k}"], v, err_msg=f"rank {r} started from another {k}")
         for k, v in expected.items():
-            np.testing.assert_allclose(saved[f"final.{k}"], v, rtol=1e-5, atol=1e-6, err_msg=f"rank {r}: {k}")
+            # compressed gradients carry float16's / bfloat16's rounding into the parameters
+            tol = {"fp16_compress_hook": 2e-3, "bf16_compress_hook": 2e-2}.get(variant, 1e-6)
+            np.testing.assert_allclose(saved[f"final.{k}"], v, rtol=10 * tol, atol=tol, err_msg=f"rank {r}: {k}")
         assert not np.allclose(saved["final.body.0.weight"], start["body.0.weight"])
 
 

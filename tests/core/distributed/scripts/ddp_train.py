@@ -2,7 +2,8 @@
 broadcast) and final parameters to OUT/rank<r>.npz. argv: OUT, micro-batches per step (the
 first ones run under no_sync), bucket_cap_mb, and "plain", "unused" (a layer the forward
 skips, with find_unused_parameters) "missing" (that layer without it: the second forward
-raises) or "zero" (ZeroRedundancyOptimizer around the SGD)."""
+raises), "zero" (ZeroRedundancyOptimizer around the SGD) or the name of a default
+communication hook."""
 
 import sys
 
@@ -31,6 +32,15 @@ class Net(nn.Module):
 
 
 model = nn.parallel.DistributedDataParallel(Net(), bucket_cap_mb=cap, find_unused_parameters=variant == "unused")
+if variant in ("allreduce_hook", "fp16_compress_hook", "bf16_compress_hook"):
+    from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
+    hook_calls = []
+
+    def counted(state, bucket, hook=getattr(default_hooks, variant)):
+        hook_calls.append(bucket.index())
+        assert [tuple(g.shape) for g in bucket.gradients()] == [tuple(p.shape) for p in bucket.parameters()]
+        return hook(state, bucket)
+    model.register_comm_hook(None, counted)
 assert model.module.seen.tolist() == [0.0, 0.0, 0.0], "buffers come from rank 0"
 start = {k: v.detach().numpy().copy() for k, v in model.module.state_dict().items()}
 if variant == "zero":  # the momentum buffers sharded across the ranks
@@ -56,6 +66,8 @@ for _ in range(4):
     optimizer.step()
 if variant == "unused":
     assert model.module.spare.weight.grad is None, "a parameter no rank used keeps grad None"
+if variant.endswith("_hook"):
+    assert sorted(hook_calls) == sorted(list(range(len(model._buckets))) * 4), hook_calls
 if variant == "zero":
     assert 0 < len(optimizer.optim.state) < 4, "each rank holds only its shard of the state"
     optimizer.consolidate_state_dict(to=0)

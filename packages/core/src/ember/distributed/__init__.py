@@ -32,6 +32,7 @@ from ._collectives import (
     scatter,
     send,
 )
+from ._grad_bucket import GradBucket
 from ._group import (
     Backend,
     GroupMember,
@@ -62,7 +63,7 @@ group = GroupMember
 # unpickle any object in the object collectives (see _objects); only between trusted ranks
 trust_object_collectives = False
 
-__all__ = ["Backend", "GroupMember", "ProcessGroup", "ReduceOp", "Work", "DistBackendError", "group",
+__all__ = ["GradBucket", "Backend", "GroupMember", "ProcessGroup", "ReduceOp", "Work", "DistBackendError", "group",
            "_make_nccl_premul_sum", "default_pg_timeout", "init_process_group", "destroy_process_group",
            "is_available", "is_initialized", "is_mpi_available", "is_gloo_available", "is_nccl_available",
            "is_torchelastic_launched", "new_group", "get_rank", "get_world_size", "get_backend",

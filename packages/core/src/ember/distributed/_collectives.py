@@ -51,8 +51,8 @@ def _enter(pg, name, tensor=None, op=None):
         check(pg, name, tensor, op)
 
 
-def _start(group, name, requests, finish=None, result=None, async_op=False):
-    work = Work(requests, finish, group=group, name=name, seq=group._seq, result=result)
+def _start(group, name, requests, finish=None, result=None, async_op=False, outputs=()):
+    work = Work(requests, finish, group=group, name=name, seq=group._seq, result=result, outputs=outputs)
     if async_op:
         return work
     work.wait()
@@ -107,7 +107,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     arr = _array(tensor, "all_reduce's tensor")
     buf, mpi_op, finish = _reduction(arr, op, pg.size())
     req = pg._comm.Iallreduce(mpi().IN_PLACE, buf.reshape(-1), op=mpi_op)
-    return _start(pg, "all_reduce", [req], lambda: (finish(), _bump(tensor)), async_op=async_op)
+    return _start(pg, "all_reduce", [req], lambda: (finish(), _bump(tensor)), async_op=async_op, outputs=[tensor])
 
 
 def _group_rank(pg, global_rank, group_rank, what):
@@ -127,7 +127,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     root = _group_rank(pg, src, group_src, "src")
     arr = _array(tensor, "broadcast's tensor")
     req = pg._comm.Ibcast(_bytes(arr), root=root)
-    return _start(pg, "broadcast", [req], lambda: _bump(tensor), async_op=async_op)
+    return _start(pg, "broadcast", [req], lambda: _bump(tensor), async_op=async_op, outputs=[tensor])
 
 
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
@@ -181,7 +181,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
         raise ValueError(f"all_gather_into_tensor: output must hold world size ({pg.size()}) times the input's "
                          f"{arr.size} elements of {arr.dtype}, got {out.size} of {out.dtype}")
     req = pg._comm.Iallgather(_bytes(arr), _bytes(out))
-    return _start(pg, "all_gather_into_tensor", [req], lambda: _bump(output_tensor), async_op=async_op)
+    return _start(pg, "all_gather_into_tensor", [req], lambda: _bump(output_tensor), async_op=async_op,
+                  outputs=[output_tensor])
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
@@ -205,7 +206,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
             result = result // pg.size() if result.dtype.kind in "iu" else result / pg.size()
         out.reshape(-1)[...] = result if out.dtype.kind != "b" else result != 0
         _bump(output)
-    return _start(pg, "reduce_scatter_tensor", [req], finish, async_op=async_op)
+    return _start(pg, "reduce_scatter_tensor", [req], finish, async_op=async_op, outputs=[output])
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):

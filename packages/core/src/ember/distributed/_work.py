@@ -17,7 +17,7 @@ class Work:
     """Requests of one collective plus what finishes it (copying a converted result back,
     dividing for AVG). ``wait`` blocks until done or the group's timeout passes."""
 
-    def __init__(self, requests, finish=None, *, group=None, name="", seq=0, result=None):
+    def __init__(self, requests, finish=None, *, group=None, name="", seq=0, result=None, outputs=()):
         self._requests = list(requests)
         self._finish = finish
         self._group = group
@@ -25,6 +25,7 @@ class Work:
         self._seq = seq
         self._done = False
         self._result = result
+        self._outputs = list(outputs)
 
     def _complete(self):
         self._done = True
@@ -79,6 +80,20 @@ class Work:
     def result(self):
         self.wait()
         return self._result
+
+    def get_future(self):
+        """An ember.futures.Future of the collective's output tensors (a list), complete once
+        the Work is (waiting on it waits on the Work)."""
+        from ..futures import Future
+        fut = Future()
+
+        def drive():
+            self.wait()
+            if not fut._done:
+                fut.set_result(self._outputs)
+        fut._drive = drive
+        fut._poll = lambda: self.is_completed() and drive()
+        return fut
 
     def source_rank(self) -> int:
         return self._result

@@ -65,7 +65,8 @@ class DistributedDataParallel(Module):
     backwards of forwards run inside it (gradients accumulate locally and are averaged at the
     next synchronised backward). ``static_graph``, ``gradient_as_bucket_view``,
     ``check_reduction``, ``device_ids`` and ``output_device`` are accepted and change
-    nothing (CPU tensors; buckets are copies). Not yet: communication hooks and ``join()``.
+    nothing (CPU tensors; buckets are copies). ``register_comm_hook`` replaces the averaging
+(the hooks of ember.distributed.algorithms.ddp_comm_hooks). Not yet: ``join()``.
     """
 
     def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0, broadcast_buffers=True,
@@ -97,6 +98,7 @@ class DistributedDataParallel(Module):
         self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
         self._hooks = [p.register_post_accumulate_grad_hook(self._grad_ready) for p in params]
         self._unused = []
+        self._comm_hook = None
 
     # ---- construction ---------------------------------------------------------------------
     def _rank0_root(self):
@@ -129,6 +131,16 @@ class DistributedDataParallel(Module):
             size += nbytes
         buckets.append(_Bucket(current))
         return buckets
+
+    def register_comm_hook(self, state, hook) -> None:
+        """Average gradients with ``hook(state, bucket)`` instead: it gets each bucket as a
+        ``GradBucket`` and returns an ember.futures.Future of the bucket's new flat gradients
+        (see ember.distributed.algorithms.ddp_comm_hooks.default_hooks). Once, before training."""
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        if not callable(hook):
+            raise TypeError(f"Communication hook must be callable, got {type(hook).__name__}")
+        self._comm_hook = (state, hook)
 
     # ---- forward --------------------------------------------------------------------------
     @contextmanager
@@ -209,6 +221,13 @@ class DistributedDataParallel(Module):
         parts = [p.grad._data.reshape(-1) if p.grad is not None else numpy.zeros(p._data.size, bucket.dtype)
                  for p in bucket.params]
         bucket.flat = numpy.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+        if self._comm_hook is not None:
+            state, hook = self._comm_hook
+            index = self._buckets.index(bucket)
+            grad_bucket = dist.GradBucket(index, from_numpy(bucket.flat), bucket.params,
+                                          index == len(self._buckets) - 1)
+            bucket.work = hook(state, grad_bucket)
+            return
         bucket.work = dist.all_reduce(from_numpy(bucket.flat), op=dist.ReduceOp.AVG, group=self.process_group,
                                       async_op=True)
 
@@ -223,7 +242,9 @@ class DistributedDataParallel(Module):
             dist.all_reduce(from_numpy(mask), op=dist.ReduceOp.MAX, group=self.process_group)
             used = iter(mask.tolist())
         for b in self._buckets:
-            b.work.wait()
+            result = b.work.wait()
+            if self._comm_hook is not None:  # the hook's future holds the new flat gradients
+                b.flat = numpy.asarray(result._data).reshape(-1).astype(b.dtype, copy=False)
             at = 0
             for p, n in zip(b.params, b.sizes):
                 keep = True if used is None else bool(next(used))

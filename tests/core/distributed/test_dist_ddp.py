@@ -61,3 +61,30 @@ def test_a_parameter_without_gradient_needs_find_unused_parameters(tmp_path):
     assert done.returncode != 0
     assert "RuntimeError: Expected to have finished reduction in the prior iteration" in done.stderr, done.stderr
     assert "spare.weight" in done.stderr
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_join_with_uneven_inputs(world, tmp_path):
+    """Rank r has 3 + 2r batches: step t averages (over the whole world) the gradients of the
+    ranks that still have a batch, and every rank ends with the longest-running rank's model."""
+    done = mpirun(world, "ddp_join.py", tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    ranks = [dict(np.load(tmp_path / f"rank{r}.npz")) for r in range(world)]
+    body = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+    body.load_state_dict({k[len("start."):]: ember.from_numpy(v.copy()) for k, v in ranks[0].items()
+                          if k.startswith("start.")})
+    optimizer = ember.optim.SGD(body.parameters(), lr=0.1, momentum=0.9)
+    for step in range(3 + 2 * (world - 1)):
+        optimizer.zero_grad()
+        total = 0
+        for r in range(world):
+            if step < 3 + 2 * r:
+                data = np.random.default_rng([step, r])
+                x, y = data.standard_normal((4, 4)).astype(np.float32), data.standard_normal((4, 2)).astype(np.float32)
+                total = total + nn.functional.mse_loss(body(ember.from_numpy(x)), ember.from_numpy(y))
+        (total / world).backward()
+        optimizer.step()
+    for r, saved in enumerate(ranks):
+        for k, v in body.state_dict().items():
+            np.testing.assert_allclose(saved[f"final.{k}"], v.detach().numpy(), rtol=1e-5, atol=1e-6,
+                                       err_msg=f"rank {r}: {k}")

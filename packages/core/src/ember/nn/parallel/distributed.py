@@ -66,7 +66,8 @@ class DistributedDataParallel(Module):
     next synchronised backward). ``static_graph``, ``gradient_as_bucket_view``,
     ``check_reduction``, ``device_ids`` and ``output_device`` are accepted and change
     nothing (CPU tensors; buckets are copies). ``register_comm_hook`` replaces the averaging
-(the hooks of ember.distributed.algorithms.ddp_comm_hooks). Not yet: ``join()``.
+(the hooks of ember.distributed.algorithms.ddp_comm_hooks); ``join()`` trains ranks with
+uneven numbers of batches.
     """
 
     def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0, broadcast_buffers=True,
@@ -99,20 +100,21 @@ class DistributedDataParallel(Module):
         self._hooks = [p.register_post_accumulate_grad_hook(self._grad_ready) for p in params]
         self._unused = []
         self._comm_hook = None
+        self._joining = False
 
     # ---- construction ---------------------------------------------------------------------
     def _rank0_root(self):
         return self.process_group._ranks[0]
 
-    def _sync_states(self, tensors):
-        """Broadcast the tensors of rank 0 to the others, as one message of their bytes."""
+    def _sync_states(self, tensors, src=None):
+        """Broadcast the tensors of rank 0 (or ``src``) to the others, as one message of their bytes."""
         from ... import distributed as dist
         from ... import from_numpy
         tensors = [t for t in tensors if t._data.size]
         if not tensors or self.process_group.size() == 1:
             return
         flat = numpy.concatenate([numpy.ascontiguousarray(t._data).reshape(-1).view(numpy.uint8) for t in tensors])
-        dist.broadcast(from_numpy(flat), src=self._rank0_root(), group=self.process_group)
+        dist.broadcast(from_numpy(flat), src=self._rank0_root() if src is None else src, group=self.process_group)
         at = 0
         for t in tensors:
             n = t._data.nbytes
@@ -163,15 +165,87 @@ class DistributedDataParallel(Module):
                     "You can enable unused parameter detection by passing the keyword argument "
                     "`find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`; parameters "
                     "without a gradient: " + ", ".join(self._names_waiting()))
+        sync = self.require_backward_grad_sync and is_grad_enabled()
+        if self._joining:
+            self._announce(1, sync)
+            self._join_iterations += 1
         if self.broadcast_buffers:
             self._sync_states(list(self.module.buffers()))
-        self._sync_this_backward = self.require_backward_grad_sync and is_grad_enabled()
+        self._sync_this_backward = sync
         if self._sync_this_backward:
             self._reset()
         output = self.module(*inputs, **kwargs)
         if self._sync_this_backward and self.find_unused_parameters:
             self._mark_unreached(output)
         return output
+
+    # ---- uneven inputs -----------------------------------------------------------------------
+    @contextmanager
+    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
+        """Train on ranks with different numbers of batches (torch's DDP ``join``). Inside, each
+        forward first tells the group this rank is still training; a rank whose loop ended
+        stays at the end of the block and takes part in the other ranks' collectives with
+        zero gradients until every rank is done. Averages divide by the whole world size
+        (``divide_by_initial_world_size=False`` is not supported). NotImplementedError for
+        ``throw_on_early_termination=True``."""
+        if throw_on_early_termination:
+            raise NotImplementedError("join(throw_on_early_termination=True) is not supported by ember yet")
+        if not divide_by_initial_world_size:
+            raise NotImplementedError("join(divide_by_initial_world_size=False) is not supported by ember yet")
+        if not enable:
+            yield
+            return
+        self._joining, self._join_iterations = True, 0
+        try:
+            yield
+            self._shadow()
+            # the rank that trained longest has the final model: everyone takes its state
+            from ... import distributed as dist
+            from ... import tensor
+            counts = [tensor([0]) for _ in range(self.process_group.size())]
+            dist.all_gather(counts, tensor([self._join_iterations]), group=self.process_group)
+            counts = [c.item() for c in counts]
+            last = self.process_group._ranks[counts.index(max(counts))]
+            self._sync_states([*self.module.parameters(), *self.module.buffers()], src=last)
+        finally:
+            self._joining = False
+
+    def _announce(self, active, sync):
+        """One all-reduce per iteration: how many ranks still train, and whether they average."""
+        from ... import distributed as dist
+        from ... import tensor
+        flag = tensor([active, int(bool(sync))])
+        dist.all_reduce(flag, group=self.process_group)
+        return flag.tolist()
+
+    def _shadow(self):
+        """The joined rank's side of each iteration the others still run: the buffer broadcast,
+        every bucket with zero gradients, the unused-parameter mask."""
+        from ... import distributed as dist
+        from ... import from_numpy
+        while True:
+            active, sync = self._announce(0, False)
+            if active == 0:
+                return
+            if self.broadcast_buffers:
+                self._sync_states(list(self.module.buffers()))
+            if not sync:
+                continue
+            works = []
+            for b in self._buckets:
+                zeros = from_numpy(numpy.zeros(sum(b.sizes), b.dtype))
+                if self._comm_hook is not None:
+                    state, hook = self._comm_hook
+                    works.append(hook(state, dist.GradBucket(self._buckets.index(b), zeros, b.params,
+                                                             b is self._buckets[-1])))
+                else:
+                    works.append(dist.all_reduce(zeros, op=dist.ReduceOp.AVG, group=self.process_group,
+                                                 async_op=True))
+            if self.find_unused_parameters:
+                mask = numpy.zeros(sum(len(b.params) for b in self._buckets), numpy.uint8)
+                dist.all_reduce(from_numpy(mask), op=dist.ReduceOp.MAX, group=self.process_group)
+            for w in works:
+                w.wait()
 
     def _names_waiting(self):
         names = {id(p): n for n, p in self.module.named_parameters()}
@@ -207,13 +281,14 @@ class DistributedDataParallel(Module):
     def _grad_ready(self, param):
         if not self._sync_this_backward:
             return
-        bucket = self._bucket_of[id(param)]
-        bucket.waiting.discard(id(param))
-        if bucket.waiting or bucket.work is not None:
-            return
-        self._launch(bucket)
-        if all(b.work is not None for b in self._buckets):
-            self._finish()
+        self._bucket_of[id(param)].waiting.discard(id(param))
+        # buckets go out in index order on every rank (MPI matches collectives by their order)
+        for b in self._buckets:
+            if b.work is None:
+                if b.waiting:
+                    return
+                self._launch(b)
+        self._finish()
 
     def _launch(self, bucket):
         from ... import distributed as dist

@@ -33,3 +33,4 @@ def test_exceptions_reach_the_waiter(lib):
     ok.set_result(1)
     with pytest.raises((ZeroDivisionError, RuntimeError)):
         bad.wait()
+

@@ -45,3 +45,13 @@ def test_timeout_names_rank_collective_and_sequence():
     assert done.returncode != 0
     assert "DistBackendError: [Rank 0] all_reduce (sequence number 2) did not complete within 2 s" in done.stderr, \
         done.stderr
+
+
+def test_reduce_op_members_as_torchs():
+    import torch.distributed as tdist
+
+    import ember.distributed as edist
+    assert list(edist.ReduceOp.RedOpType.__members__) == list(tdist.ReduceOp.RedOpType.__members__)
+    for name in tdist.ReduceOp.RedOpType.__members__:
+        theirs, ours = getattr(tdist.ReduceOp, name), getattr(edist.ReduceOp, name)
+        assert int(ours) == int(theirs) and str(ours) == str(theirs) and repr(ours) == repr(theirs)

@@ -64,8 +64,6 @@ def _op(op):
     factor = op.factor if isinstance(op, ReduceOp) else None
     if red == ReduceOp.RedOpType.PREMUL_SUM and factor is None:
         raise ValueError("ReduceOp.PREMUL_SUM needs its factor: use _make_nccl_premul_sum(factor)")
-    if red == ReduceOp.RedOpType.UNUSED:
-        raise ValueError("ReduceOp.UNUSED is not a reduction")
     return red, factor
 
 

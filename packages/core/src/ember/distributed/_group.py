@@ -38,7 +38,7 @@ class Backend(str):
 class ReduceOp:
     """Reduction operations of the collectives (torch.distributed.ReduceOp): SUM, AVG,
     PRODUCT, MIN, MAX, BAND, BOR, BXOR, PREMUL_SUM (made with a factor by
-    ``_make_nccl_premul_sum``), UNUSED."""
+    ``_make_nccl_premul_sum``)."""
 
     class RedOpType(enum.IntEnum):
         SUM = 0
@@ -50,7 +50,9 @@ class ReduceOp:
         BOR = 6
         BXOR = 7
         PREMUL_SUM = 8
-        UNUSED = 9
+
+        def __str__(self):
+            return f"RedOpType.{self.name}"
 
     def __init__(self, op=RedOpType.SUM, factor=None):
         self.op = ReduceOp.RedOpType(op)

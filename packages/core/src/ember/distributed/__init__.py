@@ -1,21 +1,74 @@
-"""``ember.distributed``: torch.distributed's entry points, before ember's distributed engine.
+"""``ember.distributed``: torch.distributed's process groups and collectives on MPI (through
+mpi4py, the ``distributed`` extra). Backends "mpi" and "gloo" both run on MPI, for CPU
+tensors; the ranks come from the MPI world that ``ember-run`` or ``mpiexec`` started.
 
-Until the MPI-based engine lands, ember has no process groups: ``is_available()`` answers
-False, a documented deviation (torch's CPU build answers True), so that scripts guarded by
-``dist.is_available() and dist.is_initialized()`` take their single-process path, as they do
-on a torch built without distributed support (which offers only these queries).
+``is_available()`` is True when mpi4py can be imported; MPI itself starts only at
+``init_process_group``. Object collectives unpickle with ``ember.load``'s restricted rules
+unless ``trust_object_collectives`` (or EMBER_DISTRIBUTED_TRUST_OBJECTS=1) says otherwise.
+``EMBER_DISTRIBUTED_DEBUG=DETAIL`` (or torch's ``TORCH_DISTRIBUTED_DEBUG``) checks each
+collective across ranks before it runs. ``ember.distributed.optim`` holds
+ZeroRedundancyOptimizer.
+
+Source: https://pytorch.org/docs/stable/distributed.html
 """
 
 from __future__ import annotations
 
-__all__ = ["is_available", "is_initialized"]
+from ._collectives import (
+    all_gather,
+    all_gather_into_tensor,
+    all_reduce,
+    all_to_all,
+    all_to_all_single,
+    barrier,
+    broadcast,
+    gather,
+    irecv,
+    isend,
+    recv,
+    reduce,
+    reduce_scatter,
+    reduce_scatter_tensor,
+    scatter,
+    send,
+)
+from ._grad_bucket import GradBucket
+from ._group import (
+    Backend,
+    GroupMember,
+    ProcessGroup,
+    ReduceOp,
+    _make_nccl_premul_sum,
+    default_pg_timeout,
+    destroy_process_group,
+    get_backend,
+    get_global_rank,
+    get_group_rank,
+    get_process_group_ranks,
+    get_rank,
+    get_world_size,
+    init_process_group,
+    is_available,
+    is_gloo_available,
+    is_initialized,
+    is_mpi_available,
+    is_nccl_available,
+    is_torchelastic_launched,
+    new_group,
+)
+from ._objects import all_gather_object, broadcast_object_list, gather_object, monitored_barrier, scatter_object_list
+from ._work import DistBackendError, Work
 
+group = GroupMember
+# unpickle any object in the object collectives (see _objects); only between trusted ranks
+trust_object_collectives = False
 
-def is_available() -> bool:
-    """Whether process groups can be made: False (see the module docstring)."""
-    return False
-
-
-def is_initialized() -> bool:
-    """Whether the default process group exists: False."""
-    return False
+__all__ = ["GradBucket", "Backend", "GroupMember", "ProcessGroup", "ReduceOp", "Work", "DistBackendError", "group",
+           "_make_nccl_premul_sum", "default_pg_timeout", "init_process_group", "destroy_process_group",
+           "is_available", "is_initialized", "is_mpi_available", "is_gloo_available", "is_nccl_available",
+           "is_torchelastic_launched", "new_group", "get_rank", "get_world_size", "get_backend",
+           "get_process_group_ranks", "get_global_rank", "get_group_rank", "all_reduce", "broadcast", "reduce",
+           "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
+           "all_to_all_single", "gather", "scatter", "send", "recv", "isend", "irecv", "barrier",
+           "broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list",
+           "monitored_barrier", "trust_object_collectives"]

@@ -1,0 +1,369 @@
+"""Collectives and point-to-point messages (torch.distributed's functions) on non-blocking
+MPI requests. Tensors move as their bytes in place (every dtype, bfloat16 included);
+reductions run on MPI's typed operations, float16 / bfloat16 accumulated in float32 and
+bool as 0/1 integers (SUM and MAX act as "or", PRODUCT and MIN as "and"). Every call bumps
+a sequence number of its group, named in the timeout error.
+
+Source: https://pytorch.org/docs/stable/distributed.html#collective-functions
+"""
+
+from __future__ import annotations
+
+import numpy
+
+from .._tensor import Tensor
+from . import _watchdog
+from ._debug import check
+from ._group import ReduceOp, _resolve
+from ._mpi import mpi
+from ._work import Work
+
+__all__ = ["all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+           "reduce_scatter_tensor", "all_to_all_single", "all_to_all", "gather", "scatter", "send", "recv",
+           "isend", "irecv", "barrier"]
+
+_WIDENED = {"float16", "bfloat16"}
+
+
+def _array(tensor, what: str):
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{what} must be a Tensor, got {type(tensor).__name__}")
+    arr = tensor._data
+    if type(arr) is not numpy.ndarray:
+        raise RuntimeError(f"{what} is on {tensor.device}; ember's MPI engine moves CPU tensors only")
+    if not arr.flags.c_contiguous:
+        raise ValueError("Tensors must be contiguous")
+    return arr
+
+
+def _bytes(arr):
+    return arr.reshape(-1).view(numpy.uint8)
+
+
+def _bump(tensor):
+    if type(tensor._vc) is list:
+        tensor._vc[0] += 1
+
+
+def _enter(pg, name, tensor=None, op=None):
+    """Count the collective; in debug mode, check that every rank enters the same one."""
+    pg._next_seq()
+    _watchdog.entered(name, pg._seq, None if pg.group_name == "default" else pg._ranks)
+    if pg._debug:
+        check(pg, name, tensor, op)
+
+
+def _start(group, name, requests, finish=None, result=None, async_op=False, outputs=()):
+    work = Work(requests, finish, group=group, name=name, seq=group._seq, result=result, outputs=outputs)
+    if async_op:
+        return work
+    work.wait()
+    return work._result
+
+
+def _op(op):
+    red = op.op if isinstance(op, ReduceOp) else ReduceOp.RedOpType(op)
+    factor = op.factor if isinstance(op, ReduceOp) else None
+    if red == ReduceOp.RedOpType.PREMUL_SUM and factor is None:
+        raise ValueError("ReduceOp.PREMUL_SUM needs its factor: use _make_nccl_premul_sum(factor)")
+    return red, factor
+
+
+def _reduction(arr, op, size):
+    """The buffer MPI reduces (``arr`` itself, or a widened copy), MPI's op, and what writes
+    the result back into ``arr``."""
+    MPI = mpi()
+    red, factor = _op(op)
+    kind = arr.dtype.kind
+    if red in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind not in "biu":
+        raise RuntimeError(f"Cannot use ReduceOp.{red.name} with {arr.dtype} tensors: it needs integer or bool ones")
+    if red in (ReduceOp.MIN, ReduceOp.MAX) and kind == "c":
+        raise RuntimeError(f"Cannot use ReduceOp.{red.name} with complex tensors")
+    widen = arr.dtype.name in _WIDENED or kind == "b"
+    buf = arr.astype(numpy.float32 if kind != "b" else numpy.int32) if widen else arr
+    if red == ReduceOp.PREMUL_SUM:
+        factor = factor.item() if isinstance(factor, Tensor) else factor
+        # out= keeps 0-d buffers arrays (numpy turns 0-d products into scalars)
+        buf = numpy.multiply(buf, buf.dtype.type(factor), out=numpy.empty_like(buf) if buf is arr else buf)
+    mpi_op = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PREMUL_SUM: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
+              ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR,
+              ReduceOp.BXOR: MPI.BXOR}[red]
+
+    def finish(out=arr):
+        result = buf
+        if red == ReduceOp.AVG:
+            # integers divide with floor, as a sum divided by the world size in torch's integer division
+            result = result // size if result.dtype.kind in "iu" else result / size
+        if result is not out:
+            out[...] = result.astype(out.dtype) if kind != "b" else result != 0
+    return buf, mpi_op, finish
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``tensor`` across the group's ranks, in place on every rank (any shape, every dtype;
+    bitwise ops need integer or bool tensors). Returns a Work when ``async_op``, else None."""
+    pg = _resolve(group)
+    _enter(pg, "all_reduce", tensor, op=op)
+    arr = _array(tensor, "all_reduce's tensor")
+    buf, mpi_op, finish = _reduction(arr, op, pg.size())
+    req = pg._comm.Iallreduce(mpi().IN_PLACE, buf.reshape(-1), op=mpi_op)
+    return _start(pg, "all_reduce", [req], lambda: (finish(), _bump(tensor)), async_op=async_op, outputs=[tensor])
+
+
+def _group_rank(pg, global_rank, group_rank, what):
+    if group_rank is not None:
+        return group_rank
+    if global_rank is None:
+        return 0
+    if global_rank not in pg._ranks:
+        raise ValueError(f"{what} {global_rank} is not part of group {pg._ranks}")
+    return pg._ranks.index(global_rank)
+
+
+def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+    """Copy ``tensor`` of rank ``src`` (a global rank) into ``tensor`` on every other rank."""
+    pg = _resolve(group)
+    _enter(pg, "broadcast", tensor)
+    root = _group_rank(pg, src, group_src, "src")
+    arr = _array(tensor, "broadcast's tensor")
+    req = pg._comm.Ibcast(_bytes(arr), root=root)
+    return _start(pg, "broadcast", [req], lambda: _bump(tensor), async_op=async_op, outputs=[tensor])
+
+
+def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
+    """Reduce ``tensor`` of every rank into ``tensor`` on rank ``dst`` (the others keep theirs)."""
+    pg = _resolve(group)
+    _enter(pg, "reduce", tensor, op=op)
+    root = _group_rank(pg, dst, group_dst, "dst")
+    arr = _array(tensor, "reduce's tensor")
+    buf, mpi_op, finish = _reduction(arr, op, pg.size())
+    MPI = mpi()
+    if pg.rank() == root:
+        req = pg._comm.Ireduce(MPI.IN_PLACE, buf.reshape(-1), op=mpi_op, root=root)
+        return _start(pg, "reduce", [req], lambda: (finish(), _bump(tensor)), async_op=async_op)
+    req = pg._comm.Ireduce(buf.reshape(-1), None, op=mpi_op, root=root)
+    return _start(pg, "reduce", [req], async_op=async_op)
+
+
+def _same(arr, other, what):
+    if arr.dtype != other.dtype or arr.size != other.size:
+        raise ValueError(f"{what}: expected {other.size} elements of {other.dtype}, got {arr.size} of {arr.dtype}")
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """Fill ``tensor_list`` (one tensor per rank, each like ``tensor``) with every rank's ``tensor``."""
+    pg = _resolve(group)
+    _enter(pg, "all_gather", tensor)
+    arr = _array(tensor, "all_gather's tensor")
+    if len(tensor_list) != pg.size():
+        raise ValueError(f"all_gather: tensor_list must hold {pg.size()} tensors, one per rank, got {len(tensor_list)}")
+    outs = [_array(t, "all_gather's output") for t in tensor_list]
+    for o in outs:
+        _same(o, arr, "all_gather's output")
+    flat = numpy.empty((pg.size(), arr.nbytes), numpy.uint8)
+    req = pg._comm.Iallgather(_bytes(arr), flat)
+
+    def finish():
+        for t, o, row in zip(tensor_list, outs, flat):
+            _bytes(o)[...] = row
+            _bump(t)
+    return _start(pg, "all_gather", [req], finish, async_op=async_op)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Every rank's ``input_tensor`` [*S], concatenated ([world * S0, ...]) or stacked
+    ([world, *S]) into ``output_tensor``, in rank order."""
+    pg = _resolve(group)
+    _enter(pg, "all_gather_into_tensor", input_tensor)
+    arr = _array(input_tensor, "all_gather_into_tensor's input")
+    out = _array(output_tensor, "all_gather_into_tensor's output")
+    if out.dtype != arr.dtype or out.size != arr.size * pg.size():
+        raise ValueError(f"all_gather_into_tensor: output must hold world size ({pg.size()}) times the input's "
+                         f"{arr.size} elements of {arr.dtype}, got {out.size} of {out.dtype}")
+    req = pg._comm.Iallgather(_bytes(arr), _bytes(out))
+    return _start(pg, "all_gather_into_tensor", [req], lambda: _bump(output_tensor), async_op=async_op,
+                  outputs=[output_tensor])
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``input`` ([world * S0, ...] or [world, *S]) across ranks and give rank i the
+    i-th block in ``output``."""
+    pg = _resolve(group)
+    _enter(pg, "reduce_scatter_tensor", input, op=op)
+    arr = _array(input, "reduce_scatter_tensor's input")
+    out = _array(output, "reduce_scatter_tensor's output")
+    if out.dtype != arr.dtype or arr.size != out.size * pg.size():
+        raise ValueError(f"reduce_scatter_tensor: input must hold world size ({pg.size()}) times the output's "
+                         f"{out.size} elements of {out.dtype}, got {arr.size} of {arr.dtype}")
+    buf, mpi_op, _ = _reduction(arr.copy(), op, pg.size())
+    block = numpy.empty(buf.size // pg.size(), buf.dtype)
+    req = pg._comm.Ireduce_scatter_block(buf.reshape(-1), block, op=mpi_op)
+    red, _ = _op(op)
+
+    def finish():
+        result = block
+        if red == ReduceOp.AVG:
+            result = result // pg.size() if result.dtype.kind in "iu" else result / pg.size()
+        out.reshape(-1)[...] = result if out.dtype.kind != "b" else result != 0
+        _bump(output)
+    return _start(pg, "reduce_scatter_tensor", [req], finish, async_op=async_op, outputs=[output])
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce the i-th tensors of every rank's ``input_list`` into ``output`` on rank i."""
+    pg = _resolve(group)
+    if len(input_list) != pg.size():
+        raise ValueError(f"reduce_scatter: input_list must hold {pg.size()} tensors, got {len(input_list)}")
+    from .. import cat
+    stacked = cat([t.reshape(-1) for t in input_list])
+    return reduce_scatter_tensor(output, stacked, op, group, async_op)
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None, async_op=False):
+    """Split ``input`` along dim 0 (evenly, or by ``input_split_sizes``), send block i to rank i,
+    and concatenate the blocks received into ``output`` (by ``output_split_sizes``)."""
+    pg = _resolve(group)
+    _enter(pg, "all_to_all_single", input)
+    size = pg.size()
+    arr = _array(input, "all_to_all_single's input")
+    out = _array(output, "all_to_all_single's output")
+    row_in = arr.nbytes // max(arr.shape[0], 1) if arr.ndim else arr.nbytes
+    row_out = out.nbytes // max(out.shape[0], 1) if out.ndim else out.nbytes
+
+    def counts(splits, arr_, row):
+        if splits is None or len(splits) == 0:
+            if arr_.shape[0] % size:
+                raise ValueError(f"all_to_all_single: dim 0 ({arr_.shape[0]}) is not divisible by the world "
+                                 f"size {size}")
+            splits = [arr_.shape[0] // size] * size
+        if len(splits) != size or sum(splits) != arr_.shape[0]:
+            raise ValueError(f"all_to_all_single: split sizes {list(splits)} do not cover dim 0 ({arr_.shape[0]}) "
+                             f"in {size} blocks")
+        c = [int(s) * row for s in splits]
+        return c, [sum(c[:i]) for i in range(size)]
+    sc, sd = counts(input_split_sizes, arr, row_in)
+    rc, rd = counts(output_split_sizes, out, row_out)
+    req = pg._comm.Ialltoallv([_bytes(arr), (sc, sd)], [_bytes(out), (rc, rd)])
+    return _start(pg, "all_to_all_single", [req], lambda: _bump(output), async_op=async_op)
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    """Send ``input_tensor_list[i]`` to rank i and receive rank i's into ``output_tensor_list[i]``."""
+    pg = _resolve(group)
+    _enter(pg, "all_to_all")
+    size = pg.size()
+    if len(output_tensor_list) != size or len(input_tensor_list) != size:
+        raise ValueError(f"all_to_all: both lists must hold {size} tensors")
+    ins = [_array(t, "all_to_all's input") for t in input_tensor_list]
+    outs = [_array(t, "all_to_all's output") for t in output_tensor_list]
+    send = numpy.concatenate([_bytes(a) for a in ins]) if ins else numpy.empty(0, numpy.uint8)
+    recv = numpy.empty(sum(o.nbytes for o in outs), numpy.uint8)
+    sc = [a.nbytes for a in ins]
+    rc = [o.nbytes for o in outs]
+    req = pg._comm.Ialltoallv([send, (sc, [sum(sc[:i]) for i in range(size)])],
+                              [recv, (rc, [sum(rc[:i]) for i in range(size)])])
+
+    def finish():
+        at = 0
+        for t, o in zip(output_tensor_list, outs):
+            _bytes(o)[...] = recv[at:at + o.nbytes]
+            at += o.nbytes
+            _bump(t)
+    return _start(pg, "all_to_all", [req], finish, async_op=async_op)
+
+
+def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+    """Every rank's ``tensor`` into ``gather_list`` (world size tensors) on rank ``dst``;
+    the other ranks pass no list."""
+    pg = _resolve(group)
+    _enter(pg, "gather", tensor)
+    root = _group_rank(pg, dst, group_dst, "dst")
+    arr = _array(tensor, "gather's tensor")
+    if pg.rank() != root:
+        if gather_list:
+            raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+        return _start(pg, "gather", [pg._comm.Igather(_bytes(arr), None, root=root)], async_op=async_op)
+    if gather_list is None or len(gather_list) != pg.size():
+        raise ValueError(f"gather: the destination rank needs gather_list with {pg.size()} tensors")
+    outs = [_array(t, "gather's output") for t in gather_list]
+    for o in outs:
+        _same(o, arr, "gather's output")
+    flat = numpy.empty((pg.size(), arr.nbytes), numpy.uint8)
+    req = pg._comm.Igather(_bytes(arr), flat, root=root)
+
+    def finish():
+        for t, o, row in zip(gather_list, outs, flat):
+            _bytes(o)[...] = row
+            _bump(t)
+    return _start(pg, "gather", [req], finish, async_op=async_op)
+
+
+def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
+    """``scatter_list[i]`` of rank ``src`` into ``tensor`` on rank i."""
+    pg = _resolve(group)
+    _enter(pg, "scatter", tensor)
+    root = _group_rank(pg, src, group_src, "src")
+    arr = _array(tensor, "scatter's tensor")
+    send = None
+    if pg.rank() == root:
+        if scatter_list is None or len(scatter_list) != pg.size():
+            raise ValueError(f"scatter: the source rank needs scatter_list with {pg.size()} tensors")
+        ins = [_array(t, "scatter's input") for t in scatter_list]
+        for a in ins:
+            _same(a, arr, "scatter's input")
+        send = numpy.concatenate([_bytes(a) for a in ins])
+    elif scatter_list:
+        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    req = pg._comm.Iscatter(send, _bytes(arr), root=root)
+    return _start(pg, "scatter", [req], lambda: _bump(tensor), async_op=async_op)
+
+
+def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+    """Start sending ``tensor`` to rank ``dst``; returns a Work."""
+    pg = _resolve(group)
+    pg._next_seq()
+    peer = _group_rank(pg, dst, group_dst, "dst")
+    arr = _array(tensor, "send's tensor")
+    return Work([pg._comm.Isend(_bytes(arr), dest=peer, tag=tag)], group=pg, name=f"send to {peer}", seq=pg._seq)
+
+
+def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Start receiving into ``tensor`` from rank ``src`` (any rank when None); the Work's
+    ``source_rank()`` names the sender once done."""
+    pg = _resolve(group)
+    pg._next_seq()
+    MPI = mpi()
+    peer = MPI.ANY_SOURCE if src is None and group_src is None else _group_rank(pg, src, group_src, "src")
+    arr = _array(tensor, "recv's tensor")
+    status = MPI.Status()
+    req = pg._comm.Irecv(_bytes(arr), source=peer, tag=tag)
+    work = Work([], group=pg, name=f"recv from {'any rank' if src is None else peer}", seq=pg._seq)
+
+    class _Req:  # Test with a status, so that the sender is known
+        def Test(self):
+            return req.Test(status)
+
+    def finish():
+        _bump(tensor)
+        work._result = pg._ranks[status.Get_source()]
+    work._requests, work._finish = [_Req()], finish
+    return work
+
+
+def send(tensor, dst=None, group=None, tag=0, group_dst=None) -> None:
+    """Send ``tensor`` to rank ``dst`` and wait until it is sent."""
+    isend(tensor, dst, group, tag, group_dst).wait()
+
+
+def recv(tensor, src=None, group=None, tag=0, group_src=None) -> int:
+    """Receive into ``tensor`` from rank ``src`` (any rank when None); returns the sender's rank."""
+    work = irecv(tensor, src, group, tag, group_src)
+    work.wait()
+    return work._result
+
+
+def barrier(group=None, async_op=False, device_ids=None):
+    """Wait until every rank of the group entered the barrier."""
+    pg = _resolve(group)
+    _enter(pg, "barrier")
+    return _start(pg, "barrier", [pg._comm.Ibarrier()], async_op=async_op)

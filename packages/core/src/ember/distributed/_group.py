@@ -1,0 +1,306 @@
+"""Process groups on MPI communicators: the default group (init_process_group), sub-groups
+(new_group), and the rank, size and backend queries (torch.distributed's names).
+
+Source: https://pytorch.org/docs/stable/distributed.html
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from datetime import timedelta
+
+from . import _mpi
+
+__all__ = ["Backend", "ReduceOp", "ProcessGroup", "GroupMember", "init_process_group", "destroy_process_group",
+           "is_initialized", "is_available", "new_group", "get_rank", "get_world_size", "get_backend",
+           "get_process_group_ranks", "get_global_rank", "get_group_rank", "default_pg_timeout",
+           "is_mpi_available", "is_gloo_available", "is_nccl_available", "is_torchelastic_launched"]
+
+default_pg_timeout = timedelta(minutes=30)
+
+
+class Backend(str):
+    """Backend names (torch.distributed.Backend): ``Backend("GLOO") == "gloo"``."""
+    UNDEFINED = "undefined"
+    GLOO = "gloo"
+    NCCL = "nccl"
+    UCC = "ucc"
+    MPI = "mpi"
+
+    def __new__(cls, name: str):
+        if not isinstance(name, str):
+            raise ValueError(f"Backend constructor parameter must be string-ish, but got {type(name)}")
+        value = getattr(Backend, name.upper(), Backend.UNDEFINED)
+        return str.__new__(cls, value if value != Backend.UNDEFINED else name.lower())
+
+
+class ReduceOp:
+    """Reduction operations of the collectives (torch.distributed.ReduceOp): SUM, AVG,
+    PRODUCT, MIN, MAX, BAND, BOR, BXOR, PREMUL_SUM (made with a factor by
+    ``_make_nccl_premul_sum``)."""
+
+    class RedOpType(enum.IntEnum):
+        SUM = 0
+        AVG = 1
+        PRODUCT = 2
+        MIN = 3
+        MAX = 4
+        BAND = 5
+        BOR = 6
+        BXOR = 7
+        PREMUL_SUM = 8
+
+        def __str__(self):
+            return f"RedOpType.{self.name}"
+
+    def __init__(self, op=RedOpType.SUM, factor=None):
+        self.op = ReduceOp.RedOpType(op)
+        self.factor = factor
+
+    def __eq__(self, other):
+        other_op = other.op if isinstance(other, ReduceOp) else other
+        return self.op == other_op
+
+    def __hash__(self):
+        return hash(self.op)
+
+    def __repr__(self):
+        return f"<ReduceOp.{self.op.name}: {int(self.op)}>"
+
+
+for _member in ReduceOp.RedOpType:
+    setattr(ReduceOp, _member.name, _member)
+
+
+def _make_nccl_premul_sum(factor) -> ReduceOp:
+    """PREMUL_SUM with its factor: every rank's input is multiplied by ``factor`` before the sum."""
+    return ReduceOp(ReduceOp.RedOpType.PREMUL_SUM, factor)
+
+
+class ProcessGroup:
+    """Ranks on one MPI communicator (a duplicate of the world's, so that ember's traffic never
+    matches the user's own mpi4py messages). ``ranks`` are global ranks in group order."""
+
+    def __init__(self, comm, ranks, backend: str, timeout: timedelta, name: str = ""):
+        self._comm = comm
+        self._ranks = list(ranks)
+        self._backend = backend
+        self.timeout = timeout
+        self.group_name = name
+        self._seq = 0
+        from ._debug import enabled
+        self._debug = enabled()
+
+    def rank(self) -> int:
+        return self._comm.Get_rank()
+
+    def size(self) -> int:
+        return self._comm.Get_size()
+
+    def name(self) -> str:
+        return self._backend
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def __repr__(self):
+        return f"ProcessGroup(backend={self._backend!r}, ranks={self._ranks})"
+
+
+class GroupMember:
+    """``GroupMember.WORLD`` is the default group once made; ``NON_GROUP_MEMBER`` is what
+    ``new_group`` gives a rank that is not in it."""
+    WORLD = None
+    NON_GROUP_MEMBER = object()
+
+
+_world = {"pg": None, "groups": []}
+
+
+def is_available() -> bool:
+    """True when mpi4py can be imported (ember's process groups run on MPI)."""
+    return _mpi.available()
+
+
+def is_mpi_available() -> bool:
+    return _mpi.available()
+
+
+def is_gloo_available() -> bool:
+    """True when mpi4py can be imported: backend "gloo" runs on ember's MPI engine."""
+    return _mpi.available()
+
+
+def is_nccl_available() -> bool:
+    return False
+
+
+def is_torchelastic_launched() -> bool:
+    return os.environ.get("TORCHELASTIC_RUN_ID") is not None
+
+
+def is_initialized() -> bool:
+    """Whether the default process group exists."""
+    return _world["pg"] is not None
+
+
+def _default():
+    pg = _world["pg"]
+    if pg is None:
+        raise ValueError("Default process group has not been initialized, please make sure to call "
+                         "init_process_group.")
+    return pg
+
+
+def _resolve(group):
+    if group is None:
+        return _default()
+    if group is GroupMember.NON_GROUP_MEMBER:
+        raise ValueError("this rank is not a member of the given group")
+    if not isinstance(group, ProcessGroup):
+        raise TypeError(f"group must be a ProcessGroup or None, got {type(group).__name__}")
+    return group
+
+
+def _check_backend(backend) -> str:
+    if backend is None:
+        return Backend.MPI
+    text = str(backend).lower()
+    names = [part.split(":")[-1] for part in text.split(",")]
+    for name in names:
+        if name == "nccl":
+            raise RuntimeError("ProcessGroupNCCL is only supported with GPUs, no GPUs found! (ember's "
+                               "distributed engine is MPI, for CPU tensors: use backend 'gloo' or 'mpi')")
+        if name not in ("gloo", "mpi"):
+            raise ValueError(f"Invalid backend: '{backend}'; ember runs 'gloo' and 'mpi' on MPI")
+    return Backend(names[0])
+
+
+def _timeout(timeout) -> timedelta:
+    if timeout is None:
+        return default_pg_timeout
+    if not isinstance(timeout, timedelta):
+        raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {type(timeout)}")
+    return timeout
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
+                       group_name="", pg_options=None, device_id=None) -> None:
+    """Make the default process group from the MPI world the launcher started
+    (``ember-run`` / ``mpiexec``). ``backend``: "mpi" or "gloo" (both run on MPI, CPU tensors).
+    ``init_method`` and ``store`` are accepted and unused: MPI already connected the ranks.
+    RANK / WORLD_SIZE from the environment, and ``rank`` / ``world_size`` when given, must
+    agree with MPI's (RuntimeError otherwise). Outside an MPI launch only a world of one
+    process can be made; anything else raises ValueError saying how to launch.
+    Installs an exception hook that aborts the whole job when a rank raises."""
+    if _world["pg"] is not None:
+        raise ValueError("trying to initialize the default process group twice!")
+    name = _check_backend(backend)
+    limit = _timeout(timeout)
+    if not _mpi.available():
+        raise RuntimeError("ember.distributed needs mpi4py: pip install 'ember-core[distributed]' "
+                           "(and an MPI library: Open MPI or MPICH)")
+    env_world = int(os.environ.get("WORLD_SIZE", -1))
+    if not _mpi.launched_by_mpi():
+        wanted = world_size if world_size != -1 else env_world
+        if wanted not in (-1, 1):
+            raise ValueError(f"this process was not started by an MPI launcher, so it cannot join a "
+                             f"world of {wanted} processes: {_mpi.LAUNCH_HINT}")
+    MPI = _mpi.mpi()
+    world = MPI.COMM_WORLD
+    mpi_rank, mpi_size = world.Get_rank(), world.Get_size()
+    for label, given, actual in (("rank", rank, mpi_rank), ("world_size", world_size, mpi_size),
+                                 ("RANK", int(os.environ.get("RANK", -1)), mpi_rank),
+                                 ("WORLD_SIZE", env_world, mpi_size)):
+        if given != -1 and given != actual:
+            raise RuntimeError(f"init_process_group: {label} is {given} but MPI started this process as "
+                               f"rank {mpi_rank} of {mpi_size}; {_mpi.LAUNCH_HINT}")
+    pg = ProcessGroup(world.Dup(), range(mpi_size), name, limit, group_name or "default")
+    _world["pg"] = pg
+    GroupMember.WORLD = pg
+    if mpi_size > 1:
+        _mpi.install_abort_hook(mpi_rank)
+        from . import _watchdog
+        _watchdog.start(world)
+
+
+def destroy_process_group(group=None) -> None:
+    """Free the group's communicator; without a group, every group and the default one."""
+    if group is None or group is _world["pg"]:
+        for pg in [*_world["groups"], _world["pg"]]:
+            if pg is not None and pg._comm is not None:
+                pg._comm.Free()
+                pg._comm = None
+        _world["pg"], _world["groups"] = None, []
+        GroupMember.WORLD = None
+        from . import _watchdog
+        _watchdog.stop_()
+        return
+    if isinstance(group, ProcessGroup) and group._comm is not None:
+        group._comm.Free()
+        group._comm = None
+        _world["groups"] = [g for g in _world["groups"] if g is not group]
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False,
+              group_desc=None, device_id=None):
+    """A group of the given global ranks (all ranks by default), in that order. Every rank of
+    the default group must call it (MPI_Comm_create is collective); a rank outside ``ranks``
+    gets ``GroupMember.NON_GROUP_MEMBER``."""
+    pg = _default()
+    size = pg.size()
+    members = list(range(size)) if ranks is None else sorted(int(r) for r in ranks)
+    for r in members:
+        if not 0 <= r < size:
+            raise ValueError(f"The new group's rank should be within the world_size set by init_process_group, "
+                             f"got rank {r} for world size {size}")
+    if len(set(members)) != len(members):
+        raise ValueError(f"new_group: duplicate ranks in {members}")
+    comm = pg._comm.Create(pg._comm.Get_group().Incl(members))
+    from mpi4py import MPI
+    if comm == MPI.COMM_NULL:
+        return GroupMember.NON_GROUP_MEMBER
+    group = ProcessGroup(comm, members, _check_backend(backend) if backend else pg._backend,
+                         _timeout(timeout) if timeout is not None else pg.timeout, group_desc or "")
+    _world["groups"].append(group)
+    return group
+
+
+def get_rank(group=None) -> int:
+    """This process's rank in ``group`` (the default group when None); -1 outside the group."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    return _resolve(group).rank()
+
+
+def get_world_size(group=None) -> int:
+    """The number of processes in ``group``; -1 for a rank outside it."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    return _resolve(group).size()
+
+
+def get_backend(group=None) -> str:
+    """The backend name the group was made with ("mpi" when init_process_group got None)."""
+    return _resolve(group)._backend
+
+
+def get_process_group_ranks(group) -> list[int]:
+    """The global ranks of ``group``, in group order."""
+    return list(_resolve(group)._ranks)
+
+
+def get_global_rank(group, group_rank: int) -> int:
+    ranks = _resolve(group)._ranks
+    if not 0 <= group_rank < len(ranks):
+        raise ValueError(f"Group rank {group_rank} is not part of group {ranks}")
+    return ranks[group_rank]
+
+
+def get_group_rank(group, global_rank: int) -> int:
+    ranks = _resolve(group)._ranks
+    if global_rank not in ranks:
+        raise ValueError(f"Global rank {global_rank} is not part of group {ranks}")
+    return ranks.index(global_rank)

@@ -1,0 +1,60 @@
+"""The one place that imports mpi4py: MPI is initialised on first use, never at
+``import ember``, and only inside a launch (a singleton MPI start outside ``mpiexec``
+would hide the user's mistake of running a multi-process script as one process)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import traceback
+
+__all__ = ["available", "launched_by_mpi", "mpi", "install_abort_hook"]
+
+# Variables a process started by an MPI launcher finds: Open MPI, MPICH/Hydra, PMIx (srun --mpi=pmix).
+_LAUNCH_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "MPI_LOCALNRANKS")
+
+LAUNCH_HINT = ("start the processes with `ember-run --nproc-per-node N script.py` (or "
+               "`python -m ember.distributed.run ...`, or `mpiexec -n N python script.py`)")
+
+
+def available() -> bool:
+    """Whether mpi4py can be imported (without importing it, which would start MPI)."""
+    return importlib.util.find_spec("mpi4py") is not None
+
+
+def launched_by_mpi() -> bool:
+    return any(v in os.environ for v in _LAUNCH_VARIABLES)
+
+
+def mpi():
+    """mpi4py's MPI module (MPI_Init_thread runs on the first call)."""
+    from mpi4py import MPI
+    return MPI
+
+
+_hook_installed = False
+
+
+def install_abort_hook(rank: int) -> None:
+    """Make an uncaught exception on one rank end the whole job: print the traceback with
+    the rank, then MPI_Abort, so that the other ranks do not wait in their next collective
+    until the timeout."""
+    global _hook_installed
+    if _hook_installed:
+        return
+    _hook_installed = True
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        try:
+            text = "".join(traceback.format_exception(kind, value, tb))
+            sys.stderr.write(f"[rank {rank}] uncaught exception, aborting the MPI job:\n{text}")
+            sys.stderr.flush()
+            sys.stdout.flush()
+        finally:
+            if issubclass(kind, (KeyboardInterrupt, SystemExit)):
+                previous(kind, value, tb)
+            mpi().COMM_WORLD.Abort(1)
+
+    sys.excepthook = hook

@@ -1,0 +1,60 @@
+"""init_process_group's checks and sub-groups on 3 ranks, and the failures: outside a launch,
+a rank that raises, a collective that times out."""
+
+import subprocess
+import sys
+import time
+
+from mpilaunch import mpirun, rank_env
+
+
+def test_groups_and_checks():
+    done = mpirun(3, "groups.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(done.stdout.split()) == ["0", "1", "2", "OK", "OK", "OK"]
+
+
+def test_outside_a_launch_says_how_to_launch():
+    code = "import ember.distributed as d; d.init_process_group('gloo')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env=rank_env({"WORLD_SIZE": "2", "RANK": "0"}))
+    assert done.returncode != 0
+    assert "ValueError" in done.stderr and "ember-run --nproc-per-node" in done.stderr, done.stderr
+
+
+def test_single_process_world():
+    code = ("import ember, ember.distributed as d; d.init_process_group('gloo', rank=0, world_size=1); "
+            "t = ember.arange(3.); d.all_reduce(t); print(d.get_world_size(), t.tolist())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=rank_env())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1 [0.0, 1.0, 2.0]"
+
+
+def test_a_rank_that_raises_ends_the_job_with_its_traceback():
+    start = time.monotonic()
+    done = mpirun(2, "raises.py", timeout=60)
+    assert time.monotonic() - start < 30
+    assert done.returncode != 0
+    assert "[rank 1] uncaught exception" in done.stderr and "ValueError: rank 1 fails on purpose" in done.stderr
+
+
+def test_timeout_names_rank_collective_and_sequence():
+    start = time.monotonic()
+    done = mpirun(2, "timeout.py", timeout=60)
+    assert time.monotonic() - start < 30
+    assert done.returncode != 0
+    assert "DistBackendError: [Rank 0] all_reduce (sequence number 2) did not complete within 2 s" in done.stderr, \
+        done.stderr
+    # every rank's side: rank 1 (sleeping in Python) answers through its watchdog thread
+    assert ("the last collective each rank entered: rank 0: all_reduce (sequence number 2); "
+            "rank 1: barrier (sequence number 1)") in done.stderr, done.stderr
+
+
+def test_reduce_op_members_as_torchs():
+    import torch.distributed as tdist
+
+    import ember.distributed as edist
+    assert list(edist.ReduceOp.RedOpType.__members__) == list(tdist.ReduceOp.RedOpType.__members__)
+    for name in tdist.ReduceOp.RedOpType.__members__:
+        theirs, ours = getattr(tdist.ReduceOp, name), getattr(edist.ReduceOp, name)
+        assert int(ours) == int(theirs) and str(ours) == str(theirs) and repr(ours) == repr(theirs)

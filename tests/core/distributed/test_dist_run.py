@@ -1,0 +1,60 @@
+"""The launcher: ``python -m ember.distributed.run`` (ember-run) starts one MPI world with
+torchrun's variables, the container flags and OMP_NUM_THREADS=1, also through a hostfile."""
+
+import subprocess
+import sys
+
+import pytest
+from mpilaunch import SCRIPTS, rank_env
+
+
+def launch(*flags, timeout=120):
+    # without the Open MPI variables the tests' own launches set: the launcher must pass them itself
+    env = {k: v for k, v in rank_env().items() if not k.startswith("OMPI_") and k not in ("OMP_NUM_THREADS",)}
+    command = [sys.executable, "-m", "ember.distributed.run", *flags, str(SCRIPTS / "launched.py"), "a", "--b"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.mark.parametrize("how", ["flags", "hostfile"])
+def test_launcher_sets_torchruns_variables(how, tmp_path):
+    if how == "flags":
+        done = launch("--nproc-per-node", "3", "--nnodes", "1", "--master_port", "29511")
+    else:
+        hosts = tmp_path / "hosts"
+        hosts.write_text("localhost slots=3\n")
+        done = launch("--nproc_per_node=3", "--hostfile", str(hosts), "--master-port", "29511")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = sorted(done.stdout.split())
+    assert lines == [f"{r}|3|{r}|3|127.0.0.1|29511|1|True|3.0|a|--b" for r in range(3)], done.stdout
+    assert "OMP_NUM_THREADS=1" in done.stderr
+
+
+def test_launcher_keeps_the_users_thread_count_and_passes_exit_codes(tmp_path):
+    env = {**{k: v for k, v in rank_env().items() if not k.startswith("OMPI_")}, "OMP_NUM_THREADS": "2"}
+    script = tmp_path / "fails.py"
+    script.write_text("import os, sys\nprint(os.environ['OMP_NUM_THREADS'])\nsys.exit(3)\n")
+    done = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", "2", str(script)],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.stdout.split() == ["2", "2"] and done.returncode != 0
+    assert "OMP_NUM_THREADS=1" not in done.stderr
+
+
+def test_launcher_refuses_elastic_flags():
+    for flags in (["--nnodes", "2"], ["--max-restarts", "3"]):
+        done = launch(*flags, "--nproc-per-node", "2", timeout=60)
+        assert done.returncode != 0 and "ember-run:" in done.stderr
+
+
+def test_a_pytorch_ddp_script_runs_unmodified_through_the_launcher_and_compat(tmp_path):
+    import pathlib
+
+    import torch
+    program = pathlib.Path(__file__).parents[2] / "integration" / "programs" / "ddp_ready.py"
+    env = {k: v for k, v in rank_env().items() if not k.startswith("OMPI_")}
+    env["OUT"] = str(tmp_path / "model.pt")
+    done = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", "2", "-m",
+                           "ember.compat", str(program)], capture_output=True, text=True, timeout=180, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("rank 0 of 2 on cpu"), done.stdout
+    state = torch.load(tmp_path / "model.pt", weights_only=True)
+    assert list(state) == ["0.weight", "0.bias", "2.weight", "2.bias"]

@@ -1,6 +1,7 @@
 """The launcher: ``python -m ember.distributed.run`` (ember-run) starts one MPI world with
 torchrun's variables, the container flags and OMP_NUM_THREADS=1, also through a hostfile."""
 
+import re
 import subprocess
 import sys
 
@@ -24,7 +25,8 @@ def test_launcher_sets_torchruns_variables(how, tmp_path):
         hosts.write_text("localhost slots=3\n")
         done = launch("--nproc_per_node=3", "--hostfile", str(hosts), "--master-port", "29511")
     assert done.returncode == 0, done.stdout + done.stderr
-    lines = sorted(done.stdout.split())
+    # mpiexec merges the ranks' stdout: a line and its newline may arrive apart, so find the records
+    lines = sorted(re.findall(r"\d+\|3\|\d+\|3\|127\.0\.0\.1\|29511\|1\|True\|3\.0\|a\|--b", done.stdout))
     assert lines == [f"{r}|3|{r}|3|127.0.0.1|29511|1|True|3.0|a|--b" for r in range(3)], done.stdout
     assert "OMP_NUM_THREADS=1" in done.stderr
 

@@ -11,8 +11,13 @@ from __future__ import annotations
 _ROWS, _COLS = 4096, 1000
 
 
+# torch.compile (inductor) for torch's compiled rows: off in the table, on in the by-hand run
+# of ``torch_compile_by_hand.py`` (it needs a C++ compiler and minutes per workload)
+TORCH_COMPILE = False
+
+
 def _maybe_compile(lib, fn, compiled: bool):
-    if compiled and lib.__name__ == "ember":
+    if compiled and (lib.__name__ == "ember" or TORCH_COMPILE):
         return lib.compile(fn)
     return fn
 

@@ -190,6 +190,30 @@ def test_rms_norm_node_name_and_double_backward():
     _close(ew.grad.numpy(), tw.grad.numpy(), np.float64)
 
 
+@pytest.mark.parametrize("shape,ns", [((6, 10), (10,)), ((2, 3, 4, 5), (4, 5))])
+def test_rms_norm_input_grad_taken_without_a_copy(shape, ns, monkeypatch):
+    # as layer_norm's: the kernel writes into a view of an array of x's shape, taken as .grad
+    written = []
+    real = kernels.norm.rms_backward
+
+    def recording(*a):
+        written.append(id(a[6].base))
+        return real(*a)
+    monkeypatch.setattr(kernels.norm, "rms_backward", recording)
+    rng = np.random.default_rng(8)
+    xa, wa, ga = rng.standard_normal(shape), rng.standard_normal(ns), rng.standard_normal(shape)
+    x, w = ember.tensor(xa, requires_grad=True), ember.tensor(wa, requires_grad=True)
+    tx, tw = torch.tensor(xa, requires_grad=True), torch.tensor(wa, requires_grad=True)
+    for _ in range(2):
+        F.rms_norm(x, ns, w, 1e-5).backward(ember.tensor(ga))
+        TF.rms_norm(tx, ns, tw, 1e-5).backward(torch.tensor(ga))
+        _close(x.grad.numpy(), tx.grad.numpy(), np.float64)
+        _close(w.grad.numpy(), tw.grad.numpy(), np.float64)
+        if kernels.enabled() and len(written) == 1:
+            assert id(x.grad._data) == written[0]
+    assert len(written) == (2 if kernels.enabled() else 0)
+
+
 # ---- group / instance norm -------------------------------------------------------------------
 
 @pytest.mark.parametrize("dt", DTYPES)
@@ -232,6 +256,33 @@ def test_group_norm_kernel_runs_node_and_double_backward(monkeypatch):
     tgx.pow(2).sum().backward()
     for e, t in ((ex, tx), (ew, tw), (eb, tb)):
         _close(e.grad.numpy(), t.grad.numpy(), np.float64)
+
+
+@pytest.mark.parametrize("shape,groups", [((4, 6, 5, 3), 3), ((3, 4, 7), 2)])
+def test_group_norm_input_grad_taken_without_a_copy(shape, groups, monkeypatch):
+    # the kernel's input gradient owns its memory in x's shape: AccumulateGrad takes it
+    written = []
+    real = kernels.norm.group_backward
+
+    def recording(*a):
+        r = real(*a)
+        written.append(id(r[0]))  # the id only: a held reference would make autograd copy
+        return r
+    monkeypatch.setattr(kernels.norm, "group_backward", recording)
+    rng = np.random.default_rng(9)
+    c = shape[1]
+    xa, wa, ba, ga = rng.standard_normal(shape), rng.standard_normal(c), rng.standard_normal(c), \
+        rng.standard_normal(shape)
+    x, w, b = (ember.tensor(a, requires_grad=True) for a in (xa, wa, ba))
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (xa, wa, ba))
+    for _ in range(2):
+        F.group_norm(x, groups, w, b).backward(ember.tensor(ga))
+        TF.group_norm(tx, groups, tw, tb).backward(torch.tensor(ga))
+        for e, t in ((x, tx), (w, tw), (b, tb)):
+            _close(e.grad.numpy(), t.grad.numpy(), np.float64)
+        if kernels.enabled() and len(written) == 1:
+            assert id(x.grad._data) == written[0]
+    assert len(written) == (2 if kernels.enabled() else 0)
 
 
 @pytest.mark.parametrize("dt", DTYPES)

@@ -460,10 +460,13 @@ def _rms_rule(g, x, weight, rstd, dims, eps, needs):
 def _rms_arrays(g, x, weight, rstd, dims, eps, needs):
     if kernels.accepts(g, x, *(() if weight is None else (weight,))):
         width = math.prod(x.shape[d] for d in dims)
-        gx, gw = kernels.norm.rms_backward(g.reshape(-1, width), x.reshape(-1, width),
-                                           None if weight is None else weight.reshape(-1), rstd, needs[0],
-                                           needs[1] and weight is not None)
-        return (None if gx is None else gx.reshape(x.shape)), (None if gw is None else gw.reshape(weight.shape))
+        # gx written into an array of x's shape, which becomes x.grad without a copy
+        gx_full = numpy.empty(x.shape, x.dtype) if needs[0] else None
+        _, gw = kernels.norm.rms_backward(g.reshape(-1, width), x.reshape(-1, width),
+                                          None if weight is None else weight.reshape(-1), rstd, needs[0],
+                                          needs[1] and weight is not None,
+                                          None if gx_full is None else gx_full.reshape(-1, width))
+        return gx_full, (None if gw is None else gw.reshape(weight.shape))
     res = _rms_rule(wrap(g), wrap(x), None if weight is None else wrap(weight), rstd, dims, eps, needs)
     return tuple(None if v is None else v._data for v in res)
 
@@ -662,6 +665,8 @@ def _kernel_backward(g, x, weight, xhat, invstd, stat_axes, w_axes, batch_stats,
         return None
     # the standardisation of group/instance norm: x_hat is its output
     one = numpy.ones(1, x.dtype)
-    gx, _, _ = kernels.norm.rows_backward(g.reshape(-1, width), xhat.reshape(-1, width), None, one * 0, one,
-                                          invstd.reshape(-1), need_x, False)
-    return (None if gx is None else gx.reshape(x.shape)), None, None
+    gx_full = numpy.empty(x.shape, x.dtype) if need_x else None
+    kernels.norm.rows_backward(g.reshape(-1, width), xhat.reshape(-1, width), None, one * 0, one,
+                               invstd.reshape(-1), need_x, False,
+                               None if gx_full is None else gx_full.reshape(-1, width))
+    return gx_full, None, None

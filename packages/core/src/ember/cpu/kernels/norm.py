@@ -168,17 +168,17 @@ def rms_forward(x, w, eps):
     return out, rstd
 
 
-def rms_backward(g, x, w, rstd, need_x, need_w):
+def rms_backward(g, x, w, rstd, need_x, need_w, gx_out=None):
     """Gradients of ``x * rstd * w``: ``gx = rstd * (g*w - x_hat * mean(g*w * x_hat))`` with
     ``x_hat = x * rstd`` (the ``mean(gy)`` term of layer norm is absent: no centring), and
-    ``gw = sum over rows of g * x_hat``."""
+    ``gw = sum over rows of g * x_hat``.  ``gx_out`` as in :func:`rows_backward`."""
     g, x = np.ascontiguousarray(g, x.dtype), np.ascontiguousarray(x)
     rows, k = x.shape
     gx, gw, _ = rows_backward(g, x, w, np.zeros(1, x.dtype), rstd, rstd, False, need_w)
     if need_x:
         dt = x.dtype
         w = np.ones(k, dt) if w is None else np.ascontiguousarray(w, dt)
-        gx = np.empty_like(x)
+        gx = np.empty_like(x) if gx_out is None else gx_out
         if rows and k:
             parallel_for(_rms_bwd_x, rows, g, x, w, np.ascontiguousarray(rstd, dt).reshape(-1), gx,
                          work_per_item=2 * k)
@@ -292,13 +292,16 @@ def _group_bwd(start, stop, g, x, w, mean, rstd, gx, sw, sb, need_x):
 
 def group_backward(g, x, groups, w, mean, rstd, need_x):
     """Gradients of :func:`group_forward`: ``(gx, gw, gb)`` (``gx`` None unless ``need_x``;
-    ``gw``/``gb`` ``[C]``, the sums over samples and positions of ``g * x_hat`` and ``g``)."""
+    ``gw``/``gb`` ``[C]``, the sums over samples and positions of ``g * x_hat`` and ``g``).
+    ``gx`` is a C-contiguous array of ``x``'s shape that owns its memory (the kernel writes
+    through a grouped view of it), so autograd takes it as ``.grad`` without a copy."""
     n, c = x.shape[:2]
     dt = x.dtype
     x3 = np.ascontiguousarray(x).reshape(n * groups, c // groups, -1)
     g3 = np.ascontiguousarray(g, dt).reshape(x3.shape)
     w = np.ones(c, dt) if w is None else np.ascontiguousarray(w, dt)
-    gx = np.empty_like(x3) if need_x else np.empty((1, 1, 1), dt)
+    gx_full = np.empty(x.shape, dt) if need_x else None
+    gx = gx_full.reshape(x3.shape) if need_x else np.empty((1, 1, 1), dt)
     sw, sb = np.empty(x3.shape[:2], dt), np.empty(x3.shape[:2], dt)
     if x3.size:
         parallel_for(_group_bwd, n * groups, g3, x3, w.reshape(groups, -1), np.ascontiguousarray(mean, dt),
@@ -307,7 +310,7 @@ def group_backward(g, x, groups, w, mean, rstd, need_x):
         sw[:], sb[:] = 0, 0
     gw = sw.reshape(n, c).sum(0, dtype=np.float64).astype(dt)
     gb = sb.reshape(n, c).sum(0, dtype=np.float64).astype(dt)
-    return (gx.reshape(x.shape) if need_x else None), gw, gb
+    return gx_full, gw, gb
 
 
 # ---- channels (batch norm) ----------------------------------------------------------------

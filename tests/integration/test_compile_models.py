@@ -132,3 +132,34 @@ def test_the_compile_example_runs_and_agrees_with_eager():
     compiled, eager, diff = re.search(r"loss compiled ([0-9.]+), eager ([0-9.]+); largest gradient difference (\S+)",
                                       out.stdout).groups()
     assert abs(float(compiled) - float(eager)) < 1e-5 and float(diff) < 1e-5
+
+
+def test_nanogpt_block_trains_at_varying_batch_and_length_with_one_recording():
+    ember.manual_seed(4)
+    model = Block()
+    twin = copy.deepcopy(model)
+    opt, opt_twin = ember.optim.AdamW(model.parameters(), lr=1e-2), ember.optim.AdamW(twin.parameters(), lr=1e-2)
+
+    def step(net, optimizer, idx, targets):
+        optimizer.zero_grad()
+        loss = net(idx, targets)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    graphs = []
+
+    def counting(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    compiled = ember.compile(step, backend=counting, dynamic=True)
+    rng = np.random.default_rng(5)
+    for b, t in ((4, 16), (2, 9), (3, 12), (4, 16), (5, 7)):
+        idx, targets = ember.tensor(rng.integers(0, 50, (b, t))), ember.tensor(rng.integers(0, 50, (b, t)))
+        ours = compiled(model, opt, idx, targets)
+        eager = step(twin, opt_twin, idx, targets)
+        np.testing.assert_array_equal(ours.detach().numpy(), eager.detach().numpy())
+        for p, q in zip(model.parameters(), twin.parameters()):
+            np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    assert len(graphs) == 1  # one recording served every batch size and length

@@ -79,15 +79,50 @@ def test_token_ids_with_a_tuple_of_dynamic_shapes_and_a_list_of_axes():
     _run_at(model, listed, [(ember.randint(0, 10, (5, 3)),)])
 
 
-def test_a_slice_bound_that_follows_the_axis_is_an_error_naming_the_axis_and_the_op():
-    class Bad(nn.Module):
+def test_a_slice_bound_that_follows_the_axis_is_computed_in_the_file():
+    class Crop(nn.Module):
         def forward(self, x):
             return x[:, : x.shape[0]] * 2
 
+    model = Crop()
+    proto = ember.onnx.export(model, (ember.randn(2, 8),), dynamic_shapes={"x": {0: "batch"}}).model_proto
+    assert {"Shape", "Gather", "Slice"} <= {n.op_type for n in proto.graph.node}
+    _run_at(model, proto, [(ember.randn(b, 8),) for b in (2, 3, 6)])
+
+
+def test_size_arithmetic_becomes_integer_ops_in_the_file():
+    class Pairs(nn.Module):
+        def forward(self, x):
+            n = x.size(0)
+            return x.reshape(n * 2, -1).sum(1).view(n, 2) + (n - 1)
+
+    model = Pairs()
+    proto = ember.onnx.export(model, (ember.randn(3, 4, 2),), dynamic_shapes={"x": {0: "batch"}}).model_proto
+    assert _dims(proto.graph.output[0]) == ["batch", 2]
+    assert {"Shape", "Gather", "Mul", "Sub"} <= {n.op_type for n in proto.graph.node}
+    _run_at(model, proto, [(ember.randn(b, 4, 2),) for b in (3, 2, 7)])
+
+
+def test_a_view_to_static_sizes_is_an_error_naming_the_axis_and_the_op():
+    class Fixed(nn.Module):
+        def forward(self, x):
+            return x.view(3, 5) * 2
+
+    with pytest.raises(ember.onnx.OnnxExporterError, match=r"dynamic axis 'batch' is fixed by the op 'view'"):
+        ember.onnx.export(Fixed(), (ember.randn(3, 5),), dynamic_shapes={"x": {0: "batch"}})
+
+
+def test_a_decision_on_the_axis_size_is_an_error_naming_the_axis_and_the_line():
+    class Branchy(nn.Module):
+        def forward(self, x):
+            if x.size(0) > 4:
+                return x * 2
+            return x + 1
+
     with pytest.raises(ember.onnx.OnnxExporterError,
-                       match=r"dynamic axis 'batch' is fixed by the op 'getitem' \(node 'getitem'\): its argument 2 "
-                             r"becomes 3"):
-        ember.onnx.export(Bad(), (ember.randn(2, 8),), dynamic_shapes={"x": {0: "batch"}})
+                       match=r"dynamic axis 'batch' is fixed by a decision on the size at .*test_export_dynamic.py:\d+ "
+                             r"in forward: the model requires x.size\(\)\[0\] <= 4"):
+        ember.onnx.export(Branchy(), (ember.randn(3, 5),), dynamic_shapes={"x": {0: "batch"}})
 
 
 def test_a_split_along_the_dynamic_axis_is_an_error():

@@ -12,9 +12,11 @@ __all__ = ["config", "exc", "explain", "ExplainOutput", "reset", "disable", "mar
 
 
 def mark_dynamic(t, index, *, hint_override=None, min=None, max=None, specialize_on=None) -> None:  # noqa: A002
-    """Mark dimension(s) ``index`` of tensor ``t`` dynamic (torch._dynamo.mark_dynamic).
-    Ember's recordings specialize on shapes for now: the mark is kept (``dynamic_indices``)
-    and a new size records anew. IndexError for a dimension ``t`` does not have."""
+    """Mark dimension(s) ``index`` of tensor ``t`` dynamic (torch._dynamo.mark_dynamic): a
+    compiled function called with ``t`` records that dim's size as symbolic (when it is 2 or
+    more), and its recording then serves every size of that dim (unless
+    ``compile(dynamic=False)``). ``min``/``max``/``hint_override``/``specialize_on`` are
+    accepted and not used. IndexError for a dimension ``t`` does not have."""
     dims = {index} if isinstance(index, int) else set(index)
     ndim = t.dim()
     for d in dims:

@@ -6,6 +6,9 @@ runs eagerly (with one warning) for any further one; torch's default, 8.
 ``cache_size_limit`` is torch's older name of ``recompile_limit``; both names read the same
 value. ``disable``: compiled functions run eagerly, as the environment variable
 ``TORCH_COMPILE_DISABLE=1`` sets it for torch (and for ember).
+``automatic_dynamic_shapes``: with ``dynamic=None``, a recompile caused by a changed size
+records with the dims that changed dynamic (torch's default, True; the environment
+variable ``TORCH_DYNAMO_AUTOMATIC_DYNAMIC_SHAPES=0`` turns it off, as for torch).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ recompile_limit = 8
 accumulated_recompile_limit = 256
 suppress_errors = False
 verbose = False
+automatic_dynamic_shapes = os.environ.get("TORCH_DYNAMO_AUTOMATIC_DYNAMIC_SHAPES", "1") == "1"
+assume_static_by_default = True  # dims are static until marked or seen to change, as torch's
 
 
 class _Config(types.ModuleType):

@@ -13,11 +13,15 @@ requires_grad; Python scalars' values; other objects' identity), grad/inference/
 mode and the default dtype, the compiled module's submodules, ``training`` flags and plain
 attributes, the metadata of the parameters and buffers it reads (read afresh at every
 call), and the globals the code refers to (scalars by value, other objects by identity;
-a mutable global container's contents are not guarded). Limits: shapes are specialized
-(``dynamic`` and ``mark_dynamic`` are accepted; each new shape records anew, up to
-``ember._dynamo.config.recompile_limit``, then the function runs eagerly with one warning);
-Python side effects other than ember ops (``print``, appending to a list) happen only on
-recording calls.
+a mutable global container's contents are not guarded). Shapes: a tensor's dims are
+specialized unless dynamic: ``dynamic=True`` (every dim), ``ember._dynamo.mark_dynamic``,
+or torch's automatic dynamic shapes (``dynamic=None``, the default: the first size change
+that would record anew records with that dim dynamic instead); a dynamic dim's sizes are
+symbolic in the recording (``size()`` and its arithmetic are graph nodes, decisions on them
+guards), so one recording serves every size of 2 or more. ``dynamic=False`` specializes
+every size. New signatures record anew up to ``ember._dynamo.config.recompile_limit``, then
+the function runs eagerly with one warning. Python side effects other than ember ops
+(``print``, appending to a list) happen only on recording calls.
 
 Sources: torch.compile and torch.compiler documentation (PyTorch 2.13).
 """
@@ -68,12 +72,13 @@ def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,
         return model
     if isinstance(model, Module):
         return OptimizedModule(model, CompiledFunction(model._call_impl, backend_fn, backend_name, module=model,
-                                                       fullgraph=fullgraph, recompile_limit=recompile_limit))
+                                                       fullgraph=fullgraph, recompile_limit=recompile_limit,
+                                                       dynamic=dynamic))
     if not callable(model):
         raise RuntimeError(f"ember.compile expects a Module or a callable, got {type(model).__name__}")
     owner = getattr(model, "__self__", None)
     compiled = CompiledFunction(model, backend_fn, backend_name, module=owner if isinstance(owner, Module) else None,
-                                fullgraph=fullgraph, recompile_limit=recompile_limit)
+                                fullgraph=fullgraph, recompile_limit=recompile_limit, dynamic=dynamic)
     _COMPILED.add(compiled)
 
     @functools.wraps(model)
@@ -114,6 +119,8 @@ def reset() -> None:
         compiled._signatures.clear()
         compiled._recordings = 0
         compiled._warned = False
+        compiled._auto.clear()
+        compiled._first_shapes.clear()
         compiled.log.clear()
     _compiled._TOTAL_RECORDINGS[0] = 0
 

@@ -22,6 +22,12 @@ What the recording depends on besides its inputs is noted as it happens:
   recorder wants), each is recorded as one node and replayed as a call.
 - **globals**: the global names referred to by the program's functions that called ops
   (found on the stack at each op), so that a changed value records anew.
+- **symbolic sizes** (when some input dims are dynamic): the sizes the program reads
+  from tensors (``size()``, ``shape``, ``numel()``, ``len``) along dims that follow a
+  dynamic input dim are ``ember.fx._symbolic_shapes.SymInt``s; an op given one gets its
+  graph node (``call_method size``, ``operator.*``) as argument, and a Python decision on
+  one is a guard the recording keeps (``guards``). ``ember.fx._dynamic_dims`` says which
+  dims of each op's results follow a dynamic dim.
 
 A tensor that reaches an op and can be named by none of these (made by code that is not an
 ember op) makes the recording unreplayable: the call has run correctly (it ran for real),
@@ -31,6 +37,7 @@ and later calls with the same signature run eagerly, with the reason in ``explai
 from __future__ import annotations
 
 import math
+import operator
 import sys
 import threading
 import traceback
@@ -39,9 +46,25 @@ import numpy
 
 from .._tensor import Tensor
 from ..func._pytree import tree_flatten
+from ..fx._dynamic_dims import result_dims
+from ..fx._symbolic_shapes import Guard, SymInt, evaluate, evaluate_sizes
 from ..ops import _dispatch
 
 __all__ = ["Capture", "Unreplayable", "is_capturing", "run"]
+
+
+_NO_DIMS: dict = {}
+
+
+def _mul(a, b):
+    """The product of two size expressions, folding ints."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    if isinstance(a, int) and a == 1:
+        return b
+    if isinstance(b, int) and b == 1:
+        return a
+    return (operator.mul, a, b)
 
 
 class Unreplayable(Exception):
@@ -109,13 +132,16 @@ class External:
 
 class Step:
     """One recorded call: ``fn(*args, **kwargs)`` with ``_Ref``s for values; its tensor
-    results got the value indices ``outputs`` (``out_spec`` rebuilds its structure)."""
+    results got the value indices ``outputs`` (``out_spec`` rebuilds its structure).
+    ``kind`` is the graph node's: ``"call_function"``, or ``"call_method"`` with ``fn``
+    the method's name (a size read from a tensor)."""
 
-    __slots__ = ("fn", "name", "args", "kwargs", "outputs", "out_spec", "mutates", "opaque")
+    __slots__ = ("fn", "name", "args", "kwargs", "outputs", "out_spec", "mutates", "opaque", "kind")
 
-    def __init__(self, fn, name, args, kwargs, outputs, out_spec, mutates, opaque):
+    def __init__(self, fn, name, args, kwargs, outputs, out_spec, mutates, opaque, kind="call_function"):
         self.fn, self.name, self.args, self.kwargs = fn, name, args, kwargs
         self.outputs, self.out_spec, self.mutates, self.opaque = outputs, out_spec, mutates, opaque
+        self.kind = kind
 
 
 class Capture:
@@ -125,6 +151,11 @@ class Capture:
 
     def __init__(self, root_module=None):
         self.root_module = root_module
+        self.dynamic: dict[int, dict] = {}  # value index -> {dim: expression} of its symbolic sizes
+        self.guards: list[Guard] = []  # decisions the program took on symbolic sizes
+        self._guard_keys: set = set()
+        self._sizes: dict = {}  # (value index, dim) -> the SymInt handed out for it
+        self._expr_values: dict = {}  # expression -> value index of its recorded node
         self.items: list = []
         self.num_inputs = 0
         self.externals: dict[int, External] = {}
@@ -149,14 +180,128 @@ class Capture:
         self._index[id(t)] = i
         return i
 
-    def add_inputs(self, leaves) -> None:
+    def add_inputs(self, leaves, dynamic=None) -> None:
+        """``dynamic``: per leaf, the dims of a tensor whose size is symbolic (or None)."""
         self.input_objects = list(leaves)
-        for leaf in leaves:
+        for k, leaf in enumerate(leaves):
             if isinstance(leaf, Tensor):
                 self._new_value(leaf)
+                if dynamic is not None and dynamic[k]:
+                    self.dynamic[k] = {d: ("size", k, d) for d in sorted(dynamic[k])}
             else:
                 self._values.append(None)  # keeps input positions aligned with the flattened arguments
         self.num_inputs = len(self._values)
+
+    # -- symbolic sizes ------------------------------------------------------------
+    def is_current(self) -> bool:
+        """Whether this recording runs on this thread (a SymInt of it is live)."""
+        return _LOCAL.capture is self
+
+    def active(self) -> bool:
+        """Whether the program's own code runs now (not an op's): its size arithmetic and
+        decisions are recorded."""
+        return _LOCAL.capture is self and self._depth == 0 and self.unreplayable is None
+
+    def note_guard(self, guard: Guard, where: str | None = None) -> None:
+        """Keep ``guard``; ``where``: what made it (default: the line of the program)."""
+        key = (guard.expr, guard.op, guard.other)
+        if guard.expr == guard.other:  # a size compared with itself decides nothing
+            return
+        if key not in self._guard_keys:
+            self._guard_keys.add(key)
+            if where is None:
+                line = user_line()
+                where = f"a decision on the size at {line}" if line else "a decision on the size"
+            guard.where = where
+            self.guards.append(guard)
+
+    def dims_of(self, t) -> dict:
+        """``{dim: expression}`` of the symbolic sizes of ``t`` (empty for static ones)."""
+        i = self._index.get(id(t))
+        return self.dynamic.get(i, _NO_DIMS) if i is not None and self._values[i] is t else _NO_DIMS
+
+    def symbolic_size(self, kind: str, args, kwargs, result):
+        """What a size query on a tensor answers while recording: SymInts for its dynamic dims."""
+        t = args[0]
+        dims = self.dims_of(t)
+        if not dims:
+            return result
+        i = self._index[id(t)]
+        shape = t._data.shape
+        if kind == "numel":
+            expr = 1
+            for d, n in enumerate(shape):
+                expr = _mul(expr, dims.get(d, n))
+            return SymInt(result, expr, self)
+        if kind == "len":
+            return self._size(i, 0, result) if 0 in dims else result
+        dim = args[1] if len(args) > 1 else kwargs.get("dim")
+        if kind == "size" and dim is not None:
+            d = dim % len(shape)
+            return self._size(i, d, result) if d in dims else result
+        from .._tensor import Size
+        return Size(self._size(i, d, n) if d in dims else n for d, n in enumerate(shape))
+
+    def _size(self, i: int, d: int, value: int) -> SymInt:
+        sym = self._sizes.get((i, d))
+        if sym is None:
+            sym = self._sizes[(i, d)] = SymInt(value, self.dynamic[i][d], self)
+        return sym
+
+    def _source_expr(self, src, index: int, d: int):
+        """The expression of a result dim from its rule's source (see fx._dynamic_dims)."""
+        if src is None:
+            return ("size", index, d)
+        if src[0] == "dim":
+            t, j = src[1], src[2]
+            return self.dims_of(t).get(j, t._data.shape[j])
+        if src[0] == "sym":
+            return src[1]
+        if src[0] == "infer":
+            return self._inferred(src[1], src[2], src[3], index, d)
+        expr = 1
+        for part in src[1]:
+            expr = _mul(expr, part if isinstance(part, int) else self._source_expr(part, index, d))
+        return expr
+
+    def _inferred(self, t, sizes, at: int, index: int, d: int):
+        """A ``view``'s ``-1``: its size when the symbolic sizes cancel out (the same for
+        other values of every size leaf), else the number of elements over the other sizes."""
+        numel = 1
+        for j, n in enumerate(t._data.shape):
+            numel = _mul(numel, self.dims_of(t).get(j, n))
+        rest = 1
+        for k, s in enumerate(sizes):
+            if k != at:
+                rest = _mul(rest, s.expr if isinstance(s, SymInt) and s.owner is self else int(s))
+        hint = self._values[index]._data.shape[d]
+        if rest == 0:
+            return ("size", index, d)
+        for bump in (1, 3):
+            def size_of(v, j, _b=bump):
+                return self._values[v]._data.shape[j] + _b
+            total, part = evaluate_sizes(numel, size_of), evaluate_sizes(rest, size_of)
+            if part == 0 or total % part or total // part != hint:
+                return (operator.floordiv, numel, rest)  # the elements over the other sizes
+        return hint
+
+    def expr_value(self, expr) -> int:
+        """The value index of the node computing ``expr`` (recorded where first needed)."""
+        index = self._expr_values.get(expr)
+        if index is not None:
+            return index
+        head = expr[0]
+        if head == "size":
+            args, fn, kind = (_Ref(expr[1]), expr[2]), head, "call_method"
+        else:
+            args = tuple(e if isinstance(e, int) else _Ref(self.expr_value(e)) for e in expr[1:])
+            fn, kind = head, "call_function"
+        index = len(self._values)
+        self._values.append(evaluate(expr, lambda v: self._values[v]._data))
+        self._expr_values[expr] = index
+        self.items.append(Step(fn, head if kind == "call_method" else f"operator.{head.__name__}", args, {},
+                               [index], None, [], False, kind))
+        return index
 
     def value_of(self, t: Tensor) -> int:
         i = self._index.get(id(t))
@@ -230,11 +375,17 @@ class Capture:
         return paths
 
     def arg(self, a):
-        """An op argument with tensors replaced by ``_Ref``s."""
+        """An op argument with tensors and symbolic sizes replaced by ``_Ref``s."""
         if isinstance(a, Tensor):
             return _Ref(self.value_of(a))
+        if isinstance(a, SymInt):
+            return _Ref(self.expr_value(a.expr)) if a.owner is self else int.__int__(a)
         if type(a) in (list, tuple):
             return type(a)(self.arg(x) for x in a)
+        if isinstance(a, tuple) and type(a).__name__ == "Size":  # a shape read with symbolic sizes in it
+            return tuple(self.arg(x) for x in a)
+        if type(a) is slice and self.dynamic:
+            return slice(self.arg(a.start), self.arg(a.stop), self.arg(a.step))
         if isinstance(a, tuple) and hasattr(a, "_fields"):
             return type(a)(*(self.arg(x) for x in a))
         if type(a) is dict:
@@ -280,7 +431,7 @@ class Capture:
             line = user_line()
             self.unreplayable = reason + (f" (at {line})" if line else "")
 
-    def record_op(self, fn, name, prepared, result, opaque=False):
+    def record_op(self, fn, name, prepared, result, opaque=False, call=None):
         if prepared is None:
             return
         rargs, rkwargs, versions = prepared
@@ -307,13 +458,32 @@ class Capture:
                 self._seen_version[i] = self._values[i]._vc[0]
         self._mutated.update(i for i in mutated if i < self.num_inputs or i in self.externals)
         self.items.append(Step(fn, name, rargs, rkwargs, outputs, spec, mutated, opaque))
+        if self.dynamic and call is not None:
+            self._result_dims(name, call, leaves, outputs)
+
+    def _result_dims(self, name, call, leaves, outputs) -> None:
+        results = [(leaf, i) for leaf, i in zip(leaves, outputs) if isinstance(leaf, Tensor)]
+        self._depth += 1  # the rules read shapes: as plain ints
+        try:
+            dims, specialize = result_dims(name.rpartition(".")[2], call[0], call[1], [t for t, _ in results],
+                                           self.dims_of, lambda x: isinstance(x, Tensor))
+        finally:
+            self._depth -= 1
+        for (_t, i), sources in zip(results, dims):
+            if sources and i not in self.dynamic:
+                exprs = {d: self._source_expr(src, i, d) for d, src in sorted(sources.items())}
+                exprs = {d: e for d, e in exprs.items() if not isinstance(e, int)}
+                if exprs:
+                    self.dynamic[i] = exprs
+        for t, d in specialize:  # the op fixed this size: guard it as it is
+            self.note_guard(Guard(self.dims_of(t)[d], "eq", t._data.shape[d], True), where=f"the op {name!r}")
 
     def after_opaque(self, name: str) -> None:
         """A call kept whole ran: what it changed in place (an optimizer's parameters) is
         replayed with it, so the versions it left are the ones to expect."""
         self._opaque_seen, self._last_opaque = True, name
         for i, t in enumerate(self._values):
-            if t is not None:
+            if isinstance(t, Tensor):
                 self._seen_version[i] = t._vc[0]
 
     def record_break(self, fn, prepared, value, reason):
@@ -381,18 +551,23 @@ def user_line() -> str | None:
 
 class _Recorder(_dispatch.Mode):
     """Records the outermost calls on its thread: ops, the Tensor methods that hand out a
-    concrete value (``capture="break"``) and the calls kept whole (``capture="call"``)."""
+    concrete value (``capture="break"``) and the calls kept whole (``capture="call"``);
+    while some input dims are dynamic, the size queries too (``capture="size"``)."""
 
     def __init__(self, capture: Capture):
         self.capture = capture
 
     def wants(self, op) -> bool:
-        return True
+        return op.meta.get("capture") != "size" or bool(self.capture.dynamic)
 
     def __ember_op__(self, op, args, kwargs, proceed):
         cap = self.capture
         if cap._depth:
             return proceed(args, kwargs)
+        kind = op.meta.get("capture")
+        if kind == "size":
+            result = proceed(args, kwargs)
+            return result if cap.unreplayable is not None else cap.symbolic_size(op.meta["size"], args, kwargs, result)
         cap.note_frames(sys._getframe(1))
         prepared = cap.prepare(args, kwargs)
         cap._depth += 1
@@ -400,11 +575,10 @@ class _Recorder(_dispatch.Mode):
             result = proceed(args, kwargs)
         finally:
             cap._depth -= 1
-        kind = op.meta.get("capture")
         if kind == "break":
             cap.record_break(op.impl, prepared, result, op.meta["reason"])
         else:
-            cap.record_op(op.fn, op.name, prepared, result, opaque=kind == "call")
+            cap.record_op(op.fn, op.name, prepared, result, opaque=kind == "call", call=(args, kwargs))
             if kind == "call":
                 cap.after_opaque(op.name)
         return result
@@ -436,6 +610,9 @@ def _register_watched() -> None:
         _dispatch.register(getattr(Tensor, name), f"Tensor.{name}", capture="break", reason=reason)
     for name, kind in _CALLS.items():
         _dispatch.register(getattr(Tensor, name), f"Tensor.{name}", capture=kind)
+    for name, kind in (("size", "size"), ("numel", "numel"), ("__len__", "len")):
+        _dispatch.register(getattr(Tensor, name), f"Tensor.{name}", capture="size", size=kind)
+    _dispatch.register(Tensor.shape.fget, "Tensor.shape", capture="size", size="shape")
     for fn in (autograd.backward, autograd.grad, Optimizer.zero_grad, Module.zero_grad):
         _dispatch.register(fn, fn.__qualname__ if "." in fn.__qualname__ else "autograd." + fn.__name__,
                            capture="call")

@@ -7,6 +7,14 @@ inference, autocast, default dtype), the compiled module's tree (its submodules,
 ``training`` flags and plain attributes) and the metadata of the parameters and buffers it
 reads. Each signature holds the recordings made under it, each with its guards on the
 globals the code read; a recording is a tree of segments split by its graph breaks.
+
+Dynamic dims (``dynamic=True``: every dim of every tensor argument; ``mark_dynamic``; and,
+with ``dynamic=None`` and ``config.automatic_dynamic_shapes``, the dims whose size changed
+since the first recording, as torch's automatic dynamic shapes) are left out of the
+signature when their size is 2 or more (0 and 1 stay specialized, as torch's): the
+recording reads them as symbolic sizes, and keeps the guards the program's decisions on
+them make, checked before a replay (sizes of the arguments) or after it (sizes of tensors
+the program made: a failed one undoes the replay's in-place writes and random draws).
 """
 
 from __future__ import annotations
@@ -35,13 +43,40 @@ class _Recording:
     """What one signature recorded: the first segment (the tree's root), the globals guards,
     the externals read before anything runs, and what a miss must restore."""
 
-    def __init__(self, root, guards, early, capture, compile_time):
+    def __init__(self, root, guards, early, capture, compile_time, names=None):
         self.root = root
         self.guards = guards  # [(globals dict, name, "eq"/"is", value)]
         self.early = early  # [(value index, External, (shape, dtype, requires_grad))]
-        self.mutated = sorted(capture.mutated_before_break)
+        n = capture.num_inputs
+        self.pre_guards = [g for g in capture.guards if all(v < n for v in g.values())]
+        self.post_guards = [g for g in capture.guards if not all(v < n for v in g.values())]
+        mutated = capture.mutated_before_break | (capture._mutated if self.post_guards else set())
+        self.mutated = sorted(mutated)
         self.has_breaks = root.brk is not None
         self.compile_time = compile_time
+        self.names = names or {}
+        # a dynamic recording is recorded once more at other sizes before it replays them: a
+        # size the program used as a plain int (range(n), a list index) leaves no guard
+        self.verified = True
+        self.fingerprint = _fingerprint(capture)
+        self.sizes = _input_sizes(capture)
+
+    def pin(self) -> None:
+        """Serve the recorded sizes only (equality guards on the dynamic input dims)."""
+        _pin_guards(self.sizes, self.pre_guards)
+
+    def new_sizes(self, leaves) -> bool:
+        return any(leaves[k]._data.shape[d] != n for (k, d), n in self.sizes.items())
+
+    def name_of(self, index: int) -> str:
+        return self.names.get(index, f"v{index}")
+
+    def failed_pre_guard(self, leaves):
+        """The first guard on the arguments' sizes that this call fails, or None."""
+        for g in self.pre_guards:
+            if not g.holds(leaves.__getitem__):
+                return g
+        return None
 
     def guards_hold(self) -> bool:
         for globs, name, kind, value in self.guards:
@@ -75,12 +110,25 @@ class _Eager:
 
 
 _MISSING = object()
+_MISS = object()  # a replay whose guards on sizes failed after it ran
 
 
-def _tensor_key(t: Tensor):
+def _tensor_key(t: Tensor, dims=None):
     arr = t._data
+    shape = arr.shape if not dims else tuple(None if i in dims else n for i, n in enumerate(arr.shape))
     # a numpy array is on the CPU: its type says so without asking the backend
-    return (arr.shape, t.dtype, None if type(arr) is numpy.ndarray else t.device, t._requires_grad)
+    return (shape, t.dtype, None if type(arr) is numpy.ndarray else t.device, t._requires_grad)
+
+
+def _dims_of_key(key):
+    """Per flattened argument, the dims the signature leaves dynamic (None for non-tensors)."""
+    out = []
+    for leaf_key in key[0]:
+        if isinstance(leaf_key, tuple) and len(leaf_key) == 4 and isinstance(leaf_key[0], tuple):
+            out.append(frozenset(i for i, n in enumerate(leaf_key[0]) if n is None))
+        else:
+            out.append(None)
+    return out
 
 
 def _describe(leaf_key) -> str:
@@ -93,9 +141,9 @@ def _describe(leaf_key) -> str:
     return "another object"
 
 
-def _leaf_key(x):
+def _leaf_key(x, dims=None):
     if isinstance(x, Tensor):
-        return _tensor_key(x)
+        return _tensor_key(x, dims)
     if isinstance(x, _SCALARS):
         return (type(x), x)
     if isinstance(x, (_dtype.dtype,)):
@@ -129,8 +177,15 @@ class CompiledFunction:
     """``fn`` compiled: call it as ``fn``. ``module`` is the module whose tree is guarded
     (the compiled module, or the owner of a compiled bound method)."""
 
-    def __init__(self, fn, backend, backend_name: str, *, module=None, fullgraph=False, recompile_limit=None):
+    def __init__(self, fn, backend, backend_name: str, *, module=None, fullgraph=False, recompile_limit=None,
+                 dynamic=None):
         self.fn = fn
+        self.dynamic = dynamic
+        self._auto: dict[int, frozenset] = {}  # argument position -> dims made dynamic (automatic or marked)
+        self._first_shapes: dict[int, tuple] = {}  # argument position -> the shape its first recording saw
+        self._arg_names: list = []
+        self._failed = None  # why the last recording tried did not serve the call
+        self._rerecorded = False  # a replay that recorded a new branch (its result is a real run's)
         self.backend, self.backend_name = backend, backend_name
         self.module = module
         self.fullgraph = fullgraph
@@ -163,27 +218,101 @@ class CompiledFunction:
         if config.disable or _state.disabled() or _capture.is_capturing():
             return self.fn(*args, **kwargs)  # inside another capture: its ops join that recording
         leaves, _ = tree_flatten((args, kwargs))
-        key = (tuple(_leaf_key(x) for x in leaves), _global_state(),
-               self._module_key() if self.module is not None else None)
+        key = self._key(leaves)
+        self._failed = None
+        out = self._lookup(key, leaves, args, kwargs)
+        if out is not _MISS:
+            return out
+        self._arg_names = _arg_names(self.fn, args, kwargs)
+        reason = "first call" if not self._signatures else "a guard failed: " + (self._failed or self._why_new(key))
+        if self._signatures and self._learn(leaves):  # automatic dynamic: a size changed
+            wider = self._key(leaves)
+            if wider != key:
+                key = wider
+                out = self._lookup(key, leaves, args, kwargs)
+                if out is not _MISS:
+                    return out
+        return self._record(key, leaves, args, kwargs, reason=reason)
+
+    def _key(self, leaves):
+        dims = self._dynamic_dims(leaves)
+        leaf_keys = tuple(_leaf_key(x) for x in leaves) if dims is None else tuple(
+            _leaf_key(x, d) for x, d in zip(leaves, dims))
+        return (leaf_keys, _global_state(), self._module_key() if self.module is not None else None)
+
+    def _dynamic_dims(self, leaves):
+        """Per flattened argument, the dims of a tensor left dynamic; None when there are none."""
+        from .._dynamo import _MARKS
+        if self.dynamic is False or (not self.dynamic and not self._auto and not _MARKS):
+            return None
+        out = []
+        for k, x in enumerate(leaves):
+            if not isinstance(x, Tensor):
+                out.append(None)
+                continue
+            shape = x._data.shape
+            wanted = range(len(shape)) if self.dynamic else self._auto.get(k, frozenset()) | _MARKS.get(id(x), set())
+            out.append(frozenset(i for i in wanted if i < len(shape) and shape[i] >= 2))
+        return out
+
+    def _learn(self, leaves) -> bool:
+        """torch's automatic dynamic shapes: the dims whose size differs from the first
+        recording's become dynamic. True when one did."""
+        from .._dynamo import config
+        if self.dynamic is not None or not config.automatic_dynamic_shapes:
+            return False
+        changed = False
+        for k, x in enumerate(leaves):
+            first = self._first_shapes.get(k)
+            if not isinstance(x, Tensor) or first is None or len(first) != x._data.ndim:
+                continue
+            moved = {i for i, (a, b) in enumerate(zip(first, x._data.shape)) if a != b}
+            known = self._auto.get(k, frozenset())
+            if moved - known:
+                self._auto[k] = known | moved
+                changed = True
+        return changed
+
+    def _lookup(self, key, leaves, args, kwargs):
+        """The result of a recording of ``key`` whose guards hold, the eager result when the
+        signature runs eagerly, or ``_MISS``."""
         entries = self._signatures.get(key)
-        if entries is not None:
-            for entry in entries:
-                if isinstance(entry, _Eager):
-                    return self.fn(*args, **kwargs)
-                if entry.guards_hold():
-                    externals = entry.fetch_externals()
-                    if externals is not None:
-                        return self._replay(entry, leaves, externals, args, kwargs, key)
-        return self._record(key, leaves, args, kwargs, reason="first call" if not self._signatures else
-                            "a guard failed: " + self._why_new(key))
+        if entries is None:
+            return _MISS
+        for entry in entries:
+            if isinstance(entry, _Eager):
+                return self.fn(*args, **kwargs)
+            if not entry.guards_hold():
+                continue
+            failed = entry.failed_pre_guard(leaves)
+            if failed is not None:
+                self._failed = failed.describe(entry.name_of)
+                continue
+            externals = entry.fetch_externals()
+            if externals is not None and not entry.verified and entry.new_sizes(leaves):
+                return self._record(key, leaves, args, kwargs, reason="", verify=entry)
+            if externals is not None:
+                out = self._replay(entry, leaves, externals, args, kwargs, key)
+                if out is not _MISS:
+                    return out
+        return _MISS
 
     def _why_new(self, key) -> str:
-        """Which guard of the nearest recorded signature the new call fails, in words."""
+        """Which guard of the nearest recorded signature the new call fails, in words
+        (torch's words for a tensor's rank and sizes)."""
         old = next(reversed(self._signatures))
         if len(old[0]) != len(key[0]):
             return f"the number of tensor and scalar arguments changed ({len(old[0])} -> {len(key[0])})"
         for i, (a, b) in enumerate(zip(old[0], key[0])):
             if a != b:
+                tensors = all(isinstance(k, tuple) and len(k) == 4 and isinstance(k[0], tuple) for k in (a, b))
+                if tensors and a[1:] == b[1:]:
+                    name = self._arg_names[i] if i < len(self._arg_names) else f"arg{i}"
+                    if len(a[0]) != len(b[0]):
+                        return f"tensor '{name}' rank mismatch. expected {len(a[0])}, actual {len(b[0])}"
+                    d = next(d for d, (x, y) in enumerate(zip(a[0], b[0])) if x != y)
+                    expected = "a size of 2 or more" if a[0][d] is None else a[0][d]
+                    return f"tensor '{name}' size mismatch at index {d}. expected {expected}, actual {b[0][d]}"
                 return f"argument {i} changed: {_describe(a)} -> {_describe(b)}"
         names = ("grad mode", "inference mode", "autocast", "autocast dtype", "default dtype")
         for name, a, b in zip(names, old[1], key[1]):
@@ -196,7 +325,26 @@ class CompiledFunction:
     def _replay(self, entry: _Recording, leaves, externals, args, kwargs, key):
         env = {i: x for i, x in enumerate(leaves) if isinstance(x, Tensor)}
         env.update(externals)
-        saved = self._save(entry, env) if entry.has_breaks else None
+        saved = self._save(entry, env) if entry.has_breaks or entry.post_guards else None
+        if entry.post_guards:
+            self._rerecorded = False
+            try:
+                out = self._run_segments(entry, leaves, env, saved, args, kwargs, key)
+            except Exception:  # noqa: BLE001 - sizes the guards did not allow can make an op fail
+                self._restore(saved)
+                self._failed = "an op failed on sizes other than the recorded ones"
+                return _MISS
+            if self._rerecorded:  # the program ran for real: its result stands
+                return out
+            failed = next((g for g in entry.post_guards if not g.holds(env.__getitem__)), None)
+            if failed is not None:
+                self._restore(saved)
+                self._failed = failed.describe(entry.name_of)
+                return _MISS
+            return out
+        return self._run_segments(entry, leaves, env, saved, args, kwargs, key)
+
+    def _run_segments(self, entry, leaves, env, saved, args, kwargs, key):
         segment = entry.root
         while True:
             outs = segment.run(*[env[i] for i in segment.inputs])
@@ -209,6 +357,7 @@ class CompiledFunction:
             nxt = segment.child(value)
             if nxt is None:
                 self._restore(saved)
+                self._rerecorded = True
                 return self._record(key, leaves, args, kwargs, reason=f"break value changed at {brk.user_line}",
                                     attach=(entry, env))
             segment = nxt
@@ -227,10 +376,13 @@ class CompiledFunction:
             numpy.copyto(t._data, arr)
 
     # -- recording ---------------------------------------------------------------------
-    def _record(self, key, leaves, args, kwargs, reason, attach=None):
+    def _record(self, key, leaves, args, kwargs, reason, attach=None, verify=None):
+        """Run the program while recording it and keep the recording under ``key``.
+        ``verify``: a dynamic recording met at new sizes; this run records the program again
+        and, when it recorded the same, only marks ``verify`` as serving every size."""
         from .._dynamo import config
         entries = self._signatures.setdefault(key, [])
-        if attach is None and (self._recordings >= self.recompile_limit
+        if attach is None and verify is None and (self._recordings >= self.recompile_limit
                                or _TOTAL_RECORDINGS[0] >= config.accumulated_recompile_limit):
             if not self._warned:
                 self._warned = True
@@ -241,9 +393,23 @@ class CompiledFunction:
             entries.append(_Eager("the recompile limit was reached"))
             return self.fn(*args, **kwargs)
         capture = Capture(self.module)
-        capture.add_inputs(leaves)
+        dims = _dims_of_key(key)
+        capture.add_inputs(leaves, dims)
+        for k, x in enumerate(leaves):
+            if isinstance(x, Tensor):
+                self._first_shapes.setdefault(k, tuple(x._data.shape))
+                if dims[k] and self.dynamic is None:  # a marked dim stays dynamic for later arguments
+                    self._auto[k] = self._auto.get(k, frozenset()) | dims[k]
         start = time.perf_counter()
         result = _capture.run(self.fn, args, kwargs, capture)
+        if verify is not None:
+            verify.verified = True
+            if capture.unreplayable is None and _fingerprint(capture) == verify.fingerprint:
+                return result  # size-generic: the recording serves every size from now on
+            verify.pin()
+            _pin(capture, capture.guards)  # this one holds for its own sizes only, too
+            reason = ("the recording at other sizes differed (the program used a size as a plain Python int, "
+                      "which the guards cannot see): sizes are specialized")
         if capture.unreplayable is not None:
             if self.fullgraph:
                 from .._dynamo.exc import Unsupported
@@ -254,8 +420,15 @@ class CompiledFunction:
             from .._dynamo.exc import Unsupported
             brk = capture.breaks()[0]
             raise Unsupported(f"graph break: {brk.reason}", brk.user_line)
+        names = _placeholder_names(self.fn, capture, args, kwargs)
+        n = capture.num_inputs
+        keep = set().union(*(g.values() for g in capture.guards)) - set(range(n))
+        if keep and capture._opaque_seen:
+            self._run_eagerly(entries, attach, "a guard on the size of a tensor the program made, in a program with a "
+                              "call whose effects cannot be undone (backward, an optimizer step)")
+            return result
         try:
-            segments = build_segments(capture, result, _placeholder_names(self.fn, capture, args, kwargs))
+            segments = build_segments(capture, result, names, keep=keep)
         except _capture.Unreplayable as e:
             self._run_eagerly(entries, attach, str(e))
             return result
@@ -274,7 +447,9 @@ class CompiledFunction:
             return result
         early = [(i, ext, (tuple(capture._values[i]._data.shape), capture._values[i].dtype,
                            capture._values[i]._requires_grad)) for i, ext in capture.externals.items() if not ext.late]
-        entries.append(_Recording(segments[0], _globals_guards(capture), early, capture, elapsed))
+        recording = _Recording(segments[0], _globals_guards(capture), early, capture, elapsed, names)
+        recording.verified = verify is not None or not capture.dynamic
+        entries.append(recording)
         self._recordings += 1
         _TOTAL_RECORDINGS[0] += 1
         if self._recordings > 1:
@@ -315,6 +490,53 @@ class CompiledFunction:
         return []
 
 
+def _input_sizes(capture: Capture) -> dict:
+    """``{(argument position, dim): size}`` of the dynamic input dims while recording."""
+    return {(k, d): capture._values[k]._data.shape[d] for k, dims in capture.dynamic.items()
+            if k < capture.num_inputs for d in dims}
+
+
+def _pin_guards(sizes: dict, guards: list) -> None:
+    from ..fx._symbolic_shapes import Guard
+    for (k, d), n in sizes.items():
+        guards.append(Guard(("size", k, d), "eq", n, True, where="a size used as a plain int"))
+
+
+def _pin(capture: Capture, guards: list) -> None:
+    _pin_guards(_input_sizes(capture), guards)
+
+
+def _fingerprint(capture: Capture):
+    """What a recording did, comparable between two runs: its calls and their constant
+    arguments, its breaks, its external reads and its guards."""
+    out = []
+    for item in capture.items:
+        if isinstance(item, _capture.Step):
+            out.append((item.kind, item.name, _frozen(item.args), _frozen(item.kwargs), tuple(item.outputs)))
+        elif isinstance(item, _capture.Break):
+            out.append(("break", item.reason, _frozen(item.args)))
+        else:
+            out.append(item)
+    out.append(tuple((g.expr, g.op, g.other, g.outcome) for g in capture.guards))
+    return out
+
+
+def _frozen(a):
+    if isinstance(a, _capture._Ref):
+        return ("ref", a.index)
+    if isinstance(a, (list, tuple)):
+        return (type(a).__name__, tuple(_frozen(x) for x in a))
+    if isinstance(a, dict):
+        return ("dict", tuple((k, _frozen(v)) for k, v in a.items()))
+    if isinstance(a, slice):
+        return ("slice", _frozen(a.start), _frozen(a.stop), _frozen(a.step))
+    if isinstance(a, numpy.ndarray):
+        return ("array", a.dtype.str, a.shape, a.tobytes())
+    if isinstance(a, (int, float, complex, str, bool, type(None))):
+        return (type(a).__name__, a)
+    return ("object", id(a))
+
+
 def _globals_guards(capture: Capture):
     guards, seen = [], set()
     for code, globs, _ in capture.frames:
@@ -329,11 +551,9 @@ def _globals_guards(capture: Capture):
     return guards
 
 
-def _placeholder_names(fn, capture, args, kwargs):
-    """Names for the inputs (the function's parameter names where it has them) and the
-    externals."""
+def _arg_names(fn, args, kwargs) -> list:
+    """A name per flattened argument: the function's parameter names where it has them."""
     import inspect
-    names: dict[int, str] = {}
     try:
         bound = inspect.signature(fn).bind(*args, **kwargs)
         arg_names = []
@@ -342,6 +562,14 @@ def _placeholder_names(fn, capture, args, kwargs):
             arg_names += [name] if n == 1 else [f"{name}_{k}" for k in range(n)]
     except (TypeError, ValueError):
         arg_names = []
+    return arg_names
+
+
+def _placeholder_names(fn, capture, args, kwargs):
+    """Names for the inputs (the function's parameter names where it has them) and the
+    externals."""
+    names: dict[int, str] = {}
+    arg_names = _arg_names(fn, args, kwargs)
     for i in range(capture.num_inputs):
         names[i] = _sanitize(arg_names[i] if i < len(arg_names) else f"arg{i}")
     for i, ext in capture.externals.items():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 
 from ..func._pytree import tree_flatten, tree_unflatten
+from ..fx._symbolic_shapes import SymInt
 from ._capture import Break, Capture, Step, _Ref, same_value
 
 __all__ = ["Segment", "build_segments", "resolve"]
@@ -51,6 +52,8 @@ def resolve(a, env):
         return type(a)(*(resolve(x, env) for x in a))
     if type(a) is dict:
         return {k: resolve(v, env) for k, v in a.items()}
+    if type(a) is slice and any(isinstance(x, _Ref) for x in (a.start, a.stop, a.step)):
+        return slice(resolve(a.start, env), resolve(a.stop, env), resolve(a.step, env))
     return a
 
 
@@ -71,13 +74,15 @@ class _Builder:
     """Builds one segment's graph: placeholders for the values read from ``env``, a node per
     recorded call, attributes for the objects generated code cannot spell."""
 
-    def __init__(self, names, values, externals=None):
+    def __init__(self, names, values, externals=None, dynamic=None, exprs=None):
         from .. import fx
         self.graph = fx.Graph()
         self.attrs: dict = {}  # the graph module's attributes: constants, and externals read as attributes
         self.names = names
         self.externals = externals or {}  # value index -> External read with get_attr (jit.trace)
         self.values = values  # value index -> the tensor recorded (for node.meta["tensor_meta"])
+        self.dynamic = dynamic or {}  # value index -> {dim: expression} of its symbolic sizes
+        self.exprs = exprs or {}  # value index of a symbolic size -> its expression
         self.local: dict[int, object] = {}  # value index -> node
         self.inputs: list[int] = []
         self.defined: list[int] = []
@@ -100,8 +105,15 @@ class _Builder:
     def _describe(self, node, index: int) -> None:
         from ..fx.passes.shape_prop import _extract_tensor_metadata
         t = self.values[index]
-        if t is not None:
+        node.meta["value_index"] = index  # what the size expressions of node.meta call it
+        if _is_tensor(t):
             node.meta["tensor_meta"] = _extract_tensor_metadata(t)
+            if index in self.dynamic:
+                node.meta["dynamic_dims"] = self.dynamic[index]
+        elif isinstance(t, int):
+            node.meta["sym_hint"] = t  # a symbolic size: the value it had while recording
+            if index in self.exprs:
+                node.meta["sym_expr"] = self.exprs[index]
 
     def arg(self, a):
         if isinstance(a, _Ref):
@@ -110,6 +122,8 @@ class _Builder:
             return type(a)(self.arg(x) for x in a)
         if type(a) is dict:
             return {k: self.arg(v) for k, v in a.items()}
+        if type(a) is slice:
+            return slice(self.arg(a.start), self.arg(a.stop), self.arg(a.step))
         if isinstance(a, _LITERALS):
             return a
         name = f"_const_{self.consts}"
@@ -123,7 +137,8 @@ class _Builder:
         self._describe(node, index)
 
     def step(self, step: Step) -> None:
-        node = self.graph.call_function(step.fn, self.arg(step.args), self.arg(step.kwargs))
+        make = self.graph.call_method if step.kind == "call_method" else self.graph.call_function
+        node = make(step.fn, self.arg(step.args), self.arg(step.kwargs))
         if step.out_spec is None:  # one result
             if step.outputs[0] is not None:
                 self.define(step.outputs[0], node)
@@ -148,21 +163,24 @@ class _Builder:
         return fx.GraphModule(self.attrs, self.graph)
 
 
-def build_segments(capture: Capture, result, names: dict[int, str], traced: bool = False):
+def build_segments(capture: Capture, result, names: dict[int, str], traced: bool = False, keep=()):
     """The segments of ``capture`` in order (each the only child of the one before).
     ``result`` is what the call returned; ``names`` the placeholder names of inputs and
     externals. ``traced`` (jit.trace): externals are attributes of the graph module
     (``get_attr``: parameters and buffers by their path) instead of inputs, and the graph
-    returns the program's result as it was structured."""
-    chunks = _chunks(capture.items)
+    returns the program's result as it was structured. ``keep``: value indices the last
+    segment returns besides the result (the tensors its guards read after a replay)."""
     leaves, spec = tree_flatten(result)
-    result_refs = [_Ref(capture.value_of(x)) if _is_tensor(x) else x for x in leaves]
+    result_refs = [_Ref(capture.value_of(x)) if _is_tensor(x) else _Ref(capture.expr_value(x.expr))
+                   if isinstance(x, SymInt) and x.owner is capture else x for x in leaves]  # a size returned
+    chunks = _chunks(capture.items)
     available = set(range(capture.num_inputs)) | {i for i, e in capture.externals.items() if not e.late}
     segments = []
     as_attrs = {i: e for i, e in capture.externals.items() if not e.late} if traced else {}
     for n, (items, brk) in enumerate(chunks):
         last = n == len(chunks) - 1
-        b = _Builder(names, capture._values, as_attrs)
+        b = _Builder(names, capture._values, as_attrs, capture.dynamic,
+                     {i: e for e, i in capture._expr_values.items()})
         for i in sorted(_reads(items, brk, result_refs if last else ()) & available):
             b.node_of(i)  # the values read from before first, in order, as torch's graphs list inputs
         for item in items:
@@ -171,7 +189,7 @@ def build_segments(capture: Capture, result, names: dict[int, str], traced: bool
             elif capture.externals[item[1]].late:  # ("external", index): read where it is first used
                 b.define(item[1], b.graph.call_method("fetch", (b.arg(capture.externals[item[1]]),)))
         if last:
-            outputs = sorted({r.index for r in result_refs if isinstance(r, _Ref)})
+            outputs = sorted({r.index for r in result_refs if isinstance(r, _Ref)} | (set(keep) & set(b.defined)))
         else:
             outputs = list(dict.fromkeys(b.defined))
         available |= set(b.defined)
@@ -197,6 +215,8 @@ def _reads(items, brk, extra):
         elif isinstance(a, dict):
             for x in a.values():
                 walk(x)
+        elif isinstance(a, slice):
+            walk((a.start, a.stop, a.step))
 
     for item in items:
         if isinstance(item, Step):

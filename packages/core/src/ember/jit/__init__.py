@@ -40,13 +40,17 @@ def is_scripting() -> bool:
 
 def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inputs=None, check_tolerance=1e-5,
           strict=True, _force_outplace=False, _module_class=None, _compilation_unit=None,
-          example_kwarg_inputs=None, _store_inputs=True):
+          example_kwarg_inputs=None, _store_inputs=True, _dynamic=None):
     """Run ``func`` (a Module or a function) once on ``example_inputs`` (a tensor or a tuple)
     and return the ops it performed as an ``ember.fx.GraphModule``: re-executable on new
     inputs of the same kind, printable (``.code``), with a module's parameters and buffers
     as its own attributes. As in torch, the trace is one straight-line graph: a value
     Python read from a tensor (``bool()``, ``item()``) is kept as the constant it was,
     with a ``TracerWarning``. Deprecated, as torch 2.13 deprecates it (a DeprecationWarning).
+
+    ``_dynamic`` (ember's, for ONNX export): per flattened input, the dims recorded as
+    symbolic sizes; the decisions the program took on them are the graph module's
+    ``_ember_guards``.
 
     Raises RuntimeError without example inputs, or when the run cannot be recorded."""
     _deprecated("trace")
@@ -64,7 +68,7 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
     module = module if isinstance(module, Module) else None
     fn = func._call_impl if isinstance(func, Module) else func
     capture = _capture.Capture(module)
-    capture.add_inputs(tree_flatten((args, kwargs))[0])
+    capture.add_inputs(tree_flatten((args, kwargs))[0], _dynamic)
     _LOCAL.tracing += 1
     try:
         result = _capture.run(fn, args, kwargs, capture)
@@ -80,6 +84,8 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
     capture.items = [item for item in capture.items if not isinstance(item, _capture.Break)]
     names = _placeholder_names(func.forward if isinstance(func, Module) else fn, capture, args, kwargs)
     (segment,) = build_segments(capture, result, names, traced=True)
+    if _dynamic is not None:
+        object.__setattr__(segment.gm, "_ember_guards", list(capture.guards))
     return segment.gm
 
 

@@ -1,135 +1,123 @@
-"""Dynamic axes without symbolic shapes in the IR: the model is recorded once more per
-declared dynamic axis, with that axis one longer, and the recordings are compared node by
-node. A result dim that changes with an axis becomes a ``Sym`` (a constant times a product
-of axis sizes), which the emitters turn into a Shape/Gather computation at run time; a
-constant argument that changes with an axis (a slice bound, a size given to a creation op)
-cannot follow it, and the export fails naming the axis and the op that fixed it."""
+"""Dynamic axes from the symbolic capture: the model is recorded once with its declared
+dynamic axes as symbolic sizes (``ember.fx._symbolic_shapes``), so the sizes it computes
+from them are graph nodes (``call_method size``, ``operator.*``) that become
+Shape/Gather and integer arithmetic in the file, and each value's dims carry their
+expression (``node.meta["dynamic_dims"]``), which becomes a ``Sym`` here.
+
+A declared axis that the model fixes cannot stay dynamic: a decision its Python code took
+on the size (a comparison, ``int()``, ``range``), an op that fixes it (a ``view`` to static
+sizes, a split along the axis), or a symbolic size given to an op whose ONNX form cannot
+take a computed size: the export fails naming the axis and the op or line (torch's
+exporter would make the axis fixed silently)."""
 
 from __future__ import annotations
 
-from fractions import Fraction
-
+from ..fx._symbolic_shapes import leaves, render
 from .errors import OnnxExporterError
 
 
 class Sym:
-    """A dim equal to ``coef * prod(sizes of axes)`` at run time; ``value`` is its traced size."""
+    """A dim computed at run time: ``expr`` (a size expression over the recording's values),
+    ``param`` its name in the file (ONNX dim_param: the axis name, ``4*batch``), ``value``
+    its size in the example."""
 
-    __slots__ = ("coef", "axes", "value")
+    __slots__ = ("expr", "param", "value")
 
-    def __init__(self, coef: Fraction, axes: tuple, value: int):
-        self.coef, self.axes, self.value = coef, axes, value
+    def __init__(self, expr, param: str, value: int):
+        self.expr, self.param, self.value = expr, param, value
 
     def __eq__(self, other):
-        return isinstance(other, Sym) and (self.coef, self.axes) == (other.coef, other.axes)
+        return isinstance(other, Sym) and self.expr == other.expr
 
     def __hash__(self):
-        return hash((self.coef, self.axes))
+        return hash(self.expr)
 
     def __repr__(self):
         return self.param
 
-    @property
-    def param(self) -> str:
-        """The dim's name in the file (ONNX dim_param)."""
-        prefix = "" if self.coef == 1 else f"{self.coef}*"
-        return prefix + "*".join(self.axes)
+
+class Namer:
+    """Names of size leaves: a declared axis by its name, another value's own size as
+    ``<node>_dim<d>``."""
+
+    dims = True
+
+    def __init__(self, axis_names, node_names):
+        self.axis_names = axis_names  # (input leaf index, dim) -> axis name
+        self.node_names = node_names  # value index -> graph node name
+
+    def __call__(self, value, dim):
+        name = self.axis_names.get((value, dim))
+        return name if name is not None else f"{self.node_names.get(value, f'v{value}')}_dim{dim}"
+
+    def axes(self, expr) -> list:
+        """The declared axes ``expr`` depends on (every declared axis for a size of a value
+        the model made, which may derive from any of them)."""
+        found = set()
+        for v in leaves(expr):
+            own = {n for (k, _), n in self.axis_names.items() if k == v}
+            found |= own if own else set(self.axis_names.values())
+        return sorted(found)
 
 
-def resized(tensor, axis: int):
-    """``tensor`` one longer along ``axis``, its values taken cyclically from the original
-    (so token ids stay valid ids)."""
-    import ember
-    size = tensor.shape[axis]
-    if size == 0:
-        raise OnnxExporterError(f"dynamic axis {axis} of an input has size 0 in the example; give a size >= 1")
-    index = ember.arange(size + 1) % size
-    return ember.index_select(tensor, axis, index)
+def input_dims(args, kwargs, dyn_inputs):
+    """Per flattened input, the dims declared dynamic, after checking them; and the
+    ``(leaf index, dim) -> axis name`` map."""
+    from ..func._pytree import tree_flatten
+    leaves_, _ = tree_flatten((args, kwargs))
+    offsets, k = [], 0
+    for a in args:
+        offsets.append(k)
+        k += len(tree_flatten(a)[0])
+    dims = [None] * len(leaves_)
+    names, sizes = {}, {}
+    for i, spec in dyn_inputs.items():
+        for axis, name in spec.items():
+            if not 0 <= axis < args[i].dim():
+                raise OnnxExporterError(f"dynamic axis {axis} ({name!r}) of input {i} is out of range for its "
+                                        f"{args[i].dim()} dims")
+            size = args[i].shape[axis]
+            if sizes.setdefault(name, size) != size:
+                raise OnnxExporterError(f"dynamic axis {name!r} has size {sizes[name]} in one input and {size} in "
+                                        f"another")
+            if size < 2:
+                raise OnnxExporterError(f"dynamic axis {name!r} has size {size} in the example; give a size of 2 or "
+                                        f"more (sizes 0 and 1 are specialized, as torch's exporter does)")
+            leaf = offsets[i]
+            dims[leaf] = (dims[leaf] or frozenset()) | {axis}
+            names[(leaf, axis)] = name
+    return dims, names
 
 
-# ops whose emitters build their shape arguments from the result's dims, at run time where
-# those are Syms: their recorded arguments may change with an axis
-SHAPE_FROM_RESULT = {"view", "reshape", "_unsafe_view", "expand", "flatten", "operator.getitem"}
+def check_guards(guards, namer) -> None:
+    """Raise for the first decision the model took on a dynamic axis's size."""
+    for g in guards:
+        axes = namer.axes(g.expr) + [a for a in namer.axes(g.other) if a not in namer.axes(g.expr)]
+        shown = ", ".join(repr(a) for a in axes)
+        raise OnnxExporterError(
+            f"dynamic axis {shown} is fixed by {g.where}: the model requires {g.describe(_plain(namer))} "
+            f"(at the example's sizes), so the exported graph would hold only for such sizes")
 
 
-def symbolic_dims(gm, others, axes, op_name):
-    """``{node name: tuple of int | Sym}`` for the nodes whose result changes with an axis.
+def _plain(namer):
+    def name_of(value):
+        return namer.node_names.get(value, f"v{value}")
+    return name_of
 
-    ``gm``: the recording at the example sizes; ``others``: ``[(axis name, base size,
-    recording with that axis one longer)]``."""
-    from ..fx.node import map_arg
-    nodes = list(gm.graph.nodes)
-    out: dict = {}
-    varied: dict = {}  # node name -> {dim: [axis names]}
-    for name, base, other in others:
-        alt = list(other.graph.nodes)
-        if [(n.op, n.target if n.op == "call_function" else None) for n in alt] != \
-                [(n.op, n.target if n.op == "call_function" else None) for n in nodes]:
-            raise OnnxExporterError(f"the model records other ops when dynamic axis {name!r} changes size from {base} "
-                                    f"to {base + 1} (control flow on the shape): this axis cannot stay dynamic")
-        for n1, n2 in zip(nodes, alt):
-            if n1.op == "call_function":
-                leaves1, leaves2 = [], []
-                _leaves(map_arg((n1.args, n1.kwargs), lambda n: "<node>"), leaves1)
-                _leaves(map_arg((n2.args, n2.kwargs), lambda n: "<node>"), leaves2)
-                op = op_name(n1.target)
-                if leaves1 != leaves2 and op not in SHAPE_FROM_RESULT:
-                    changed = next((a, b) for a, b in zip(leaves1, leaves2) if a != b) if len(leaves1) == len(leaves2) \
-                        else (leaves1, leaves2)
-                    raise OnnxExporterError(
-                        f"dynamic axis {name!r} is fixed by the op {op!r} (node {n1.name!r}): its argument "
-                        f"{changed[0]!r} becomes {changed[1]!r} when the axis changes size from {base} to {base + 1}, "
-                        f"and the exported {op} cannot compute it from the input's shape")
-            m1, m2 = n1.meta.get("tensor_meta"), n2.meta.get("tensor_meta")
-            if m1 is None or m2 is None:
-                continue
-            s1, s2 = tuple(m1.shape), tuple(m2.shape)
-            if len(s1) != len(s2):
-                raise OnnxExporterError(f"dynamic axis {name!r} is fixed by the op {_maker(n1, op_name)!r} (node "
-                                        f"{n1.name!r}): its result has rank {len(s1)} at size {base} and {len(s2)} "
-                                        f"at size {base + 1}")
-            for d, (a, b) in enumerate(zip(s1, s2)):
-                if a != b:
-                    if a * (base + 1) != b * base:  # not proportional to the axis
-                        raise OnnxExporterError(
-                            f"dynamic axis {name!r} is fixed by the op {_maker(n1, op_name)!r} (node {n1.name!r}): dim "
-                            f"{d} of its result is {a} at size {base} and {b} at size {base + 1}, not a multiple of "
-                            f"the axis")
-                    varied.setdefault(n1.name, {}).setdefault(d, []).append(name)
-    for n in nodes:
-        if n.name not in varied:
+
+def symbolic_dims(gm, namer) -> dict:
+    """``{node name: dims}`` for the nodes with symbolic sizes, each such dim a ``Sym``."""
+    out = {}
+    for node in gm.graph.nodes:
+        dims = node.meta.get("dynamic_dims")
+        tm = node.meta.get("tensor_meta")
+        if not dims or tm is None:
             continue
-        shape = list(n.meta["tensor_meta"].shape)
-        for d, names in varied[n.name].items():
-            prod = 1
-            for name in names:
-                prod *= axes[name]
-            shape[d] = Sym(Fraction(shape[d], prod), tuple(sorted(names)), shape[d])
-        out[n.name] = tuple(shape)
+        shape = list(tm.shape)
+        for d, expr in dims.items():
+            shape[d] = Sym(expr, render(expr, namer), shape[d])
+        out[node.name] = tuple(shape)
     return out
-
-
-def _maker(node, op_name) -> str:
-    """The op that made the node's value (for an element of a multi-output op, that op)."""
-    import operator
-    if node.op != "call_function":
-        return node.op
-    if node.target is operator.getitem and hasattr(node.args[0], "target"):
-        return op_name(node.args[0].target)
-    return op_name(node.target)
-
-
-def _leaves(value, out):
-    if isinstance(value, (tuple, list)):
-        for v in value:
-            _leaves(v, out)
-    elif isinstance(value, dict):
-        for k in sorted(value, key=str):
-            _leaves(value[k], out)
-    elif isinstance(value, slice):
-        out.extend((value.start, value.stop, value.step))
-    else:
-        out.append(value)
 
 
 def declared(dynamic_axes, dynamic_shapes, input_names, output_names, placeholders, n_args):

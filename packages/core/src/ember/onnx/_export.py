@@ -32,8 +32,9 @@ class Ctx:
         self.op_name = ""  # the ember op being emitted
         self.folded: dict = {}  # Constant value name -> its array, for ops of constants only
         self.sym: dict = {}  # value name -> its dims, Syms where they follow a dynamic axis
-        self.axis_source: dict = {}  # dynamic axis name -> (graph input name, axis)
-        self._axis_value: dict = {}
+        self.value_names: dict = {}  # the recording's value index -> its ONNX value name
+        self.size_axes: dict = {}  # ONNX name of a computed size -> the dynamic axes it follows
+        self._size_values: dict = {}  # size expression -> ONNX name of its [1] int64 value
         self._used: set[str] = set()
 
     def fresh(self, base: str) -> str:
@@ -97,31 +98,51 @@ class Ctx:
         return self.sym.get(name) or self.shape(name)
 
     def sym_value(self, sym) -> str:
-        """A 1-element int64 value: ``sym`` computed from the graph inputs' shapes."""
-        value = None
-        for axis in sym.axes:
-            if axis not in self._axis_value:
-                source, dim = self.axis_source[axis]
-                self._axis_value[axis] = self.op("Gather", [self.op("Shape", [source]), self.ints([dim])], axis=0)
-            value = self._axis_value[axis] if value is None else self.op("Mul", [value, self._axis_value[axis]])
-        if sym.coef.numerator != 1:
-            value = self.op("Mul", [value, self.ints([sym.coef.numerator])])
-        if sym.coef.denominator != 1:
-            value = self.op("Div", [value, self.ints([sym.coef.denominator])])
-        return value
+        """A 1-element int64 value: ``sym`` computed from the shapes of the graph's values."""
+        return self.size_value(sym.expr, sym.param)
+
+    def size_value(self, expr, param="a size") -> str:
+        """A 1-element int64 value computing a size expression: Shape/Gather of the value
+        it reads, integer Add/Sub/Mul/Div/Mod/Neg/Abs (sizes are not negative, so Div's
+        truncation is floor division)."""
+        import operator
+
+        import numpy as np
+        if isinstance(expr, int):
+            return self.ints([expr])
+        name = self._size_values.get(expr)
+        if name is not None:
+            return name
+        head = expr[0]
+        if head == "size":
+            source = self.value_names.get(expr[1])
+            if source is None:
+                raise OnnxExporterError(f"the size {param} is needed before the value it is read from is computed "
+                                        f"(op {self.op_name})")
+            name = self.op("Gather", [self.op("Shape", [source]), self.ints([expr[2]])], axis=0)
+        else:
+            ops = {operator.add: "Add", operator.sub: "Sub", operator.mul: "Mul", operator.floordiv: "Div",
+                   operator.mod: "Mod", operator.neg: "Neg", operator.abs: "Abs"}
+            if head not in ops:
+                raise OnnxExporterError(f"the size arithmetic {head!r} is not exported")
+            name = self.op(ops[head], [self.size_value(e, param) for e in expr[1:]])
+        self.meta[name] = ((1,), np.dtype(np.int64))
+        self._size_values[expr] = name
+        return name
 
     def shape_tensor(self, dims) -> str:
-        """A 1-d int64 value holding ``dims``: a constant, or a Concat computing the Syms."""
+        """A 1-d int64 value holding ``dims``: a constant, or a Concat computing the Syms
+        (and the computed sizes, given by their ONNX names)."""
         from ._dynamic import Sym
-        if not any(isinstance(d, Sym) for d in dims):
+        if not any(isinstance(d, (Sym, str)) for d in dims):
             return self.ints(dims)
         pieces, run = [], []
         for d in dims:
-            if isinstance(d, Sym):
+            if isinstance(d, (Sym, str)):
                 if run:
                     pieces.append(self.ints(run))
                     run = []
-                pieces.append(self.sym_value(d))
+                pieces.append(self.sym_value(d) if isinstance(d, Sym) else d)
             else:
                 run.append(d)
         if run:
@@ -152,12 +173,12 @@ def _meta(node):
     return (tuple(tm.shape), tm.dtype.np)
 
 
-def _capture(model, args, kwargs):
+def _capture(model, args, kwargs, dynamic=None):
     from ..jit import trace
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning, message=".*jit.trace")
         try:
-            return trace(model, args, example_kwarg_inputs=kwargs) if kwargs else trace(model, args)
+            return trace(model, args, example_kwarg_inputs=kwargs or None, _dynamic=dynamic)
         except RuntimeError as exc:
             raise OnnxExporterError(f"ember.onnx.export could not capture the model: {exc}") from exc
 
@@ -243,16 +264,24 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
         raise ValueError(f"input_names has {len(names)} names but the model has {len(placeholders)} inputs")
     dyn_inputs, dyn_outputs = _dynamic.declared(dynamic_axes, dynamic_shapes, input_names, output_names,
                                                 placeholders, len(args))
-    syms = _record_dynamic(model, args, kwargs, gm, dyn_inputs) if dyn_inputs else {}
+    syms: dict = {}
+    namer = None
+    if dyn_inputs:  # recorded again, the declared axes as symbolic sizes
+        dims, axis_names = _dynamic.input_dims(args, kwargs, dyn_inputs)
+        gm = _capture(model, args, kwargs, dims)
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        node_names = {n.meta["value_index"]: n.name for n in gm.graph.nodes if "value_index" in n.meta}
+        namer = _dynamic.Namer(axis_names, node_names)
+        _dynamic.check_guards(getattr(gm, "_ember_guards", ()), namer)
+        syms = _dynamic.symbolic_dims(gm, namer)
     for i, node in enumerate(placeholders):
         name = ctx.fresh(names[i] if i < len(names) else node.name)
         env[node.name] = name
+        _name_value(ctx, node, name)
         m = _meta(node)
         if m is None:
             raise OnnxExporterError(f"input {node.name!r} is not a tensor; only tensor inputs can be exported")
         ctx.meta[name] = m
-        for axis, axis_name in dyn_inputs.get(i, {}).items():
-            ctx.axis_source.setdefault(axis_name, (name, axis))
         if node.name in syms:
             ctx.sym[name] = syms[node.name]
         inputs.append(_value_info(name, ctx.dims(name), m[1]))
@@ -267,11 +296,16 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
                 continue
             name = ctx.fresh(node.target)
             env[node.name] = name
+            _name_value(ctx, node, name)
             array = value.detach().cpu().numpy()
             ctx.meta[name] = (array.shape, array.dtype)
             params.append((name, array))
             if export_params and not keep_initializers_as_inputs:  # weights a runtime may not replace: foldable
                 ctx.folded[name] = array
+        elif "sym_expr" in node.meta:  # a size the model computed from a dynamic axis
+            expr = node.meta["sym_expr"]
+            env[node.name] = ctx.size_value(expr, _dynamic.render(expr, namer))
+            ctx.size_axes[env[node.name]] = namer.axes(expr)
         elif node.op == "call_function":
             op = _op_name(node.target)
             emit = EMITTERS.get(op)
@@ -280,17 +314,21 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
             if emit is None and _foldable(ctx, node, op, env):
                 env[node.name] = _fold(ctx, node, env)
                 continue
+            call_args, call_kwargs = map_arg((node.args, node.kwargs), lambda n: env[n.name])
+            _check_sizes(ctx, op, node, call_args, call_kwargs)
             if emit is None:
                 raise UnsupportedOperatorError(_unsupported(model, args, kwargs, op, node))
-            call_args, call_kwargs = map_arg((node.args, node.kwargs), lambda n: env[n.name])
             inplace = op not in EMITTERS or op == "setitem"
             bound = _bind(_out_of_place(node.target, op) if inplace else node.target, call_args, call_kwargs)
             if bound is None:
                 raise OnnxExporterError(f"could not read the arguments of {op} at node {node.name!r}")
             ctx.op_name = op
             static = _meta(node)
+            dims = syms.get(node.name, static and static[0])
+            if op in _SIZED and node.name in syms:  # the sizes as given: ints, -1, computed sizes
+                dims = _given_sizes(bound, op)
             try:
-                out = emit(ctx, bound, (syms.get(node.name, static and static[0]), static and static[1]))
+                out = emit(ctx, bound, (dims, static and static[1]))
             except OnnxExporterError as exc:
                 raise type(exc)(f"{exc} (op {op}, node {node.name!r})") from None
             m = _meta(node)
@@ -301,6 +339,8 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
                 if _foldable(ctx, node, op, env):  # keep its value too, for an unmapped op after it
                     ctx.folded[out] = _evaluate(ctx, node, env)
             env[node.name] = out
+            if isinstance(out, str):
+                _name_value(ctx, node, out)
             if inplace:  # ONNX values are immutable: later uses of the mutated value read the result
                 _rebind(ctx, node, out, env, op)
         elif node.op == "output":
@@ -418,27 +458,53 @@ def _outputs(ctx, flat, names, env, syms, dyn_outputs):
     return infos
 
 
-def _record_dynamic(model, args, kwargs, gm, dyn_inputs):
-    """Record the model once more per dynamic axis name, that axis one longer, and compare."""
-    sizes: dict = {}
-    for i, spec in dyn_inputs.items():
-        for axis, name in spec.items():
-            if not 0 <= axis < args[i].dim():
-                raise OnnxExporterError(f"dynamic axis {axis} ({name!r}) of input {i} is out of range for its "
-                                        f"{args[i].dim()} dims")
-            size = args[i].shape[axis]
-            if sizes.setdefault(name, size) != size:
-                raise OnnxExporterError(f"dynamic axis {name!r} has size {sizes[name]} in one input and {size} in "
-                                        f"another")
-    others = []
-    for name, size in sizes.items():
-        alt = list(args)
-        for i, spec in dyn_inputs.items():
-            for axis, n in spec.items():
-                if n == name:
-                    alt[i] = _dynamic.resized(alt[i], axis)
-        others.append((name, size, _capture(model, tuple(alt), kwargs)))
-    return _dynamic.symbolic_dims(gm, others, sizes, _op_name)
+_SIZED = {"view", "reshape", "_unsafe_view", "expand"}  # emitters reading the result's dims from ``out``
+_SCALAR_OPERAND = {"add", "sub", "mul", "div", "rsub"}  # a computed size as a number operand broadcasts
+
+
+def _name_value(ctx, node, name) -> None:
+    """Remember which ONNX value holds the recording's value ``node`` stands for."""
+    index = node.meta.get("value_index")
+    if index is not None:
+        ctx.value_names[index] = name
+
+
+def _given_sizes(bound, op) -> list:
+    """A view's or expand's size arguments: ints and the ONNX names of computed sizes
+    (expand's -1, keep the size, is 1 for ONNX's broadcasting Expand)."""
+    sizes = bound.get("sizes" if op == "expand" else "shape", bound.get("size"))
+    sizes = list(sizes) if isinstance(sizes, (list, tuple)) else [sizes]
+    if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)):
+        sizes = list(sizes[0])
+    return [1 if op == "expand" and s == -1 else s for s in sizes]
+
+
+def _check_sizes(ctx, op, node, call_args, call_kwargs) -> None:
+    """A size computed from a dynamic axis may reach the ops that read it as a shape
+    (``view``, ``reshape``, ``expand``, a slice bound) or as a number operand (``x + n``);
+    any other op fixes the axis."""
+    found = []
+
+    def walk(v, in_slice):
+        if isinstance(v, str) and v in ctx.size_axes:
+            found.append((v, in_slice))
+        elif isinstance(v, slice):
+            for x in (v.start, v.stop, v.step):
+                walk(x, True)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x, in_slice)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x, in_slice)
+
+    walk((call_args, call_kwargs), False)
+    for name, in_slice in found:
+        if op in _SIZED or op in _SCALAR_OPERAND or (op == "getitem" and in_slice):
+            continue
+        axes = ", ".join(repr(a) for a in ctx.size_axes[name])
+        raise OnnxExporterError(f"dynamic axis {axes} is fixed by the op {op!r} (node {node.name!r}): it is given "
+                                f"a size computed from the axis, and its ONNX form takes that argument as a constant")
 
 
 def _unsupported(model, args, kwargs, op, node) -> str:

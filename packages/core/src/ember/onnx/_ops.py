@@ -395,7 +395,8 @@ def _getitem(ctx, a, out):
         dim += 1
     y = x
     if axes:
-        y = ctx.op("Slice", [y, ctx.ints(starts), ctx.ints(ends), ctx.ints(axes), ctx.ints(steps)])
+        # a bound computed from a dynamic axis is an ONNX value: shape_tensor concatenates it
+        y = ctx.op("Slice", [y, ctx.shape_tensor(starts), ctx.shape_tensor(ends), ctx.ints(axes), ctx.ints(steps)])
     if squeeze:
         y = ctx.op("Squeeze", [y, ctx.ints(squeeze)])
     if unsqueeze:

@@ -7,6 +7,11 @@ A region is a run of consecutive graph nodes that all lower to the row program a
 one layout ``[*L, C]``; its inputs come from before it, its outputs are the values used
 after it. Regions of a single op are left alone (the op's own kernel already does one
 pass).
+
+In a graph with symbolic sizes (``node.meta["dynamic_dims"]``) a region's row count is
+read from its inputs at each call, so one kernel serves every size; a region whose row
+width is dynamic is not fused (the lowerings use the width as a constant). The size
+nodes between ops (``call_method size``, their arithmetic) do not end a region.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ class _Open:
         self.values: dict = {}  # node -> Value (or ("sum"/"mean", ...) for a reduced loss)
         self.inputs: list = []  # the graph values read, in program-input order
         self.input_of: dict = {}
+        self.dynamic = False  # whether its row count is symbolic
 
     def arg(self, a):
         if type(a).__name__ != "Node":
@@ -112,6 +118,17 @@ class _Open:
             raise e if isinstance(e, NotFusable) else NotFusable(f"{name}: {type(e).__name__}: {e}") from e
         self.values[node] = out
         self.nodes.append(node)
+
+
+def _is_size(node) -> bool:
+    """A node computing a symbolic size (a Python int), not a tensor."""
+    if node.op == "call_method":
+        return node.target in ("size", "numel")
+    return node.op == "call_function" and "sym_hint" in node.meta
+
+
+def _dynamic(node) -> frozenset:
+    return node.meta.get("dynamic_dims", frozenset()) if hasattr(node, "meta") else frozenset()
 
 
 def _op_name(node):
@@ -160,7 +177,8 @@ def fuse(gm):
     for node in list(graph.nodes):
         name = _op_name(node)
         if name is None:
-            current = _close(current, regions)
+            if not _is_size(node):
+                current = _close(current, regions)
             continue
         for _ in (0, 1):  # into the open region, else into a new one
             if current is None:
@@ -168,7 +186,10 @@ def fuse(gm):
                               and _meta(a).dtype.is_floating_point), None)
                 if first is None or not _meta(first).shape or 0 in tuple(_meta(first).shape):
                     break  # a scalar or an empty tensor: nothing to loop over
+                if len(_meta(first).shape) - 1 in _dynamic(first):
+                    break  # a symbolic row width: the lowerings would bake it
                 current = _Open(_meta(first).shape, _meta(first).dtype)
+                current.dynamic = bool(_dynamic(first))
             try:
                 current.add(node, name)
                 break
@@ -204,7 +225,9 @@ def _rewrite(gm, r: _Open) -> None:
     rows = math.prod(r.shape[:-1])
     requires_grad = [bool(getattr(_meta(a), "requires_grad", False)) and r.input_of[a].kind != "irow"
                      for a in r.inputs]
-    region = Region(r.p, outputs, rows, r.shape[-1], r.dtype, requires_grad)
+    dynamic = r.dynamic or any(_dynamic(n) for n in list(r.nodes) + list(r.inputs))
+    region = Region(r.p, outputs, rows, r.shape[-1], r.dtype, requires_grad, dynamic=dynamic,
+                    lead_rank=len(r.shape) - 1)
     name = f"fused_{len([k for k in gm.__dict__ if k.startswith('fused_')])}"
     object.__setattr__(gm, name, region)
     with graph.inserting_before(r.nodes[0]), warnings.catch_warnings():

@@ -33,11 +33,15 @@ class Region:
     """``program`` on ``rows`` rows of width ``width``; ``requires_grad`` says which of its
     inputs (in call order) get gradients. The forward kernel also writes the per-row
     values the backward needs (a norm's mean and inverse deviation, a softmax's max and
-    sum), so the backward recomputes elementwise values only."""
+    sum), so the backward recomputes elementwise values only. ``dynamic``: the row count
+    (and the leading dims of the results) is read from the inputs at each call, the
+    ``lead_rank`` dims before the row width."""
 
-    def __init__(self, program: Program, outputs: list[Output], rows: int, width: int, dtype, requires_grad):
+    def __init__(self, program: Program, outputs: list[Output], rows: int, width: int, dtype, requires_grad,
+                 dynamic=False, lead_rank=None):
         self.p, self.outputs = program, outputs
         self.rows, self.width, self.dtype = rows, width, dtype
+        self.dynamic, self.lead_rank = dynamic, lead_rank
         self.np_dtype = numpy.dtype(dtype.name)
         self.inputs = list(program.inputs)
         self.weights = [o.weight for o in outputs if o.post == "mean"]
@@ -83,8 +87,24 @@ class Region:
                                                self.np_dtype.name) if live else None
 
     # -- running the kernels ---------------------------------------------------------
-    def _prepare(self, values, specs):
-        R, C, dt = self.rows, self.width, self.np_dtype
+    def _geometry(self, tensors):
+        """The row count and the results' shapes for these inputs."""
+        if not self.dynamic:
+            return self.rows, [o.shape for o in self.outputs]
+        for v, t in zip(self.inputs, tensors):
+            if v.kind in ("vec", "irow"):
+                shape = tuple(t._data.shape if isinstance(t, Tensor) else numpy.shape(t))
+                lead = shape[:-1] if v.kind == "vec" else shape
+                break
+        else:
+            return self.rows, [o.shape for o in self.outputs]
+        rows = 1
+        for n in lead:
+            rows *= n
+        return rows, [o.shape if o.post else lead + o.shape[self.lead_rank:] for o in self.outputs]
+
+    def _prepare(self, values, specs, R):
+        C, dt = self.width, self.np_dtype
         out = []
         for spec, x in zip(specs, values):
             a = x._data if isinstance(x, Tensor) else numpy.asarray(x)
@@ -101,8 +121,8 @@ class Region:
             out.append(a)
         return out
 
-    def _run(self, kernel, arrays, kinds):
-        R, C = self.rows, self.width
+    def _run(self, kernel, arrays, kinds, R):
+        C = self.width
         parts = max(1, min(_runtime.threads(), R))
         bounds = numpy.array([R * i // parts for i in range(parts + 1)], dtype=numpy.int64)
         outs = [numpy.empty((R, C), self.np_dtype) if k == "vec" else numpy.zeros((parts, C), self.np_dtype)
@@ -120,33 +140,34 @@ class Region:
     def forward_arrays(self, tensors):
         """The results, and the per-row arrays backward needs (the mean's weights, then the
         saved values). IndexError for a class target outside ``[0, C)`` that is not ignored."""
-        inputs = self._prepare(tensors, self.inputs)
+        rows, shapes = self._geometry(tensors)
+        inputs = self._prepare(tensors, self.inputs, rows)
         self._check_targets(inputs)
-        arrays = self._run(self.forward_kernel, inputs, self.fwd_kinds)
+        arrays = self._run(self.forward_kernel, inputs, self.fwd_kinds, rows)
         n = len(self.outputs)
         weights = iter(arrays[n:n + len(self.weights)])
         results, totals = [], []
-        for o, a in zip(self.outputs, arrays):
+        for o, a, shape in zip(self.outputs, arrays, shapes):
             if o.post == "sum":
                 a = numpy.asarray(a.sum(), dtype=self.np_dtype)
             elif o.post == "mean":
                 totals.append(next(weights).sum())
                 a = numpy.asarray(a.sum() / totals[-1], dtype=self.np_dtype)
-            results.append(a.reshape(o.shape))
-        return results, (totals, arrays[n + len(self.weights):])
+            results.append(a.reshape(shape))
+        return results, (totals, arrays[n + len(self.weights):], rows, shapes)
 
     def backward_arrays(self, tensors, grads, extra):
-        totals, saved = extra
+        totals, saved, rows, shapes = extra
         totals = iter(totals)
         adjoints = []
-        for o, g in zip(self.outputs, grads):
-            g = numpy.zeros(o.shape, self.np_dtype) if g is None else g._data
+        for o, g, shape in zip(self.outputs, grads, shapes):
+            g = numpy.zeros(shape, self.np_dtype) if g is None else g._data
             if o.post == "mean":
                 g = numpy.asarray(g, self.np_dtype) / next(totals)
             adjoints.append(g)
-        arrays = self._prepare(list(tensors) + adjoints + list(saved), self.bwd_inputs)
+        arrays = self._prepare(list(tensors) + adjoints + list(saved), self.bwd_inputs, rows)
         live_kinds = [k for k, z in zip(self.grad_kinds, self.zero_grads) if not z]
-        computed = iter(self._run(self.backward_kernel, arrays, live_kinds) if self.backward_kernel else [])
+        computed = iter(self._run(self.backward_kernel, arrays, live_kinds, rows) if self.backward_kernel else [])
         return [None if z else next(computed) for z in self.zero_grads]
 
     def __call__(self, *tensors):

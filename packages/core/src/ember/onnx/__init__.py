@@ -13,13 +13,14 @@ import threading
 
 from . import errors
 from ._export import ONNX_DEFAULT_OPSET, ONNX_MAX_OPSET, ONNX_MIN_OPSET
+from ._import import OnnxImportError, UnsupportedOnnxOperatorError, load_model
 from ._modes import OperatorExportTypes, TrainingMode
 from ._program import ONNXProgram
 from .errors import OnnxExporterError, UnsupportedOperatorError
 
 __all__ = ["export", "ONNXProgram", "OnnxExporterError", "UnsupportedOperatorError", "errors",
            "is_in_onnx_export", "ONNX_DEFAULT_OPSET", "ONNX_MIN_OPSET", "ONNX_MAX_OPSET", "TrainingMode",
-           "OperatorExportTypes"]
+           "OperatorExportTypes", "load_model", "OnnxImportError", "UnsupportedOnnxOperatorError"]
 
 
 class _Local(threading.local):

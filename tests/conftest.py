@@ -4,7 +4,6 @@ missing dependency can never pass silently; the tests marked ``cuda`` are the ex
 
 import os
 
-
 _CUDA_TESTS: set = set()  # node ids of the collected tests marked cuda
 
 

@@ -10,6 +10,8 @@ Launch: grid ``(rows,)``, block a multiple of 32 up to 1024, arguments
 ``(x_or_y, g, out, cols)`` with ``cols`` a 64-bit integer.
 """
 
+import numpy
+
 from ._common import CTYPES, PRELUDE
 
 _TEMPLATES = r"""
@@ -66,3 +68,54 @@ NAMES = tuple(f"{op}_{direction}_{dtype}" for op in ("softmax", "log_softmax")
 SOURCE = PRELUDE + _TEMPLATES + "".join(
     _ENTRY.format(op=op, dtype=dtype, t=t, log="true" if op == "log_softmax" else "false")
     for op in ("softmax", "log_softmax") for dtype, t in CTYPES.items())
+
+
+def accepts(*arrays) -> bool:
+    """Whether these kernels serve these arrays: cupy arrays of a dtype they are built for."""
+    return all(type(a).__module__.startswith("cupy") and a.dtype.name in CTYPES for a in arrays)
+
+
+def _block(cols: int) -> int:
+    return min(1024, max(32, -(-cols // 32) * 32))  # one thread per element up to 1024
+
+
+def _rows_last(arr, dim: int):
+    """``arr`` as a C-contiguous [rows, cols] array with ``dim`` last (a copy only when needed)."""
+    import cupy
+    moved = cupy.ascontiguousarray(cupy.moveaxis(arr, dim, -1))
+    return moved, moved.shape
+
+
+def _unrows(out, shape, dim: int):
+    import cupy
+    return cupy.moveaxis(out.reshape(shape), -1, dim)
+
+
+def forward(arr, dim: int, log: bool):
+    """softmax (``log``: log_softmax) of a non-empty cupy array along ``dim``."""
+    import cupy
+
+    from . import function
+    x, shape = _rows_last(arr, dim)
+    cols = shape[-1]
+    out = cupy.empty_like(x)
+    op = "log_softmax" if log else "softmax"
+    function("softmax", f"{op}_forward_{x.dtype.name}")((x.size // cols,), (_block(cols),),
+                                                        (x, out, numpy.int64(cols)))
+    return _unrows(out, shape, dim)
+
+
+def backward(g, r, dim: int, log: bool):
+    """The input gradient of softmax (``log``: log_softmax) from its output ``r`` and the
+    output's gradient ``g`` (cupy arrays of one shape), along ``dim``."""
+    import cupy
+
+    from . import function
+    y, shape = _rows_last(r, dim)
+    grad, _ = _rows_last(g, dim)
+    cols = shape[-1]
+    dx = cupy.empty_like(y)
+    op = "log_softmax" if log else "softmax"
+    function("softmax", f"{op}_backward_{y.dtype.name}")((y.size // cols,), (_block(cols),),
+                                                         (y, grad, dx, numpy.int64(cols)))
+    return _unrows(dx, shape, dim)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 __all__ = ["FAMILIES", "KernelSource", "sources"]
 
-FAMILIES = ("optim", "softmax")
+FAMILIES = ("norm", "optim", "softmax")
 
 
 class KernelSource(NamedTuple):

@@ -56,3 +56,31 @@ def test_sampler_errors_match_torch():
             L.empty(3).exponential_(-1.0)
         with pytest.raises(RuntimeError):
             L.poisson(L.tensor([-1.0]))
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+@pytest.mark.parametrize("fill", ["uniform", "normal"])
+def test_large_in_place_fills_draw_the_whole_shape_in_chunks(fill, dtype, monkeypatch):
+    # drawn chunk by chunk (no float64 temporary of the tensor's size), the values are
+    # those of numpy's generator drawing the whole shape at once from the same seed
+    from ember.ops import creation
+    shape = (3, 7, 11)
+    monkeypatch.setattr(creation, "_FILL_CHUNK", 50)   # 231 elements: five chunks, a short last one
+    gen = ember.Generator().manual_seed(1234)
+    ref = np.random.Generator(np.random.PCG64(1234))
+    t = ember.empty(shape, dtype=dtype)
+    if fill == "uniform":
+        t.uniform_(-2.0, 3.0, generator=gen)
+        want = ref.uniform(-2.0, 3.0, size=shape)
+    else:
+        t.normal_(0.5, 2.0, generator=gen)
+        want = ref.normal(0.5, 2.0, size=shape)
+    np.testing.assert_array_equal(t.numpy(), want.astype(t.numpy().dtype))
+    # a strided tensor (120 elements) takes one draw of its shape
+    base = ember.zeros(12, 20, dtype=dtype)
+    view = base[:, ::2]
+    gen.manual_seed(99)
+    view.uniform_(0.0, 1.0, generator=gen)
+    want = np.random.Generator(np.random.PCG64(99)).uniform(0.0, 1.0, size=(12, 10))
+    np.testing.assert_array_equal(base.numpy()[:, ::2], want.astype(base.numpy().dtype))
+    assert not base.numpy()[:, 1::2].any()

@@ -129,6 +129,10 @@ DEPTHWISE = [
     (2, 2, 7, 7, (8, 9), (3, 3), dict(groups=7)),
     (1, 2, 6, 12, (19,), (3,), dict(groups=6, stride=2, padding=1)),
     (3, 2, 3, 3, (5, 7, 6), (3, 3, 3), dict(groups=3, padding=1, stride=(1, 2, 2))),
+    (2, 2, 8, 8, (15, 14), (5, 5), dict(groups=8, padding=2, stride=2)),        # MobileNet's 5x5 stride 2
+    (2, 3, 6, 6, (7, 7), (5, 5), dict(groups=6, padding=2)),                    # 7x7 planes
+    (2, 2, 3, 6, (9, 10), (3, 3), dict(groups=3, padding=1, stride=2)),         # multiplier 2, stride 2
+    (2, 2, 4, 4, (6, 9), (1, 3), dict(groups=4, padding=(0, 1))),               # fewer than four taps
 ]
 
 
@@ -411,3 +415,112 @@ def test_whole_batch_forward_in_chunks_of_images(case, whole_path, monkeypatch):
     monkeypatch.setattr(K, "_WHOLE_BYTES", 2 * cg * math.prod(k) * npos * 8)  # two images a chunk, one in the last
     _check_whole(nd, n, c, o, size, k, "float64", **kw)
     assert whole_path == (["whole"] * 4 if kernels.enabled() else [])
+
+
+# ---- small dense convolutions in training: kept columns, flat col2im ------------------------
+# (kernels.conv.forward_whole_kept, weight_grad_kept, input_grad_flat)
+
+@pytest.fixture
+def small_training_path(monkeypatch):
+    """Below the blocked kernels' gate; records which small-convolution kernels ran."""
+    import ember.ops.conv
+    from ember.cpu.kernels import conv as K
+    monkeypatch.setattr(ember.ops.conv, "KERNEL_MIN_MACS", 1 << 62)
+    calls = []
+    for name in ("forward_whole_kept", "weight_grad_kept", "input_grad_flat"):
+        real = getattr(K, name)
+
+        def counted(*a, _real=real, _name=name, **k):
+            calls.append(_name)
+            return _real(*a, **k)
+        monkeypatch.setattr(K, name, counted)
+    return calls
+
+
+SMALL_TRAINING = [
+    (2, 5, 4, 8, (13, 13), (3, 3), dict()),                          # LeNet's second layer, smaller
+    (2, 3, 4, 8, (14, 14), (3, 3), dict(padding=1)),                 # the demo's
+    (2, 1, 3, 7, (11, 13), (3, 3), dict(padding=1)),                 # batch 1, odd sizes
+    (2, 3, 1, 5, (17, 19), (5, 5), dict()),                          # one input channel (LeNet's first layer)
+    (2, 2, 3, 5, (7, 11), (2, 3), dict(padding=(1, 2), dilation=(2, 1))),
+    (2, 2, 3, 5, (9, 8), (4, 4), dict(padding="same")),              # uneven padding (one more at the end)
+    (2, 2, 4, 6, (6, 6), (3, 3), dict(padding=(3, 1))),              # padding beyond the kernel's reach
+    (2, 3, 4, 6, (8, 7), (3, 3), dict(groups=2, padding=1)),
+    (2, 3, 2, 7, (5, 9), (1, 1), dict()),                            # 1x1: the columns are a copy
+    (1, 3, 3, 7, (23,), (5,), dict(padding=2)),
+    (1, 2, 2, 5, (17,), (3,), dict(dilation=3, padding="same")),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", SMALL_TRAINING, ids=lambda c: f"{c[0]}d-{c[1]}-{c[4]}-{c[5]}-{c[6]}")
+def test_small_training_path_matches_torch(case, dtype, small_training_path):
+    nd, n, c, o, size, k, kw = case
+    _check(nd, n, c, o, size, k, dtype, **kw)
+    _check(nd, n, c, o, size, k, dtype, bias=False, seed=2, **kw)
+    # the forward keeps its columns, the weight gradient uses them; the input gradient
+    # (fewer input than output channels) is the flat col2im
+    each = ["forward_whole_kept", "input_grad_flat", "weight_grad_kept"]
+    assert small_training_path == (each * 2 if kernels.enabled() else [])
+
+
+@pytest.mark.parametrize("layout", ["channels_last", "transposed"])
+def test_small_training_path_layouts(layout, small_training_path):
+    def fmt(t, lib):
+        if layout == "channels_last":
+            return t.contiguous(memory_format=lib.channels_last)
+        return t.transpose(2, 3)
+    for dtype in ("float32", "float64"):
+        _check(2, 3, 3, 6, (9, 10), (3, 3), dtype, padding=1, layout=fmt)
+    assert set(small_training_path) == ({"forward_whole_kept", "input_grad_flat", "weight_grad_kept"}
+                                        if kernels.enabled() else set())
+
+
+def test_small_training_path_in_chunks_of_images(small_training_path, monkeypatch):
+    from ember.cpu.kernels import conv as K
+    # one image per chunk; then two a chunk and one in the last for the float64 case (its
+    # 27 column rows of 7x11 positions, 7x13 on the input gradient's wide rows)
+    for limit in (1, 2 * 27 * 100 * 8):
+        monkeypatch.setattr(K, "_WHOLE_BYTES", limit)
+        _check(2, 5, 3, 6, (9, 11), (3, 3), "float64", padding=(0, 1))
+        _check(2, 5, 6, 9, (9, 11), (3, 3), "float32", groups=3, padding=1)
+    assert len(small_training_path) == (12 if kernels.enabled() else 0)
+
+
+def test_small_training_path_gradients_of_a_sum_and_double_backward(small_training_path):
+    rng = np.random.default_rng(11)
+    xa = rng.standard_normal((3, 2, 9, 8))
+    wa = rng.standard_normal((5, 2, 3, 3))
+    tx, tw = torch.tensor(xa, requires_grad=True), torch.tensor(wa, requires_grad=True)
+    ex, ew = ember.tensor(xa, requires_grad=True), ember.tensor(wa, requires_grad=True)
+    TF.conv2d(tx, tw, padding=1).sum().backward()   # a broadcast gradient
+    F.conv2d(ex, ew, padding=1).sum().backward()
+    _close(ex.grad, tx.grad, rtol=1e-10, atol=1e-10)
+    _close(ew.grad, tw.grad, rtol=1e-10, atol=1e-9)
+    for t in (tx, tw, ex, ew):
+        t.grad = None
+    (tgx, tgw) = torch.autograd.grad((TF.conv2d(tx, tw, padding=1) ** 2).sum(), (tx, tw), create_graph=True)
+    (egx, egw) = ember.autograd.grad((F.conv2d(ex, ew, padding=1) ** 2).sum(), (ex, ew), create_graph=True)
+    _close(egx, tgx, rtol=1e-10, atol=1e-9)
+    _close(egw, tgw, rtol=1e-10, atol=1e-9)
+    (tgx.sum() + (tgw ** 2).sum()).backward()
+    (egx.sum() + (egw ** 2).sum()).backward()
+    _close(ex.grad, tx.grad, rtol=1e-10, atol=1e-8)
+    _close(ew.grad, tw.grad, rtol=1e-10, atol=1e-8)
+    assert ("forward_whole_kept" in small_training_path) == kernels.enabled()
+
+
+def test_kept_columns_when_the_kernels_are_switched_off_before_backward(small_training_path):
+    # the forward kept the kernel's columns; the numpy path then builds its own
+    rng = np.random.default_rng(12)
+    xa, wa = rng.standard_normal((2, 3, 7, 8)), rng.standard_normal((6, 3, 3, 3))
+    tx, tw = torch.tensor(xa, requires_grad=True), torch.tensor(wa, requires_grad=True)
+    ex, ew = ember.tensor(xa, requires_grad=True), ember.tensor(wa, requires_grad=True)
+    ty, ey = TF.conv2d(tx, tw), F.conv2d(ex, ew)
+    g = rng.standard_normal(tuple(ty.shape))
+    ty.backward(torch.tensor(g))
+    with kernels.disabled():
+        ey.backward(ember.tensor(g))
+    _close(ex.grad, tx.grad, rtol=1e-10, atol=1e-10)
+    _close(ew.grad, tw.grad, rtol=1e-10, atol=1e-10)
+    assert small_training_path == (["forward_whole_kept"] if kernels.enabled() else [])

@@ -12,8 +12,10 @@ input-gradient kernel run forward.  Every kernel works on any number of spatial 
 
 For numpy float32/float64 arrays the three array kernels run as compiled kernels
 (``cpu/kernels/conv.py``: columns built per cache-sized block beside the products, direct
-depthwise convolution; below ``KERNEL_MIN_MACS``, forwards that keep no columns as one
-product or as direct passes); the numpy code here is their reference.
+depthwise convolution; below ``KERNEL_MIN_MACS``, the forward as one product, its
+columns kept for the weight gradient, or as direct passes when none are kept, and the
+stride-1 input gradient as one product and a flat col2im); the numpy code here is their
+reference.
 """
 
 from __future__ import annotations
@@ -265,8 +267,9 @@ def _shift_dw(xp, x, g, wshape, pad, dilation, groups, kept_cols=None):
 # ---- any stride: a column matrix --------------------------------------------------
 
 # Below this many multiply-adds a dense convolution runs faster as one large product on
-# all BLAS threads (the numpy path, or ``kernels.conv.forward_whole`` when no columns are
-# kept for the weight gradient) than blocked on single-threaded products (measured:
+# all BLAS threads (``kernels.conv.forward_whole``, its columns kept for the weight
+# gradient when it takes one; the stride-1 input gradient as one product and a flat
+# col2im, ``input_grad_flat``) than blocked on single-threaded products (measured:
 # LeNet's 32->64 layer on 13x13 2.8x slower forward, ResNet-18 at batch 1 1.3-1.6x; from
 # ResNet-18's batch-8 layers on, the blocked kernels win). Depthwise always wins.
 KERNEL_MIN_MACS = 400_000_000
@@ -279,6 +282,13 @@ def _kernels_pay(n, out_positions, wshape, groups) -> bool:
     return n * out_positions * o * cg * math.prod(wshape[2:]) >= KERNEL_MIN_MACS
 
 
+def _whole_cols_bytes(x, w, stride, pad, dilation, groups):
+    """Bytes of the whole batch's column matrices (kernels.conv.forward_whole_kept)."""
+    osize = tuple(_out_size(h, k, s, lo, hi, d) for h, k, s, (lo, hi), d in zip(x.shape[2:], w.shape[2:], stride,
+                                                                                  pad, dilation))
+    return x.shape[0] * math.prod(osize) * math.prod(w.shape[1:]) * x.itemsize
+
+
 def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
     """The convolution plus ``bias`` (None or [O]), and (when ``keep_cols``) its column
     matrices for the weight gradient."""
@@ -289,6 +299,8 @@ def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
             return kernels.conv.forward(x, w, bias, stride, pad, dilation, groups), None
         if not keep_cols:
             return kernels.conv.forward_whole(x, w, bias, stride, pad, dilation, groups), None
+        if _whole_cols_bytes(x, w, stride, pad, dilation, groups) <= _KEEP_BYTES:
+            return kernels.conv.forward_whole_kept(x, w, bias, stride, pad, dilation, groups)
     if all(s == 1 for s in stride):
         return _shift_fwd(xp, x, w, bias, pad, dilation, groups, keep_cols)
     n, c = x.shape[:2]
@@ -314,8 +326,12 @@ def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
 
 def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
     """Gradient of conv with respect to its input (a transposed convolution of ``g``)."""
-    if kernels.accepts(g, w) and _kernels_pay(g.shape[0], math.prod(g.shape[2:]), w.shape, groups):
-        return kernels.conv.input_grad(g, w, tuple(xshape), stride, pad, dilation, groups)
+    if kernels.accepts(g, w):
+        if _kernels_pay(g.shape[0], math.prod(g.shape[2:]), w.shape, groups):
+            return kernels.conv.input_grad(g, w, tuple(xshape), stride, pad, dilation, groups)
+        if xshape[1] < w.shape[0] and kernels.conv.flat_input_grad_applies(len(xshape), stride):
+            # where the numpy path would add its columns back slice by slice
+            return kernels.conv.input_grad_flat(g, w, tuple(xshape), pad, dilation, groups)
     if all(s == 1 for s in stride):
         return _shift_dx(xp, g, w, xshape, pad, dilation, groups)
     n, c = xshape[:2]
@@ -334,6 +350,10 @@ def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
 
 def _conv_dw(xp, x, g, wshape, stride, pad, dilation, groups, kept_cols=None):
     """Gradient of conv with respect to its weight (reusing the forward's columns if kept)."""
+    if kept_cols is not None and not isinstance(kept_cols, list):  # kept by forward_whole_kept
+        if kernels.accepts(x, g):
+            return kernels.conv.weight_grad_kept(g, kept_cols, tuple(wshape), groups)
+        kept_cols = None  # the kernels were switched off since the forward
     if kernels.accepts(x, g) and _kernels_pay(g.shape[0], math.prod(g.shape[2:]), wshape, groups):
         return kernels.conv.weight_grad(x, g, tuple(wshape), stride, pad, dilation, groups)
     if all(s == 1 for s in stride):

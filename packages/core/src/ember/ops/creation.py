@@ -430,6 +430,27 @@ def _fill_random(t: Tensor, arr) -> Tensor:
     return t
 
 
+# Elements drawn per call when a large numpy tensor is filled in place: numpy's generators
+# fill sequentially, so drawing chunk by chunk gives the values of one draw of the whole
+# shape, without a float64 temporary as large as the tensor (at model construction, the
+# size of the largest weight twice over, which stays in the process's peak memory).
+_FILL_CHUNK = 1 << 16
+
+
+def _fill_drawn(t: Tensor, draw) -> Tensor:
+    """``t`` filled with ``draw(shape)``'s values, in chunks where that is the same."""
+    arr = t._data
+    if type(arr) is not numpy.ndarray or arr.size <= _FILL_CHUNK or not arr.flags.c_contiguous:
+        return _fill_random(t, draw(t.shape))
+    from ._helpers import check_inplace
+    check_inplace(t)
+    flat = arr.reshape(-1)
+    for i in range(0, flat.size, _FILL_CHUNK):
+        flat[i:i + _FILL_CHUNK] = draw(min(_FILL_CHUNK, flat.size - i))
+    t._vc[0] += 1
+    return t
+
+
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     """Fill with samples uniform on [a, b).
 
@@ -442,14 +463,14 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
     g = _gen(generator, self.device)
-    return _fill_random(self, g.uniform(a, b, size=self.shape))
+    return _fill_drawn(self, lambda size: g.uniform(a, b, size=size))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise NotImplementedError(f"normal_ is not implemented for {self.dtype} tensors")
     g = _gen(generator, self.device)
-    return _fill_random(self, g.normal(mean, std, size=self.shape))
+    return _fill_drawn(self, lambda size: g.normal(mean, std, size=size))
 
 
 def _check_probabilities(probs) -> None:

@@ -41,8 +41,9 @@ import numpy as np
 from ..._blas import get_num_threads, set_num_threads
 from ._runtime import PARALLEL_MIN_WORK, _executor, jit, parallel_for, threads
 
-__all__ = ["forward", "forward_whole", "forward_direct", "direct_pays", "input_grad", "weight_grad", "bias_grad",
-           "is_depthwise"]
+__all__ = ["forward", "forward_whole", "forward_whole_kept", "forward_direct", "direct_pays", "input_grad",
+           "input_grad_flat", "flat_input_grad_applies", "weight_grad", "weight_grad_kept", "bias_grad",
+           "is_depthwise", "WholeColumns"]
 
 # bytes of one block's columns (a band of output rows of one image): about a core's L2
 _BLOCK_BYTES = 512 << 10
@@ -461,6 +462,36 @@ def _col2im_rows(start, stop, dcols, dxf, geo, osize, h_in, w_in, t0, t1):
                 row += 1
 
 
+@jit
+def _col2im_flat(start, stop, dcols, dx, offs, length, size, wp, ph, pw, n0, c0, cg):
+    """Rows [start, stop) of (image of the chunk, channel of the group): the input gradient
+    of a 1-d/2-d stride-1 convolution from ``dcols`` [cg*kk, B*L], computed on output rows
+    as wide as the padded input (``wp``; L = H_out*wp, the extra cells zero): each tap t
+    adds one contiguous band of L cells onto a zeroed padded plane at flat offset
+    ``offs[t]`` (``size`` cells, in cache), whose interior is then copied into
+    dx[n0 + b, c0 + c] (so padding is cropped on the way out)."""
+    kk = offs.shape[0]
+    h_in, w_in = dx.shape[2], dx.shape[3]
+    zero = dx.dtype.type(0)
+    plane = np.empty(size, dtype=dx.dtype)
+    for r in range(start, stop):
+        b = r // cg
+        c = r - b * cg
+        for u in range(size):
+            plane[u] = zero
+        base = b * length
+        for t in range(kk):
+            src = dcols[c * kk + t, base:base + length]
+            dst = plane[offs[t]:]
+            for u in range(length):
+                dst[u] += src[u]
+        for y in range(h_in):
+            s = plane[(y + ph) * wp + pw:]
+            d = dx[n0 + b, c0 + c, y]
+            for q in range(w_in):
+                d[q] = s[q]
+
+
 # ---- depthwise: one input channel per group ----------------------------------------------
 
 @jit(fastmath={"reassoc", "contract", "nsz"})
@@ -554,6 +585,59 @@ def _dw_fwd_flat(start, stop, x, w, bias, has_bias, out, ph, pw, dh, dw, st):
                 else:
                     for t in range(oh * wp):
                         acc[t] += wv * src[st * t]
+        for e in range(oh):
+            src = acc[e * wp:]
+            dst = out[b, o, 0, e]
+            for q in range(ow):
+                dst[q] = src[q]
+
+
+@jit(fastmath={"reassoc", "contract", "nsz"})
+def _dw_fwd_flat4(start, stop, x, wt, offs, bias, has_bias, out, ph, pw, wp, hp):
+    """_dw_fwd_flat at stride 1 with four taps per pass over the plane (one load and store
+    of the accumulator per four multiply-adds instead of per one): ``wt`` [O, taps] the
+    weights, ``offs`` [taps] each tap's flat offset on the zero-padded plane of pitch
+    ``wp`` (rows ``hp``)."""
+    no = out.shape[1]
+    mult = no // x.shape[1]
+    h_in, w_in = x.shape[3], x.shape[4]
+    oh, ow = out.shape[3], out.shape[4]
+    ntaps = offs.shape[0]
+    m = oh * wp
+    plane = np.zeros(m + offs[ntaps - 1] + 1, dtype=x.dtype)
+    acc = np.empty(m, dtype=x.dtype)
+    y0, y1 = max(0, -ph), min(h_in, hp - ph)
+    q0, q1 = max(0, -pw), min(w_in, wp - pw)
+    for r in range(start, stop):
+        b = r // no
+        o = r - b * no
+        c = o // mult
+        if r == start or o % mult == 0:
+            for y in range(y0, y1):
+                src = x[b, c, 0, y, q0:q1]
+                dst = plane[(y + ph) * wp + q0 + pw:]
+                for q in range(q1 - q0):
+                    dst[q] = src[q]
+        v = bias[o] if has_bias else out.dtype.type(0)
+        for i in range(m):
+            acc[i] = v
+        w = wt[o]
+        t = 0
+        while t + 4 <= ntaps:
+            s0 = plane[offs[t]:]
+            s1 = plane[offs[t + 1]:]
+            s2 = plane[offs[t + 2]:]
+            s3 = plane[offs[t + 3]:]
+            w0, w1, w2, w3 = w[t], w[t + 1], w[t + 2], w[t + 3]
+            for i in range(m):
+                acc[i] += w0 * s0[i] + w1 * s1[i] + w2 * s2[i] + w3 * s3[i]
+            t += 4
+        while t < ntaps:
+            s0 = plane[offs[t]:]
+            w0 = w[t]
+            for i in range(m):
+                acc[i] += w0 * s0[i]
+            t += 1
         for e in range(oh):
             src = acc[e * wp:]
             dst = out[b, o, 0, e]
@@ -959,6 +1043,17 @@ def _forward(x, w, bias, stride, pad, dilation, groups):
         has_bias = bias is not None
         b = bias if has_bias else out5.reshape(-1)[:1]
         if _flat_depthwise(x.ndim, stride, pad, ksize, dilation):
+            if stride[-1] == 2 and x.ndim == 4 and _DW_STRIDE2_DIRECT:
+                return _forward_direct(x, w, bias, stride, pad, dilation)
+            if stride[-1] == 1 and _DW_FOUR_TAPS:
+                w5 = _as5(w)
+                kh, kw, dh, dw = w5.shape[3], w5.shape[4], geo[10], geo[11]
+                oh, ow = out5.shape[3], out5.shape[4]
+                wp = ow + (kw - 1) * dw
+                offs = np.array([j * dh * wp + k * dw for j in range(kh) for k in range(kw)], dtype=np.int64)
+                parallel_for(_dw_fwd_flat4, n * o, x5, np.ascontiguousarray(w.reshape(o, kk)), offs, b, has_bias,
+                             out5, geo[7], geo[8], wp, oh + (kh - 1) * dh, work_per_item=math.prod(osize) * kk)
+                return out
             parallel_for(_dw_fwd_flat, n * o, x5, _as5(w), b, has_bias, out5, geo[7], geo[8], geo[10], geo[11],
                          stride[-1], work_per_item=math.prod(osize) * kk)
         else:
@@ -988,19 +1083,25 @@ def forward_whole(x, w, bias, stride, pad, dilation, groups):
     order, so the weight needs no reordering) built by the threads, then one product per
     group on every BLAS thread.  One large product runs faster than the per-block
     single-thread products of :func:`forward` when the blocks are few or short."""
+    return _forward_whole(x, w, bias, stride, pad, dilation, groups, None)[0]
+
+
+def _forward_whole(x, w, bias, stride, pad, dilation, groups, kept):
+    """forward_whole; with ``kept`` (a WholeColumns), each chunk's columns in a buffer of
+    their own, recorded there."""
     n = x.shape[0]
     o, cg = w.shape[:2]
     ksize = w.shape[2:]
     osize = _osize(x.shape, ksize, stride, pad, dilation)
     out = np.empty((n, o) + osize, dtype=x.dtype)
     if out.size == 0:
-        return out
+        return out, kept
     og = o // groups
     npos = math.prod(osize)
     kk = math.prod(ksize)
     out3 = out.reshape(n, o, npos)
     x3 = _direct(x, ksize, stride, pad)
-    if x3 is not None:
+    if x3 is not None and kept is None:
         # 1x1, no stride or padding: each image is its own column matrix; numpy's stacked
         # product (one BLAS call per image) writes the output in place, no copies
         for gi in range(groups):
@@ -1008,7 +1109,7 @@ def forward_whole(x, w, bias, stride, pad, dilation, groups):
                       out=out3[:, gi * og:(gi + 1) * og])
         if bias is not None:
             out3 += bias[:, None]
-        return out
+        return out, kept
     geo = _geo(ksize, stride, pad, dilation)
     x5 = _as5(x)
     osz = np.array(_as5(out).shape[2:], dtype=np.int64)
@@ -1025,14 +1126,18 @@ def forward_whole(x, w, bias, stride, pad, dilation, groups):
             parallel_for(_phase_split, n * x.shape[1], x, xq, sh, sw, work_per_item=x[0, 0].size)
     # images in chunks of at most _WHOLE_BYTES of columns (the numpy path's bound)
     step = max(1, min(n, _WHOLE_BYTES // max(1, cg * kk * npos * x.itemsize)))
-    buf = np.empty((cg * kk, step * npos), dtype=x.dtype)
+    buf = np.empty((cg * kk, step * npos), dtype=x.dtype) if kept is None else None
     res = np.empty((og, step * npos), dtype=x.dtype) if n > 1 else None
     for n0 in range(0, n, step):
         n1 = min(n, n0 + step)
         nb = n1 - n0
-        mat = buf[:, :nb * npos]
-        cols = _side_by_side(buf, nb, npos)   # [nb, K, P] view: image b's columns at b * P
         for gi in range(groups):
+            if kept is not None:  # a buffer per chunk and group, exactly its size
+                buf = np.empty((cg * kk, nb * npos), dtype=x.dtype)
+                kept.blocks.append((n0, n1, gi, buf))
+                kept.nbytes += buf.nbytes
+            mat = buf[:, :nb * npos]
+            cols = _side_by_side(buf, nb, npos)   # [nb, K, P] view: image b's columns at b * P
             part = slice(gi * cg, (gi + 1) * cg)
             if strided_1x1:  # the columns are a strided slice of the input
                 np.copyto(mat.reshape(cg, nb, osize[0], osize[1]),
@@ -1059,6 +1164,137 @@ def forward_whole(x, w, bias, stride, pad, dilation, groups):
                 np.add(src, bias[gi * og:(gi + 1) * og, None], out=target)
     if bias is not None and n == 1:
         out3 += bias[:, None]
+    return out, kept
+
+
+def flat_input_grad_applies(ndim, stride):
+    """Whether :func:`input_grad_flat` takes the case: 1-d or 2-d, stride 1."""
+    return ndim in (3, 4) and all(s == 1 for s in stride)
+
+
+def input_grad_flat(g, w, xshape, pad, dilation, groups):
+    """The input gradient [N, C, (H,) W] of a stride-1 1-d/2-d convolution from its output
+    gradient ``g`` [N, O, (H_out,) W_out], for the small convolutions (below
+    ``ops.conv.KERNEL_MIN_MACS``): per chunk of images (at most ``_WHOLE_BYTES`` of
+    columns) ``g`` is laid out on output rows as wide as the padded input (zeros in the
+    extra cells), one product ``w^T @ g`` on every BLAS thread gives the columns' gradient,
+    and ``_col2im_flat`` adds it back one contiguous band per tap, cropping the padding
+    as it copies each plane out.  C-contiguous result."""
+    dx = np.empty(xshape, dtype=g.dtype)  # owns its memory: autograd takes it as .grad
+    if dx.size == 0:
+        return dx
+    if g.size == 0:
+        dx[...] = 0
+        return dx
+    if len(xshape) == 3:  # 1-d as one row
+        _input_grad_flat(g[:, :, None], w[:, :, None], dx[:, :, None], ((0, 0),) + tuple(pad),
+                         (1,) + tuple(dilation), groups)
+    else:
+        _input_grad_flat(g, w, dx, pad, dilation, groups)
+    return dx
+
+
+def _input_grad_flat(g, w, dx, pad, dilation, groups):
+    n, c, h, wd = dx.shape
+    o, cg, kh, kw = w.shape
+    (plo, phi), (qlo, qhi) = pad
+    dh, dw = dilation
+    wp = wd + qlo + qhi
+    oh = g.shape[2]
+    length = oh * wp
+    kk = kh * kw
+    offs = np.array([j * dh * wp + k * dw for j in range(kh) for k in range(kw)], dtype=np.int64)
+    geo = (offs, length, int(offs[-1]) + length, wp, plo, qlo)
+    og = o // groups
+    wmts = [w[gi * og:(gi + 1) * og].reshape(og, cg * kk).T for gi in range(groups)]
+    per_image = cg * kk * length * g.itemsize
+    if _FLAT_SPLIT:
+        step = max(1, min(n, _BLOCK_BYTES // max(1, per_image)))
+        chunks = -(-n // step)
+        _split(_dx_flat_worker, chunks, g, wmts, dx, geo, step, False, work_per_item=step * per_image)
+    else:
+        step = max(1, min(n, _WHOLE_BYTES // max(1, per_image)))
+        _dx_flat_worker(0, -(-n // step), g, wmts, dx, geo, step, True)
+
+
+def _dx_flat_worker(start, stop, g, wmts, dx, geo, step, threaded):
+    """Chunks [start, stop) of ``step`` images: ``g`` on wide rows, ``w^T @ g``, col2im."""
+    offs, length, size, wp, plo, qlo = geo
+    n = dx.shape[0]
+    og, cg = wmts[0].shape[1], wmts[0].shape[0] // offs.shape[0]
+    oh, ow = g.shape[2], g.shape[3]
+    gbuf = dbuf = wide = None
+    for chunk in range(start, stop):
+        n0 = chunk * step
+        n1 = min(n, n0 + step)
+        nb = n1 - n0
+        if gbuf is None or gbuf.shape[1] != nb * length:
+            gbuf = np.empty((og, nb * length), dtype=g.dtype)
+            dbuf = np.empty((wmts[0].shape[0], nb * length), dtype=g.dtype)
+            wide = gbuf.reshape(og, nb, oh, wp)
+            wide[..., ow:] = 0  # the extra cells of each wide row stay zero
+        for gi, wmt in enumerate(wmts):
+            np.copyto(wide[..., :ow], g[n0:n1, gi * og:(gi + 1) * og].transpose(1, 0, 2, 3))
+            np.matmul(wmt, gbuf, out=dbuf)
+            if threaded:
+                parallel_for(_col2im_flat, nb * cg, dbuf, dx, offs, length, size, wp, plo, qlo, n0, gi * cg, cg,
+                             work_per_item=offs.shape[0] * length)
+            else:
+                _col2im_flat(0, nb * cg, dbuf, dx, offs, length, size, wp, plo, qlo, n0, gi * cg, cg)
+
+
+# depthwise forwards: stride 1 four taps per pass (_dw_fwd_flat4), stride 2 from the
+# padded stride phases (_forward_direct)
+_DW_FOUR_TAPS = True
+_DW_STRIDE2_DIRECT = True
+
+# input_grad_flat: chunks of L2 size split over the threads, each product on one BLAS thread
+# (True), or chunks of _WHOLE_BYTES, each product on every BLAS thread (False)
+_FLAT_SPLIT = True
+
+
+class WholeColumns:
+    """The column matrices :func:`forward_whole_kept` built, kept for the weight gradient:
+    ``blocks`` a list of (first image, end image, group, [C/groups * prod(k), B * P])."""
+
+    __slots__ = ("blocks", "nbytes")
+
+    def __init__(self):
+        self.blocks = []
+        self.nbytes = 0
+
+
+def forward_whole_kept(x, w, bias, stride, pad, dilation, groups):
+    """:func:`forward_whole` for a convolution whose weight takes a gradient: ``(out,
+    columns)``, the column matrices kept (a :class:`WholeColumns`) for
+    :func:`weight_grad_kept` instead of built again (a 1x1 convolution's are a copy of
+    its input)."""
+    return _forward_whole(x, w, bias, stride, pad, dilation, groups, WholeColumns())
+
+
+def weight_grad_kept(g, cols, wshape, groups):
+    """The weight gradient ``wshape`` [O, C/groups, *k] from the output gradient ``g``
+    [N, O, *out] and the forward's kept columns: per block ``g`` laid out as
+    [O/groups, B*P] times the columns transposed, one product on every BLAS thread."""
+    n, o = g.shape[:2]
+    og = o // groups
+    npos = math.prod(g.shape[2:])
+    kdim = math.prod(wshape[1:])
+    out = np.zeros(wshape, dtype=g.dtype)  # owns its memory: autograd takes it as .grad
+    dw = out.reshape(o, kdim)
+    g3 = g.reshape(n, o, npos)
+    rows = None
+    for n0, n1, gi, mat in cols.blocks:
+        nb = n1 - n0
+        if nb == 1:
+            gm = g3[n0, gi * og:(gi + 1) * og]
+        else:
+            if rows is None or rows.shape[1] != nb * npos:
+                rows = np.empty((og, nb * npos), dtype=g.dtype)
+            np.copyto(rows.reshape(og, nb, npos), g3[n0:n1, gi * og:(gi + 1) * og].transpose(1, 0, 2))
+            gm = rows
+        part = dw[gi * og:(gi + 1) * og]
+        part += np.matmul(gm, mat.T)
     return out
 
 

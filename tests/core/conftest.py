@@ -43,6 +43,8 @@ def to_ember(t, requires_grad=None):
 
 def as_numpy(t):
     t = t.detach()
+    if t.device.type == "cuda":
+        t = t.cpu()
     if dname(t.dtype) == "bfloat16":
         t = t.float()
     return np.asarray(t.numpy())

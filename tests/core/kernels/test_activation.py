@@ -191,11 +191,13 @@ def test_infinite_gradient_masked():
 
 
 def test_nonfinite_inputs():
+    # the oracle is torch's float64 path: its float32 GELU gives nan for +inf on AVX-512
+    # hosts (its vectorized erf), where GELU(x) = x * Phi(x) is +inf, as its float64 says
     arr = np.array([np.nan, np.inf, -np.inf, 0.0], np.float32)
     for name in NAMES:
-        ty, _, _ = _run(name, arr, None, "torch")
+        ty, _, _ = _run(name, arr.astype(np.float64), None, "torch")
         ey, _, _ = _run(name, arr, None, "ember")
-        np.testing.assert_allclose(ey, ty, rtol=1e-6, err_msg=name)
+        np.testing.assert_allclose(ey, ty.astype(np.float32), rtol=1e-6, err_msg=name)
 
 
 def test_relu_signed_zero_and_nan():

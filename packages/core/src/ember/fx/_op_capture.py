@@ -217,7 +217,7 @@ def _on_forwarder(entry, args, kwargs):
 
 _forwarders: list = []  # OpEntry objects of the unregistered functions, made once
 _hooked = 0
-_lock = threading.Lock()
+_lock = threading.RLock()  # reentrant: a collected Proxy tracer's finalizer unhooks from inside _hook
 
 
 def _forwarder_entries() -> list:

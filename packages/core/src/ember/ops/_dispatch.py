@@ -53,7 +53,7 @@ class OpEntry:
 
 
 _ENTRIES: dict[int, OpEntry] = {}  # id(function) -> entry; the entry holds the function
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # reentrant: a finalizer run by the collector inside _want may exit a mode
 
 
 def register(fn, name: str | None = None, **meta):

@@ -27,6 +27,7 @@ from .._autocast import cast_inputs
 from .._tensor import _make
 from ..autograd.graph import on_arrays
 from ..cpu import kernels
+from ..cuda.kernels import norm as cuda_norm
 from ._helpers import _STATE, be, needs_grad, record, wrap
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm",
@@ -153,6 +154,17 @@ def _accepts(x, *tensors):
     return kernels.accepts(x, *(t._data for t in tensors if t is not None))
 
 
+def _row_kernels(x, *tensors):
+    """The row-normalisation kernels (layer and rms norm) for array ``x`` with these
+    (optional) parameter tensors: the CPU's, the GPU's, or None where neither takes them."""
+    arrays = (x, *(t._data for t in tensors if t is not None))
+    if kernels.accepts(*arrays):
+        return kernels.norm
+    if cuda_norm.accepts(*arrays):
+        return cuda_norm
+    return None
+
+
 def _channel_view(x):
     """``x`` ``[N, C, *]`` as the kernels' ``[N, C, S]`` (contiguous) or ``[M, C]`` (channels
     last, or no spatial dims) view, and the function that gives a result of that view back
@@ -213,8 +225,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     axes = tuple(range(input.ndim - k, input.ndim))
     width = math.prod(normalized_shape)
     needs = (_req(input), _req(weight))
-    if width and _accepts(x, weight, bias):
-        out, mean, _, rstd = kernels.norm.rows_forward(
+    row_kernels = _row_kernels(x, weight, bias) if width else None
+    if row_kernels is not None:
+        out, mean, _, rstd = row_kernels.rows_forward(
             x.reshape(-1, width), None if weight is None else weight._data.reshape(-1),
             None if bias is None else bias._data.reshape(-1), eps)
         r = _make(out.reshape(x.shape), input.dtype)
@@ -420,8 +433,9 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         eps = float(ml_dtypes.finfo(x.dtype.np).eps)
     dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
     width = math.prod(normalized_shape)
-    if not low and width and _accepts(x._data, weight):
-        out, rstd = kernels.norm.rms_forward(x._data.reshape(-1, width),
+    row_kernels = _row_kernels(x._data, weight) if not low and width else None
+    if row_kernels is not None:
+        out, rstd = row_kernels.rms_forward(x._data.reshape(-1, width),
                                              None if weight is None else weight._data.reshape(-1), eps)
         r = _make(out.reshape(x.shape), x.dtype)
         if needs_grad(x, weight):
@@ -467,6 +481,12 @@ def _rms_arrays(g, x, weight, rstd, dims, eps, needs):
                                           needs[1] and weight is not None,
                                           None if gx_full is None else gx_full.reshape(-1, width))
         return gx_full, (None if gw is None else gw.reshape(weight.shape))
+    if cuda_norm.accepts(g, x, weight):
+        width = math.prod(x.shape[d] for d in dims)
+        gx, gw = cuda_norm.rms_backward(g.reshape(-1, width), x.reshape(-1, width),
+                                        None if weight is None else weight.reshape(-1), rstd, needs[0],
+                                        needs[1] and weight is not None)
+        return (None if gx is None else gx.reshape(x.shape)), (None if gw is None else gw.reshape(weight.shape))
     res = _rms_rule(wrap(g), wrap(x), None if weight is None else wrap(weight), rstd, dims, eps, needs)
     return tuple(None if v is None else v._data for v in res)
 
@@ -618,6 +638,8 @@ def _norm_arrays(g, x, weight, xhat, invstd, stat_axes, w_axes, wshape, batch_st
         r = _kernel_backward(g, x, weight, xhat, invstd, stat_axes, w_axes, batch_stats, bias_req, kstats, needs)
         if r is not None:
             return r
+    if kstats is not None and kstats[0] == "rows" and cuda_norm.accepts(g, x, weight):
+        return _cuda_layer_norm_backward(g, x, weight, stat_axes, bias_req, kstats, needs)
     t = [None if a is None else wrap(a) for a in (g, x, weight, xhat, invstd, running_mean, running_var)]
     res = _norm_rule(t[0], t[1], t[2], t[3], t[4], stat_axes, w_axes, wshape, batch_stats, eps, t[5], t[6],
                      bias_req, kstats, needs)
@@ -625,6 +647,19 @@ def _norm_arrays(g, x, weight, xhat, invstd, stat_axes, w_axes, wshape, batch_st
 
 
 _norm_rule = on_arrays(_norm_arrays)(_norm_rule)
+
+
+def _cuda_layer_norm_backward(g, x, weight, stat_axes, bias_req, kstats, needs):
+    """``(gx, gw, gb)`` of layer norm on cupy arrays, from the forward's row statistics."""
+    need_x, need_w = needs
+    width = math.prod(x.shape[a] for a in stat_axes)
+    w = None if weight is None else weight.reshape(-1)
+    gx, gw, gb = cuda_norm.rows_backward(g.reshape(-1, width), x.reshape(-1, width), w, kstats[1], kstats[2],
+                                         kstats[2], need_x, (need_w and w is not None) or bias_req)
+    wshape = tuple(x.shape[a] for a in stat_axes)
+    return ((None if gx is None else gx.reshape(x.shape)),
+            (gw.reshape(wshape) if need_w and w is not None else None),
+            (gb.reshape(wshape) if bias_req else None))
 
 
 def _kernel_backward(g, x, weight, xhat, invstd, stat_axes, w_axes, batch_stats, bias_req, kstats, needs):

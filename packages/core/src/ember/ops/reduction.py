@@ -16,6 +16,7 @@ from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.graph import on_arrays, record
 from ..backends import backend_of_array
 from ..cpu import kernels
+from ..cuda.kernels import softmax as cuda_softmax
 from ._helpers import _STATE, be, needs_grad, wrap
 from .shape import expand, reshape, unsqueeze
 
@@ -484,6 +485,8 @@ def softmax(input, dim, dtype=None, _stacklevel=3):
         e = xp.zeros_like(arr)
     elif kernels.accepts(arr):
         e = kernels.softmax.softmax(arr, d)
+    elif cuda_softmax.accepts(arr):
+        e = cuda_softmax.forward(arr, d, log=False)
     else:
         e = xp.exp(arr - xp.max(arr, axis=d, keepdims=True))
         e /= xp.sum(e, axis=d, keepdims=True)
@@ -496,6 +499,8 @@ def softmax(input, dim, dtype=None, _stacklevel=3):
 def _softmax_arrays(g, r, d):
     if r.ndim and r.size and kernels.accepts(g, r):
         return kernels.softmax.softmax_backward(g, r, d)
+    if r.ndim and r.size and cuda_softmax.accepts(g, r):
+        return cuda_softmax.backward(g, r, d, log=False)
     gr = g * r
     return gr - r * backend_of_array(r).xp.sum(gr, axis=d if r.ndim else None, keepdims=True)
 
@@ -518,6 +523,8 @@ def log_softmax(input, dim, dtype=None, _stacklevel=3):
         out = xp.zeros_like(arr)
     elif kernels.accepts(arr):
         out = kernels.softmax.log_softmax(arr, d)
+    elif cuda_softmax.accepts(arr):
+        out = cuda_softmax.forward(arr, d, log=True)
     else:
         shifted = arr - xp.max(arr, axis=d, keepdims=True)
         out = shifted - xp.log(xp.sum(xp.exp(shifted), axis=d, keepdims=True))
@@ -530,6 +537,8 @@ def log_softmax(input, dim, dtype=None, _stacklevel=3):
 def _log_softmax_arrays(g, r, d):
     if r.ndim and r.size and kernels.accepts(g, r):
         return kernels.softmax.log_softmax_backward(g, r, d)
+    if r.ndim and r.size and cuda_softmax.accepts(g, r):
+        return cuda_softmax.backward(g, r, d, log=True)
     xp = backend_of_array(r).xp
     return g - xp.exp(r) * xp.sum(g, axis=d if r.ndim else None, keepdims=True)
 

@@ -18,11 +18,18 @@ class PerParameterOptimizer(Optimizer):
     def _update(self, param, grad, state, group, step) -> None:
         raise NotImplementedError
 
+    def _update_group(self, group, updates) -> None:
+        """Every ``(param, grad, state, step)`` of one group (a subclass may fuse them into
+        one launch on a GPU); by default one ``_update`` each."""
+        for param, grad, state, step in updates:
+            self._update(param, grad, state, group, step)
+
     @_step_wrapper
     def step(self, closure=None):
         """Update every parameter that has a gradient; returns ``closure()``'s loss if given."""
         loss = self._run_closure(closure)
         for group in self.param_groups:
+            updates, updated = [], []
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -38,7 +45,10 @@ class PerParameterOptimizer(Optimizer):
                 if group.get("maximize", False):
                     grad = -grad
                 arrays = {k: v._data for k, v in state.items()}
-                self._update(p._data, grad, arrays, group, float(state["step"]._data))
+                updates.append((p._data, grad, arrays, float(state["step"]._data)))
+                updated.append((p, state))
+            self._update_group(group, updates)
+            for p, state in updated:
                 p._vc[0] += 1
                 for value in state.values():
                     value._vc[0] += 1

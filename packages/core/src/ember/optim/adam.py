@@ -11,6 +11,7 @@ import numpy
 
 from .._blas import axpby, axpy
 from ..cpu import kernels
+from ..cuda.kernels import optim as cuda_optim
 from ._per_parameter import PerParameterOptimizer
 from .optimizer import _check_lr, _state_zeros_like
 
@@ -98,6 +99,18 @@ class Adam(PerParameterOptimizer):
         if group["amsgrad"]:
             state["max_exp_avg_sq"] = _state_zeros_like(p)
 
+    def _update_group(self, group, updates):
+        """cupy parameters of the kernels' dtypes in one fused launch; the rest one by one."""
+        fused = [u for u in updates if type(u[0]) is not numpy.ndarray and _fusable(*u)]
+        if fused:
+            beta1, beta2 = group["betas"]
+            cuda_optim.adam([(p, g, s["exp_avg"], s["exp_avg_sq"], s.get("max_exp_avg_sq"), step)
+                             for p, g, s, step in fused],
+                            lr=float(group["lr"]), beta1=beta1, beta2=beta2, eps=group["eps"],
+                            weight_decay=group["weight_decay"], amsgrad=group["amsgrad"],
+                            decoupled_weight_decay=group["decoupled_weight_decay"])
+        super()._update_group(group, [u for u in updates if not any(u is f for f in fused)])
+
     def _update(self, param, grad, state, group, step):
         beta1, beta2 = group["betas"]
         xp = numpy if type(param) is numpy.ndarray else _array_module(param)
@@ -105,6 +118,15 @@ class Adam(PerParameterOptimizer):
                     lr=float(group["lr"]), beta1=beta1, beta2=beta2, eps=group["eps"],
                     weight_decay=group["weight_decay"], amsgrad=group["amsgrad"], maximize=False,
                     decoupled_weight_decay=group["decoupled_weight_decay"], xp=xp)
+
+
+def _fusable(param, grad, state, step) -> bool:
+    """Whether the fused cuda kernel takes this parameter: all its arrays C-contiguous cupy
+    arrays of the parameter's dtype and shape."""
+    arrays = [param, grad, state["exp_avg"], state["exp_avg_sq"]]
+    if "max_exp_avg_sq" in state:
+        arrays.append(state["max_exp_avg_sq"])
+    return cuda_optim.accepts(*arrays) and all(a.dtype == param.dtype and a.shape == param.shape for a in arrays)
 
 
 def _array_module(arr):

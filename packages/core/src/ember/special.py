@@ -62,7 +62,7 @@ def _i1_rule(g, x):
 
 
 def i0e(input, *, out=None):
-    """exp(-|x|) * I0(x), which does not overflow."""
+    """exp(-``|x|``) * I0(x), which does not overflow."""
     return _special(input, "i0e", "SpecialI0EBackward0", _i0e_rule, "in", out=out)
 
 
@@ -72,7 +72,7 @@ def _i0e_rule(g, x):
 
 
 def i1e(input, *, out=None):
-    """exp(-|x|) * I1(x), which does not overflow."""
+    """exp(-``|x|``) * I1(x), which does not overflow."""
     return _special(input, "i1e", "SpecialI1EBackward0", _i1e_rule, "in", out=out)
 
 

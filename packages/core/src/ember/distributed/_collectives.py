@@ -171,8 +171,8 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
-    """Every rank's ``input_tensor`` [*S], concatenated ([world * S0, ...]) or stacked
-    ([world, *S]) into ``output_tensor``, in rank order."""
+    """Every rank's ``input_tensor`` ``[*S]``, concatenated (``[world * S0, ...]``) or stacked
+    (``[world, *S]``) into ``output_tensor``, in rank order."""
     pg = _resolve(group)
     _enter(pg, "all_gather_into_tensor", input_tensor)
     arr = _array(input_tensor, "all_gather_into_tensor's input")
@@ -186,7 +186,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
-    """Reduce ``input`` ([world * S0, ...] or [world, *S]) across ranks and give rank i the
+    """Reduce ``input`` (``[world * S0, ...]`` or ``[world, *S]``) across ranks and give rank i the
     i-th block in ``output``."""
     pg = _resolve(group)
     _enter(pg, "reduce_scatter_tensor", input, op=op)

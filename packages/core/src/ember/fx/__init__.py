@@ -1,4 +1,4 @@
-"""ember.fx: torch.fx's graph IR for ember programs: ``Graph`` of ``Node``s, ``GraphModule``
+"""ember.fx: torch.fx's graph IR for ember programs: ``Graph`` of ``Node`` objects, ``GraphModule``
 running generated code, ``Interpreter``/``Transformer``, ``subgraph_rewriter`` and the
 ``passes`` (torch.fx)."""
 

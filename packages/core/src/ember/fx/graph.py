@@ -538,7 +538,7 @@ class CodeGen:
 
 @compatibility(is_backward_compatible=True)
 class Graph:
-    """A program as a list of ``Node``s: placeholders (inputs), operations, and one
+    """A program as a list of ``Node`` objects: placeholders (inputs), operations, and one
     output node (torch.fx.Graph). Build one through ``placeholder``, ``get_attr``,
     ``call_function``, ``call_method``, ``call_module`` and ``output`` (or
     ``create_node``); they insert at the current insert point, the end unless

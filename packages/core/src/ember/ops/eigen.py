@@ -36,7 +36,7 @@ def _check_eig(A, name):
 
 
 def eig(A, *, out=None):
-    """(eigenvalues [*, n], eigenvectors [*, n, n]) of each square matrix, complex
+    """(eigenvalues ``[*, n]``, eigenvectors ``[*, n, n]``) of each square matrix, complex
     (complex64 for float32/complex64 input, complex128 for double precision); column i
     of the eigenvectors, of unit norm, belongs to eigenvalue i.  Source: torch.linalg.eig."""
     import numpy
@@ -81,14 +81,14 @@ def _eig_rule(grads, W, V, complex_input):
 
 
 def eigvals(A, *, out=None):
-    """The eigenvalues [*, n] of each square matrix, complex, in eig's order.  Source:
+    """The eigenvalues ``[*, n]`` of each square matrix, complex, in eig's order.  Source:
     torch.linalg.eigvals."""
     # the gradient needs the eigenvectors: they come from the same node
     return _write(eig(A).eigenvalues, out, "linalg.eigvals")
 
 
 def matrix_exp(A):
-    """exp(A) = sum_k A^k / k! of each square matrix [*, n, n] (scaling and squaring
+    """exp(A) = sum_k A^k / k! of each square matrix ``[*, n, n]`` (scaling and squaring
     with Pade approximants, scipy.linalg.expm).  Source: torch.linalg.matrix_exp."""
     check_input(A, "linalg.matrix_exp")
     R = back(A, _lapack.expm(host(A)))

@@ -773,7 +773,7 @@ _holomorphic(_exp_rule, _exp2_rule, _log_rule, _log2_rule, _log10_rule, _log1p_r
 
 
 def abs(input, *, out=None):
-    """|x|; a complex tensor gives its modulus in the real dtype."""
+    """``|x|``; a complex tensor gives its modulus in the real dtype."""
     if input.dtype.is_complex:
         from .complex_ops import complex_abs
         return _out(complex_abs(input), out)

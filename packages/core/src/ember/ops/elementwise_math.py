@@ -233,7 +233,7 @@ def frac(input, *, out=None):
 
 
 def sgn(input, *, out=None):
-    """sign(x) for real x (x / |x| for complex); its gradient is zero for real inputs."""
+    """sign(x) for real x (x / ``|x|`` for complex); its gradient is zero for real inputs."""
     from .elementwise import sign
     if input.dtype.is_complex:
         xp = be(input).xp
@@ -318,7 +318,7 @@ def _hypot_rule(g, a, b, r):
 
 
 def copysign(input, other, *, out=None):
-    """|input| with the sign of ``other`` (a signed zero counts: copysign(1, -0.) = -1)."""
+    """``|input|`` with the sign of ``other`` (a signed zero counts: copysign(1, -0.) = -1)."""
     r, _ = _float_binary(input, other, lambda xp, a, b: xp.copysign(a, b))
     if needs_grad(input, other):
         record("CopysignBackward0", _copysign_rule, (input, other), r, (input, r))

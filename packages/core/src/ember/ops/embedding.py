@@ -48,7 +48,7 @@ def _refuse_sparse(sparse, weight, op):
 def embedding_renorm_(weight, input, max_norm, norm_type=2.0):
     """Rescale in place, outside autograd, the rows of ``weight`` ``[num, dim]`` indexed by
     ``input`` whose ``norm_type``-norm exceeds ``max_norm`` to norm ``max_norm``
-    (torch.embedding_renorm_: scale ``max_norm / (norm + 1e-7)``).  Returns ``weight``."""
+    (``torch.embedding_renorm_``: scale ``max_norm / (norm + 1e-7)``).  Returns ``weight``."""
     xp = be(weight).xp
     w = weight._data
     rows = xp.unique(input._data.reshape(-1))

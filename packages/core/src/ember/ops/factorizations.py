@@ -54,7 +54,7 @@ def _int32(like, arr):
 
 def permutation_from_pivots(piv, m, like):
     """The permutation matrices P (dtype and device of ``like``) of LAPACK's 1-based
-    sequential row swaps ``piv`` ([*, k], host int array): A = P L U."""
+    sequential row swaps ``piv`` (``[*, k]``, host int array): A = P L U."""
     import numpy
     batch = piv.shape[:-1]
     flat = numpy.broadcast_to(numpy.arange(m), (int(numpy.prod(batch, dtype=int)), m)).copy()
@@ -69,7 +69,7 @@ def permutation_from_pivots(piv, m, like):
 
 
 def _broadcast_batch(a, b):
-    """Host arrays ``a`` [*, m, n] and ``b`` [*, p, q] with their batch dims broadcast."""
+    """Host arrays ``a`` ``[*, m, n]`` and ``b`` ``[*, p, q]`` with their batch dims broadcast."""
     import numpy
     batch = numpy.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     return (numpy.ascontiguousarray(numpy.broadcast_to(a, batch + a.shape[-2:])),
@@ -182,7 +182,7 @@ def _lu_factor_rule(grads, LU, P):
 
 
 def lu_grad(gL, gU, P, L, U):
-    """The gradient of A = P L U from those of L [*, m, k] and U [*, k, n]."""
+    """The gradient of A = P L U from those of L ``[*, m, k]`` and U ``[*, k, n]``."""
     from .creation import zeros_like
     from .layout import tril, triu
     from .shape import cat
@@ -208,8 +208,8 @@ def lu_grad(gL, gU, P, L, U):
 
 
 def lu(A, *, pivot=True, out=None):
-    """(P, L, U) with A = P L U for each ``[*, m, n]`` matrix: P [*, m, m] a permutation,
-    L [*, m, k] unit lower triangular, U [*, k, n] upper triangular (k = min(m, n)).
+    """(P, L, U) with A = P L U for each ``[*, m, n]`` matrix: P ``[*, m, m]`` a permutation,
+    L ``[*, m, k]`` unit lower triangular, U ``[*, k, n]`` upper triangular (k = min(m, n)).
     Source: torch.linalg.lu."""
     lu_, piv, _ = _lu_arrays(A, "linalg.lu_factor", pivot)
     import numpy
@@ -233,7 +233,7 @@ def _vector_rhs(A, B):
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """X with A X = B (A^H X = B when ``adjoint``; X A = B when not ``left``) from A's
-    lu_factor output; B is [*, n, k] with batch dims broadcast against LU's.
+    lu_factor output; B is ``[*, n, k]`` with batch dims broadcast against LU's.
     Differentiable in ``LU`` and ``B``.  Source: torch.linalg.lu_solve."""
     import numpy
     check_same_dtype(LU, B, "linalg.lu_solve", "LU", "B")
@@ -290,7 +290,7 @@ def _lu_solve_rule(g, LU, pivots, P, X, left, adjoint):
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """(result, info): X with A X = B (X A = B when not ``left``) through A's LU
     factorization, and int32 info > 0 for a singular A (X then holds LAPACK's inf/nan,
-    as torch's).  B is [*, n, k] or a vector [*, n]; batch dims broadcast.
+    as torch's).  B is ``[*, n, k]`` or a vector ``[*, n]``; batch dims broadcast.
     ``check_errors`` raises LinAlgError for a singular A.  Source: torch.linalg.solve_ex."""
     check_input(A, "linalg.solve")
     check_same_dtype(A, B, "linalg.solve")
@@ -434,7 +434,7 @@ def ldl_factor(A, *, hermitian=False, out=None):
 
 
 def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
-    """X with A X = B from A's ldl_factor output; B is [*, n, k], batch dims broadcast.
+    """X with A X = B from A's ldl_factor output; B is ``[*, n, k]``, batch dims broadcast.
     No derivative (as torch).  Source: torch.linalg.ldl_solve."""
     import numpy
     if B.ndim < 2:

@@ -23,7 +23,7 @@ __all__ = ["geqrf", "orgqr", "ormqr"]
 
 def geqrf(input, *, out=None):
     """(a, tau): LAPACK's QR factorization of each ``[*, m, n]`` matrix, R in a's upper
-    triangle, the Householder vectors below it and their scales in tau [*, min(m, n)].
+    triangle, the Householder vectors below it and their scales in tau ``[*, min(m, n)]``.
     Q is ``orgqr(a, tau)``.  No derivative (NotImplementedError in backward, as torch).
     Source: torch.geqrf."""
     if input.ndim < 2:
@@ -41,7 +41,7 @@ def _geqrf_rule(grads):
 
 
 def _reflectors(A, k):
-    """The k Householder vectors [*, m, k]: A's columns below the diagonal, a one on it."""
+    """The k Householder vectors ``[*, m, k]``: A's columns below the diagonal, a one on it."""
     from .creation import eye
     from .layout import tril
     m = A.shape[-2]
@@ -62,8 +62,8 @@ def _apply(V, tau, C, left, adjoint):
 
 
 def orgqr(input, tau, *, out=None):
-    """The first n columns of Q = H_1 ... H_k for ``input`` [*, m, n] (m >= n) holding
-    the Householder vectors below its diagonal and ``tau`` [*, k] (k <= n) their scales,
+    """The first n columns of Q = H_1 ... H_k for ``input`` ``[*, m, n]`` (m >= n) holding
+    the Householder vectors below its diagonal and ``tau`` ``[*, k]`` (k <= n) their scales,
     as geqrf gives them.  Source: torch.linalg.householder_product (torch.orgqr)."""
     from .creation import eye
     name = "torch.linalg.householder_product"
@@ -88,7 +88,7 @@ def orgqr(input, tau, *, out=None):
 
 def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
     """Q @ C (C @ Q when not ``left``; Q^H in place of Q when ``transpose``) for the
-    m x m Q of geqrf's output (``input`` [*, m, n], ``input2`` = tau [*, k]) and
+    m x m Q of geqrf's output (``input`` ``[*, m, n]``, ``input2`` = tau ``[*, k]``) and
     ``input3`` = C, without forming Q.  Source: torch.ormqr."""
     A, tau, C = input, input2, input3
     if A.ndim < 2:

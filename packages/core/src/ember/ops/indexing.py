@@ -561,7 +561,7 @@ def _diagonal_run_rule(g, shape, row, count):
 
 def fill_diagonal_(self, fill_value, wrap=False):
     """Fill the main diagonal of ``self`` (2-d, or n-d with all sizes equal) with
-    ``fill_value`` in place and return ``self`` (torch.Tensor.fill_diagonal_).
+    ``fill_value`` in place and return ``self`` (``torch.Tensor.fill_diagonal_``).
 
     ``wrap``: for a 2-d matrix taller than it is wide (``h > w + 1``), the diagonal starts
     again at row ``w + 1``, as numpy's ``fill_diagonal(wrap=True)``.  Differentiable on

@@ -498,7 +498,7 @@ def _storage(t):
 
 def resize_(self, *sizes, memory_format=None):
     """Give ``self`` the shape ``sizes``, contiguous, over its own memory from its storage
-    offset on (torch.Tensor.resize_): shrinking keeps the leading elements of that memory
+    offset on (``torch.Tensor.resize_``): shrinking keeps the leading elements of that memory
     and growing back within it finds them again; growing beyond it moves ``self`` to new
     memory holding the old elements first, the new ones uninitialised.
 
@@ -535,7 +535,7 @@ def resize_(self, *sizes, memory_format=None):
 
 
 def resize_as_(input, the_template, *, memory_format=None):
-    """``input.resize_(the_template.shape)`` (torch.resize_as_)."""
+    """``input.resize_(the_template.shape)`` (``torch.resize_as_``)."""
     return resize_(input, tuple(the_template.shape))
 
 

@@ -26,7 +26,7 @@ def _mH(x):
 
 
 def _range_basis(A, q, niter, generator=None):
-    """An orthonormal basis [*, m, q] of (nearly) A's range: a Gaussian sketch refined by
+    """An orthonormal basis ``[*, m, q]`` of (nearly) A's range: a Gaussian sketch refined by
     ``niter`` power iterations, each followed by a QR step (algorithm 4.4)."""
     from .creation import randn
     from .decompositions import qr
@@ -39,7 +39,7 @@ def _range_basis(A, q, niter, generator=None):
 
 
 def svd_lowrank(A, q=6, niter=2, M=None):
-    """(U [*, m, q], S [*, q], V [*, n, q]): an approximate rank-q SVD of A - M (M
+    """(U ``[*, m, q]``, S ``[*, q]``, V ``[*, n, q]``): an approximate rank-q SVD of A - M (M
     broadcast to A; default none), A ~ U diag(S) V^H; exact when q >= rank(A).  q is at
     most min(m, n).  Source: torch.svd_lowrank."""
     from .decompositions import svd
@@ -74,8 +74,8 @@ def pca_lowrank(A, q=None, center=True, niter=2):
 
 def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, largest=None, method=None,
            tracker=None, ortho_iparams=None, ortho_fparams=None, ortho_bparams=None):
-    """(E [*, k], X [*, m, k]): the k largest (smallest when ``largest=False``) eigenvalues
-    of the symmetric A [*, m, m], in that order, and their eigenvectors; with B, those of
+    """(E ``[*, k]``, X ``[*, m, k]``): the k largest (smallest when ``largest=False``) eigenvalues
+    of the symmetric A ``[*, m, m]``, in that order, and their eigenvectors; with B, those of
     the generalized problem A x = lambda B x (B symmetric positive definite, X then
     B-orthonormal).  k defaults to X's column count, else 1; ValueError, as torch, when
     m < 3 n (n, the basis size, defaults to k).  Source: torch.lobpcg."""

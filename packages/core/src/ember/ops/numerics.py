@@ -69,7 +69,7 @@ def _nan_extreme_rule(g, a, b, is_max):
 # ---- mantissa and exponent ---------------------------------------------------------
 
 def frexp(input):
-    """(mantissa, exponent) with input = mantissa * 2 ** exponent, |mantissa| in [0.5, 1)
+    """(mantissa, exponent) with input = mantissa * 2 ** exponent, ``|mantissa|`` in [0.5, 1)
     (0 and non-finite values: mantissa = input, exponent 0); mantissa keeps the float
     dtype, exponent is int32.  RuntimeError for integer and bool inputs (torch.frexp)."""
     if not input.dtype.is_floating_point:

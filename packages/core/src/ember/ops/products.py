@@ -116,8 +116,8 @@ def cross(input, other, dim=None):
 
 @autocast_op("fp32")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
-    """p-norm distances between the rows of ``x1`` [*, P, M] and ``x2`` [*, R, M] ->
-    [*, P, R]; the gradient at zero distance is zero, as torch's."""
+    """p-norm distances between the rows of ``x1`` ``[*, P, M]`` and ``x2`` ``[*, R, M]`` ->
+    ``[*, P, R]``; the gradient at zero distance is zero, as torch's."""
     from .elementwise import abs as _abs
     from .elementwise import where
     from .reduction import amax

@@ -282,7 +282,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
 
 def dist(input, other, p=2):
     """The ``p``-norm of ``input - other`` (broadcast): any real p, inf and -inf (max and
-    min of |difference|), 0 (the count of nonzero differences); a 0-d tensor of the
+    min of ``|difference|``), 0 (the count of nonzero differences); a 0-d tensor of the
     promoted float dtype.  RuntimeError for integer inputs (torch.dist)."""
     from .decompositions import vector_norm
     diff = input - other

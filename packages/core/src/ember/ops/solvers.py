@@ -44,8 +44,8 @@ def lu(A, pivot=True, get_infos=False, out=None):
 
 
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
-    """(P, L, U) from lu_factor's packed ``LU_data`` [*, m, n] and int32 ``LU_pivots``
-    [*, k]: P [*, m, m], L [*, m, k] unit lower, U [*, k, n] upper; the parts not asked
+    """(P, L, U) from lu_factor's packed ``LU_data`` ``[*, m, n]`` and int32 ``LU_pivots``
+    ``[*, k]``: P ``[*, m, m]``, L ``[*, m, k]`` unit lower, U ``[*, k, n]`` upper; the parts not asked
     for come back empty.  Differentiable in ``LU_data``.  Source: torch.lu_unpack."""
     if LU_data.ndim < 2:
         raise RuntimeError(f"torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: "
@@ -119,7 +119,7 @@ def _tn(t):
 
 def cholesky_solve(B, L, upper=False, *, out=None):
     """X with A X = B for A = L L^H given its Cholesky factor ``L`` (A = U^H U for an
-    upper factor); B [*, n, k], batch dims broadcast.  Source: torch.cholesky_solve."""
+    upper factor); B ``[*, n, k]``, batch dims broadcast.  Source: torch.cholesky_solve."""
     if B.ndim < 2:
         raise RuntimeError(f"b should have at least 2 dimensions, but has {B.ndim} dimensions instead")
     _check_rhs(B, L, "cholesky_solve")
@@ -141,7 +141,7 @@ def _cholesky_solve_rule(g, L, X, upper):
 
 def cholesky_inverse(L, upper=False, *, out=None):
     """The inverse of A = L L^H (A = U^H U when ``upper``) from its Cholesky factor
-    [*, n, n].  Source: torch.cholesky_inverse."""
+    ``[*, n, n]``.  Source: torch.cholesky_inverse."""
     import numpy
     check_input(L, "cholesky_inverse")
     c = host(L)

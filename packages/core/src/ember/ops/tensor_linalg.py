@@ -15,7 +15,7 @@ _NORMS = ("fro", "nuc", 1, -1, math.inf, -math.inf)
 
 
 def cond(A, p=None, *, out=None):
-    """The condition number of each matrix [*, m, n] in norm ``p``: for None, 2 and -2
+    """The condition number of each matrix ``[*, m, n]`` in norm ``p``: for None, 2 and -2
     the ratio of the largest to the smallest singular value (its inverse for -2, any
     shape); for 'fro', 'nuc', 1, -1, inf and -inf, norm(A) * norm(A^-1) of a square A,
     inf where A is singular.  A real result (float32/float64).  Source: torch.linalg.cond."""
@@ -54,8 +54,8 @@ def _numel(shape):
 
 
 def tensorinv(A, ind=2, *, out=None):
-    """The tensor X with tensordot(A, X, ind) the identity: A [*I, *J] read as a
-    prod(I) x prod(J) matrix (ind = len(I)), inverted, shaped [*J, *I].  RuntimeError
+    """The tensor X with tensordot(A, X, ind) the identity: A ``[*I, *J]`` read as a
+    prod(I) x prod(J) matrix (ind = len(I)), inverted, shaped ``[*J, *I]``.  RuntimeError
     (LinAlgError) for a singular one.  Source: torch.linalg.tensorinv."""
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
@@ -68,7 +68,7 @@ def tensorinv(A, ind=2, *, out=None):
 
 
 def tensorsolve(A, B, dims=None, *, out=None):
-    """The tensor X with tensordot(A, X, X.ndim) = B: A [*B.shape, *X.shape] (after
+    """The tensor X with tensordot(A, X, X.ndim) = B: A ``[*B.shape, *X.shape]`` (after
     moving ``dims`` of A to the end) read as a matrix.  RuntimeError (LinAlgError) for
     a singular one.  Source: torch.linalg.tensorsolve."""
     from .shape import movedim

@@ -48,7 +48,7 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
-    """The triangle 1 - |2n / (N - 1) - 1|."""
+    """The triangle 1 - ``|2n / (N - 1) - 1|``."""
     return _window(window_length, periodic, lambda k, m: 1 - numpy.abs(2 * k / (m - 1) - 1), dtype, device,
                    requires_grad)
 

@@ -14,7 +14,7 @@ __all__ = ["Adadelta"]
 
 
 class Adadelta(PerParameterOptimizer):
-    """Adadelta(params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, *, maximize=False).
+    """Adadelta(params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, ``*``, maximize=False).
     State: 'step', 'square_avg', 'acc_delta'."""
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,

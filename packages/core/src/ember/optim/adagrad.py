@@ -16,7 +16,7 @@ __all__ = ["Adagrad"]
 
 class Adagrad(PerParameterOptimizer):
     """Adagrad(params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
-    *, maximize=False).  Its state ('step', 'sum') exists from construction, as torch's."""
+    ``*``, maximize=False).  Its state ('step', 'sum') exists from construction, as torch's."""
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):

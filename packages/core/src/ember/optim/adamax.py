@@ -14,7 +14,7 @@ __all__ = ["Adamax"]
 
 
 class Adamax(PerParameterOptimizer):
-    """Adamax(params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, *, maximize=False).
+    """Adamax(params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, ``*``, maximize=False).
     State: 'step', 'exp_avg', 'exp_inf'.  ValueError for invalid hyper-parameters."""
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,

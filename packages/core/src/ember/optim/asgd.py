@@ -16,7 +16,7 @@ __all__ = ["ASGD"]
 
 
 class ASGD(PerParameterOptimizer):
-    """ASGD(params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, *, maximize=False).
+    """ASGD(params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, ``*``, maximize=False).
     State: 'step', 'eta' and 'mu' (float32 scalars, as torch's), 'ax' (the average)."""
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None, maximize=False,

@@ -16,7 +16,7 @@ __all__ = ["NAdam"]
 
 class NAdam(PerParameterOptimizer):
     """NAdam(params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
-    decoupled_weight_decay=False, *, maximize=False).  State: 'step', 'mu_product' (a
+    decoupled_weight_decay=False, ``*``, maximize=False).  State: 'step', 'mu_product' (a
     float32 scalar, as torch keeps it), 'exp_avg', 'exp_avg_sq'."""
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,

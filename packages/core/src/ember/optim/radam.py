@@ -17,7 +17,7 @@ __all__ = ["RAdam"]
 
 class RAdam(PerParameterOptimizer):
     """RAdam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-    decoupled_weight_decay=False, *, maximize=False).  The first steps, while the
+    decoupled_weight_decay=False, ``*``, maximize=False).  The first steps, while the
     variance estimate is not yet trusted (rho_t <= 5), are plain momentum SGD."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,

@@ -15,7 +15,7 @@ __all__ = ["RMSprop"]
 
 class RMSprop(PerParameterOptimizer):
     """RMSprop(params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
-    *, maximize=False).  State: 'step', 'square_avg', with momentum 'momentum_buffer', when
+    ``*``, maximize=False).  State: 'step', 'square_avg', with momentum 'momentum_buffer', when
     centered 'grad_avg'."""
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,

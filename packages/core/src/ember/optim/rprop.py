@@ -15,7 +15,7 @@ __all__ = ["Rprop"]
 
 
 class Rprop(PerParameterOptimizer):
-    """Rprop(params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, maximize=False): each
+    """Rprop(params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), ``*``, maximize=False): each
     weight's step grows by etas[1] while its gradient keeps its sign and shrinks by
     etas[0] when it flips (that step then skipped).  State: 'step', 'prev', 'step_size'."""
 

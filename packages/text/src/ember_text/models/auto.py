@@ -57,7 +57,7 @@ def _auto(name: str, table: dict):
         raise OSError(f"{name} is designed to be instantiated using `{name}.from_pretrained(folder)` or "
                       f"`{name}.from_config(config)`.")
 
-    doc = (f"{name}.from_pretrained(folder, dtype=..., **config_overrides): the model class for config.json's "
+    doc = (f"{name}.from_pretrained(folder, dtype=..., ``**config_overrides``): the model class for config.json's "
            f"model_type ({', '.join(sorted(table))}).")
     return type(name, (), {"__init__": init, "from_pretrained": classmethod(from_pretrained),
                            "from_config": classmethod(from_config), "__doc__": doc})

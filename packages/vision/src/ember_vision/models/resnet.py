@@ -363,7 +363,7 @@ class Wide_ResNet50_2_Weights(WeightsEnum):
 
 
 def _builder_doc(title: str, enum: str) -> str:
-    return (f"{title}.\n\n    Args (keyword-only):\n        weights: a ``{enum}`` member or its name (default None: "
+    return (f"{title}.\n\n    Keyword Args:\n        weights: a ``{enum}`` member or its name (default None: "
             "random initialization).\n        progress: show a progress bar while downloading the weights.\n"
             "        **kwargs: passed to ``ResNet`` (``num_classes``, ``zero_init_residual``...).\n\n"
             "    Raises ValueError when ``num_classes`` differs from the weights' category count.\n    ")

@@ -179,7 +179,7 @@ def _simple(name, fn_name, doc, **defaults):
 ReLU6 = _simple("ReLU6", "relu6", "min(max(x, 0), 6) (torch.nn.ReLU6).", inplace=False)
 SELU = _simple("SELU", "selu", "Scaled ELU with the self-normalizing constants (torch.nn.SELU).", inplace=False)
 CELU = _simple("CELU", "celu", "Continuously differentiable ELU (torch.nn.CELU).", alpha=1.0, inplace=False)
-Softsign = _simple("Softsign", "softsign", "x / (1 + |x|) (torch.nn.Softsign).")
+Softsign = _simple("Softsign", "softsign", "x / (1 + ``|x|``) (torch.nn.Softsign).")
 Hardtanh = _simple("Hardtanh", "hardtanh", "x clamped into [min_val, max_val] (torch.nn.Hardtanh).", min_val=-1.0,
                    max_val=1.0, inplace=False)
 Hardsigmoid = _simple("Hardsigmoid", "hardsigmoid", "relu6(x + 3) / 6 (torch.nn.Hardsigmoid).", inplace=False)

@@ -233,7 +233,7 @@ class Transformer(Module):
     """The encoder-decoder Transformer (torch.nn.Transformer): src ``[S, N, d_model]`` and tgt
     ``[T, N, d_model]`` (batch first with ``batch_first``; unbatched ``[S, d_model]``) to
     ``[T, N, d_model]``.  Both stacks end with a LayerNorm; ``custom_encoder`` /
-    ``custom_decoder`` replace them.  Matrices are re-initialised with xavier_uniform_.
+    ``custom_decoder`` replace them.  Matrices are re-initialised with ``xavier_uniform_``.
     RuntimeError when src and tgt differ in batch size or their feature size is not d_model.
     """
 

@@ -66,8 +66,8 @@ class DistributedDataParallel(Module):
     next synchronised backward). ``static_graph``, ``gradient_as_bucket_view``,
     ``check_reduction``, ``device_ids`` and ``output_device`` are accepted and change
     nothing (CPU tensors; buckets are copies). ``register_comm_hook`` replaces the averaging
-(the hooks of ember.distributed.algorithms.ddp_comm_hooks); ``join()`` trains ranks with
-uneven numbers of batches.
+    (the hooks of ember.distributed.algorithms.ddp_comm_hooks); ``join()`` trains ranks with
+    uneven numbers of batches.
     """
 
     def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0, broadcast_buffers=True,

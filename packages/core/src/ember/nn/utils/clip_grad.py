@@ -54,7 +54,7 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
 @_no_grad
 def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor, foreach=None) -> None:
     """Scale every ``.grad`` in place by ``min(max_norm / (total_norm + 1e-6), 1)``
-    (torch.nn.utils.clip_grads_with_norm_)."""
+    (``torch.nn.utils.clip_grads_with_norm_``)."""
     grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
     if not grads:
         return
@@ -68,7 +68,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
                     foreach=None) -> Tensor:
     """Clip the gradients of ``parameters`` (a Tensor or an iterable) in place so their
     total ``norm_type``-norm is at most ``max_norm``; returns the total norm before
-    clipping, a 0-d tensor (torch.nn.utils.clip_grad_norm_).  Warns on an empty generator."""
+    clipping, a 0-d tensor (``torch.nn.utils.clip_grad_norm_``).  Warns on an empty generator."""
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     else:
@@ -92,7 +92,7 @@ def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0, error_if
 
 @_no_grad
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
-    """Clamp every ``.grad`` in place to ``[-clip_value, clip_value]`` (torch.nn.utils.clip_grad_value_)."""
+    """Clamp every ``.grad`` in place to ``[-clip_value, clip_value]`` (``torch.nn.utils.clip_grad_value_``)."""
     clip_value = float(clip_value)
     for p in _as_list(parameters):
         if p.grad is not None:

@@ -24,16 +24,23 @@ class DistributedSampler(Sampler):
 
     Args: dataset, num_replicas (int), rank (int), shuffle (True), seed (0), drop_last (False).
 
-    Raises ValueError when ``num_replicas`` or ``rank`` is omitted (no process group has
-    been initialized to ask, torch's message), or for a rank outside ``[0, num_replicas - 1]``.
+    An omitted ``num_replicas`` or ``rank`` is the default process group's size or this
+    process's rank in it (``ember.distributed``).
+
+    Raises ValueError when one is omitted and no process group has been initialized (torch's
+    message), or for a rank outside ``[0, num_replicas - 1]``; RuntimeError when one is omitted
+    and ``ember.distributed`` is not available (mpi4py missing).
     """
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle: bool = True, seed: int = 0,
                  drop_last: bool = False):
         if num_replicas is None or rank is None:
-            # No process group exists in ember yet: torch's error for an uninitialized one.
-            raise ValueError("Default process group has not been initialized, please make sure to call "
-                             "init_process_group.")
+            from ... import distributed as dist
+            if not dist.is_available():
+                raise RuntimeError("Requires distributed package to be available")
+            # the default group's size and rank (torch's ValueError when none was initialized)
+            num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
+            rank = dist.get_rank() if rank is None else rank
         if rank >= num_replicas or rank < 0:
             raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
         self.dataset = dataset

@@ -1,6 +1,8 @@
 """DistributedDataParallel on 2 and 3 ranks: a few SGD steps give, on every rank, the
 parameters of single-process training on the global batch from the same start."""
 
+import re
+
 import numpy as np
 import pytest
 from mpilaunch import mpirun
@@ -9,10 +11,13 @@ import ember
 from ember import nn
 
 
-def single_process(start, world, micro):
+def single_process(start, world, micro, variant="plain"):
     """The same steps in one process: the loss is the mean over ranks of the sum over
     micro-batches of each one's mean loss (what DDP's averaged, accumulated gradients follow)."""
     body = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+
+    def forward(x):
+        return (body(x) + body(x.flip(0))) / 2 if variant.endswith("reentrant") else body(x)
     body.load_state_dict({k[len("body."):]: ember.from_numpy(v.copy()) for k, v in start.items()
                           if k.startswith("body.")})
     optimizer = ember.optim.SGD(body.parameters(), lr=0.1, momentum=0.9)
@@ -25,7 +30,7 @@ def single_process(start, world, micro):
         for r in range(world):
             shard = slice(r * 12 // world, (r + 1) * 12 // world)
             for xm, ym in zip(np.array_split(x[shard], micro), np.array_split(y[shard], micro)):
-                total = total + nn.functional.mse_loss(body(ember.from_numpy(xm)), ember.from_numpy(ym))
+                total = total + nn.functional.mse_loss(forward(ember.from_numpy(xm)), ember.from_numpy(ym))
         (total / world).backward()
         optimizer.step()
     return {f"body.{k}": v.detach().numpy() for k, v in body.state_dict().items()}
@@ -39,13 +44,17 @@ def single_process(start, world, micro):
     (3, 1, 0.0001, "allreduce_hook"),
     (2, 1, 25, "fp16_compress_hook"),
     (2, 1, 25, "bf16_compress_hook"),
+    (2, 2, 25, "bucket_view"),              # gradients as views of the one bucket, no_sync accumulation
+    (3, 1, 0.0001, "bucket_view_hook"),     # a bucket per parameter, each GradBucket's buffer the gradients' memory
+    (3, 1, 0.0002, "static"),               # static_graph with a parameter the forward skips
+    (2, 2, 0.0001, "static_reentrant"),     # static_graph, parameters reached by two reentrant backwards
 ])
 def test_ddp_equals_single_process_training(world, micro, cap, variant, tmp_path):
     done = mpirun(world, "ddp_train.py", tmp_path, micro, cap, variant)
     assert done.returncode == 0, done.stdout + done.stderr
     ranks = [dict(np.load(tmp_path / f"rank{r}.npz")) for r in range(world)]
     start = {k[len("start."):]: v for k, v in ranks[0].items() if k.startswith("start.")}
-    expected = single_process(start, world, micro)
+    expected = single_process(start, world, micro, variant)
     for r, saved in enumerate(ranks):
         for k, v in start.items():
             np.testing.assert_array_equal(saved[f"start.{k}"], v, err_msg=f"rank {r} started from another {k}")
@@ -63,28 +72,8 @@ def test_a_parameter_without_gradient_needs_find_unused_parameters(tmp_path):
     assert "spare.weight" in done.stderr
 
 
-@pytest.mark.parametrize("world", [2, 3])
-def test_join_with_uneven_inputs(world, tmp_path):
-    """Rank r has 3 + 2r batches: step t averages (over the whole world) the gradients of the
-    ranks that still have a batch, and every rank ends with the longest-running rank's model."""
-    done = mpirun(world, "ddp_join.py", tmp_path, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    ranks = [dict(np.load(tmp_path / f"rank{r}.npz")) for r in range(world)]
-    body = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
-    body.load_state_dict({k[len("start."):]: ember.from_numpy(v.copy()) for k, v in ranks[0].items()
-                          if k.startswith("start.")})
-    optimizer = ember.optim.SGD(body.parameters(), lr=0.1, momentum=0.9)
-    for step in range(3 + 2 * (world - 1)):
-        optimizer.zero_grad()
-        total = 0
-        for r in range(world):
-            if step < 3 + 2 * r:
-                data = np.random.default_rng([step, r])
-                x, y = data.standard_normal((4, 4)).astype(np.float32), data.standard_normal((4, 2)).astype(np.float32)
-                total = total + nn.functional.mse_loss(body(ember.from_numpy(x)), ember.from_numpy(y))
-        (total / world).backward()
-        optimizer.step()
-    for r, saved in enumerate(ranks):
-        for k, v in body.state_dict().items():
-            np.testing.assert_allclose(saved[f"final.{k}"], v.detach().numpy(), rtol=1e-5, atol=1e-6,
-                                       err_msg=f"rank {r}: {k}")
+def test_a_parameter_reached_by_two_reentrant_backwards_needs_static_graph(tmp_path):
+    done = mpirun(2, "ddp_train.py", tmp_path, 1, 25, "reentrant", timeout=60)
+    assert done.returncode != 0
+    assert "RuntimeError: Expected to mark a variable ready only once" in done.stderr, done.stderr
+    assert re.search(r"Parameter body\.[02]\.(weight|bias) has been marked as ready twice", done.stderr), done.stderr

@@ -1,5 +1,5 @@
 """init_process_group's checks and sub-groups on 3 ranks, and the failures: outside a launch,
-a rank that raises, a collective that times out."""
+a rank that raises, a collective that times out (waited on or not)."""
 
 import subprocess
 import sys
@@ -48,6 +48,25 @@ def test_timeout_names_rank_collective_and_sequence():
     # every rank's side: rank 1 (sleeping in Python) answers through its watchdog thread
     assert ("the last collective each rank entered: rank 0: all_reduce (sequence number 2); "
             "rank 1: barrier (sequence number 1)") in done.stderr, done.stderr
+
+
+def test_an_async_collective_nobody_waits_on_still_times_out():
+    start = time.monotonic()
+    done = mpirun(2, "unwaited.py", "late", timeout=60)
+    assert time.monotonic() - start < 30
+    assert done.returncode != 0
+    assert "DistBackendError: [Rank 0] all_reduce (sequence number 2) did not complete within 2 s" in done.stderr, \
+        done.stderr
+    assert ("the last collective each rank entered: rank 0: all_reduce (sequence number 2); "
+            "rank 1: barrier (sequence number 1)") in done.stderr, done.stderr
+
+
+def test_async_collectives_finish_without_a_wait_and_do_not_time_out():
+    done = mpirun(2, "unwaited.py", "done", timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # SUM of rank + 1 over ranks 0 and 1; AVG of 2 * rank
+    assert sorted(done.stdout.splitlines()) == ["rank 0 [3.0, 3.0, 3.0] [1.0, 1.0]",
+                                                "rank 1 [3.0, 3.0, 3.0] [1.0, 1.0]"], done.stdout
 
 
 def test_reduce_op_members_as_torchs():

@@ -60,3 +60,16 @@ def test_a_pytorch_ddp_script_runs_unmodified_through_the_launcher_and_compat(tm
     assert done.stdout.startswith("rank 0 of 2 on cpu"), done.stdout
     state = torch.load(tmp_path / "model.pt", weights_only=True)
     assert list(state) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+
+
+def test_the_installed_ember_run_console_script(tmp_path):
+    """The ``ember-run`` entry point pip installs next to the interpreter, called directly."""
+    import pathlib
+    script = pathlib.Path(sys.executable).parent / "ember-run"
+    assert script.is_file(), f"{script} is missing: install ember-core (pip install -e packages/core)"
+    env = {k: v for k, v in rank_env().items() if not k.startswith("OMPI_") and k != "OMP_NUM_THREADS"}
+    done = subprocess.run([str(script), "--nproc-per-node", "2", "--master-port", "29512", str(SCRIPTS / "launched.py"),
+                           "a", "--b"], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = sorted(re.findall(r"\d+\|2\|\d+\|2\|127\.0\.0\.1\|29512\|1\|True\|1\.0\|a\|--b", done.stdout))
+    assert lines == [f"{r}|2|{r}|2|127.0.0.1|29512|1|True|1.0|a|--b" for r in range(2)], done.stdout

@@ -2,8 +2,12 @@
 broadcast) and final parameters to OUT/rank<r>.npz. argv: OUT, micro-batches per step (the
 first ones run under no_sync), bucket_cap_mb, and "plain", "unused" (a layer the forward
 skips, with find_unused_parameters) "missing" (that layer without it: the second forward
-raises), "zero" (ZeroRedundancyOptimizer around the SGD) or the name of a default
-communication hook."""
+raises), "zero" (ZeroRedundancyOptimizer around the SGD), the name of a default
+communication hook, "bucket_view" (gradient_as_bucket_view; "bucket_view_hook" with the
+allreduce hook), "static" (static_graph with the skipped layer, without
+find_unused_parameters), "static_reentrant" (static_graph, the body reached by two reentrant
+backwards: the forward returns (body(x) + body(x.flip(0))) / 2, each call a checkpoint that
+runs its own backward) or "reentrant" (that without static_graph: backward raises)."""
 
 import sys
 
@@ -23,15 +27,63 @@ class Net(nn.Module):
     def __init__(self):
         super().__init__()
         self.body = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
-        if variant in ("unused", "missing"):  # a layer the forward skips
+        if variant in ("unused", "missing", "static"):  # a layer the forward skips
             self.spare = nn.Linear(2, 2)
         self.register_buffer("seen", ember.full((3,), float(rank)))
 
     def forward(self, x):
+        if variant.endswith("reentrant"):
+            x = x.detach().requires_grad_()  # a reentrant checkpoint needs an input that requires grad
+            return (Reentrant.apply(self.body, x) + Reentrant.apply(self.body, x.flip(0))) / 2
         return self.body(x)
 
 
-model = nn.parallel.DistributedDataParallel(Net(), bucket_cap_mb=cap, find_unused_parameters=variant == "unused")
+class Reentrant(ember.autograd.Function):
+    """A checkpoint of torch's reentrant kind: no graph in forward, a backward of its own."""
+
+    @staticmethod
+    def forward(ctx, fn, x):
+        ctx.fn = fn
+        ctx.save_for_backward(x)
+        with ember.no_grad():
+            return fn(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        x = x.detach().requires_grad_(True)
+        with ember.enable_grad():
+            y = ctx.fn(x)
+        ember.autograd.backward(y, grad)
+        return None, x.grad
+
+
+model = nn.parallel.DistributedDataParallel(Net(), bucket_cap_mb=cap, find_unused_parameters=variant == "unused",
+                                            gradient_as_bucket_view=variant.startswith("bucket_view"),
+                                            static_graph=variant.startswith("static"))
+buffers = {}
+if variant == "bucket_view_hook":
+    from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    def keep(state, bucket):
+        buffers[bucket.index()] = (bucket.buffer(), bucket.parameters())
+        return default_hooks.allreduce_hook(state, bucket)
+    model.register_comm_hook(None, keep)
+
+
+def check_bucket_views():
+    """Every gradient is a view into its bucket's flat buffer."""
+    if variant == "bucket_view_hook":
+        assert buffers
+        for buffer, params in buffers.values():
+            for p in params:
+                assert np.shares_memory(p.grad.numpy(), buffer.numpy()), "p.grad is not a view of the bucket"
+    else:  # one bucket: the gradients lie back to back, in the bucket's (reverse) order
+        params = list(reversed(list(model.parameters())))
+        for a, b in zip(params, params[1:]):
+            assert b.grad.data_ptr() == a.grad.data_ptr() + a.numel() * a.element_size()
+
+
 if variant in ("allreduce_hook", "fp16_compress_hook", "bf16_compress_hook"):
     from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
     hook_calls = []
@@ -49,6 +101,7 @@ if variant == "zero":  # the momentum buffers sharded across the ranks
 else:
     optimizer = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 data = np.random.default_rng(0)
+spare_grads = []
 for _ in range(4):
     x = data.standard_normal((12, 4)).astype(np.float32)
     y = data.standard_normal((12, 2)).astype(np.float32)
@@ -63,10 +116,18 @@ for _ in range(4):
         else:
             loss = nn.functional.mse_loss(model(ember.from_numpy(xs[m])), ember.from_numpy(ys[m]))
             loss.backward()
+    if variant.startswith("bucket_view"):
+        check_bucket_views()
+    if variant == "static":
+        spare = model.module.spare.weight.grad
+        spare_grads.append(None if spare is None else float(spare.abs().sum()))
     optimizer.step()
+if variant == "static":
+    # no rank used the layer: the first iteration leaves its gradient None, later ones give zeros (torch's reducer)
+    assert spare_grads == [None, 0.0, 0.0, 0.0], spare_grads
 if variant == "unused":
     assert model.module.spare.weight.grad is None, "a parameter no rank used keeps grad None"
-if variant.endswith("_hook"):
+if variant in ("allreduce_hook", "fp16_compress_hook", "bf16_compress_hook"):
     assert sorted(hook_calls) == sorted(list(range(len(model._buckets))) * 4), hook_calls
 if variant == "zero":
     assert 0 < len(optimizer.optim.state) < 4, "each rank holds only its shard of the state"

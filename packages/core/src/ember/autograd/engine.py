@@ -15,6 +15,7 @@ see tensors, wrapped around the same arrays.
 from __future__ import annotations
 
 import heapq
+import threading
 
 from numpy import ndarray
 
@@ -24,7 +25,22 @@ from .anomaly_mode import STATE as _ANOMALY
 from .anomaly_mode import check_gradients
 from .graph import AccumulateGrad, edge
 
-__all__ = ["run_backward"]
+__all__ = ["run_backward", "queue_callback"]
+
+# one list of final callbacks per backward running on this thread (a backward started from
+# inside another one, as a reentrant checkpoint does, has its own)
+_CALLBACKS = threading.local()
+
+
+def queue_callback(fn, outermost: bool = False) -> None:
+    """Run ``fn()`` once the backward now running on this thread has finished (torch's
+    ``Variable._execution_engine.queue_callback``), or, with ``outermost``, once the
+    outermost one has (a backward started from inside another, as a reentrant checkpoint's,
+    ends first). RuntimeError outside a backward."""
+    stack = getattr(_CALLBACKS, "stack", None)
+    if not stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    stack[0 if outermost else -1].append(fn)
 
 
 def _graph_order(roots):
@@ -66,6 +82,23 @@ def _dependencies(roots) -> dict:
 
 def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                  inputs=None, accumulate: bool = True):
+    """Backpropagate (see ``_backward``), then run the callbacks queued during it, in order
+    (callbacks may queue more)."""
+    stack = _CALLBACKS.__dict__.setdefault("stack", [])
+    callbacks = []
+    stack.append(callbacks)
+    try:
+        result = _backward(tensors, grad_tensors, retain_graph, create_graph, inputs, accumulate)
+    finally:
+        stack.pop()
+    i = 0
+    while i < len(callbacks):
+        callbacks[i]()
+        i += 1
+    return result
+
+
+def _backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, inputs=None, accumulate: bool = True):
     """Backpropagate ``grad_tensors`` from ``tensors``.
 
     ``accumulate=True`` (``Tensor.backward``) adds into ``.grad`` of the leaves, or only of

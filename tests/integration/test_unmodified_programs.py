@@ -111,3 +111,19 @@ def test_a_torch_onnx_export_script(tmp_path):
     for sample, expected in (("sample", "expected"), ("other", "other_expected")):  # batch 3, then 5
         (got,) = sess.run(None, {"image": np.load(tmp_path / f"{sample}.npy")})
         np.testing.assert_allclose(got, np.load(tmp_path / f"{expected}.npy"), rtol=1e-5, atol=1e-5)
+
+
+def test_a_torch_onnx_export_script_of_an_lstm(tmp_path):
+    """An LSTM tagger's file (ONNX's LSTM operator, dynamic batch and sequence) computes in
+    onnxruntime what the model computed in the script, at a second shape too."""
+    import numpy as np
+    import onnx
+    import onnxruntime
+    _run("onnx_export_lstm.py", "--out", str(tmp_path))
+    path = str(tmp_path / "tagger.onnx")
+    onnx.checker.check_model(path, full_check=True)
+    assert [n.op_type for n in onnx.load(path).graph.node].count("LSTM") == 2
+    sess = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for sample in ("sample", "other"):  # [2, 10], then [3, 17]
+        (got,) = sess.run(None, {"tokens": np.load(tmp_path / f"{sample}.npy")})
+        np.testing.assert_allclose(got, np.load(tmp_path / f"{sample}_expected.npy"), rtol=1e-5, atol=1e-5)

@@ -30,3 +30,25 @@ def check_against_eager(model, args, opset_version=None, rtol=1e-5, atol=1e-6, *
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w.numpy(), rtol=rtol, atol=atol)
     return proto
+
+
+def check_at_sizes(model, proto, input_lists, rtol=1e-5, atol=1e-5):
+    """Run the file at each list of inputs (the traced sizes and others of its dynamic axes)
+    and compare every output with eager ember there."""
+    onnx.checker.check_model(proto, full_check=True)
+    sess = session(proto)
+    for inputs in input_lists:
+        got = sess.run(None, {i.name: a.numpy() for i, a in zip(sess.get_inputs(), inputs)})
+        with ember.no_grad():
+            want = model(*inputs)
+        want = _flat(want)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.shape == tuple(w.shape)
+            np.testing.assert_allclose(g, w.numpy(), rtol=rtol, atol=atol)
+
+
+def _flat(value):
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in _flat(v)]
+    return [value]

@@ -139,13 +139,24 @@ def test_a_split_along_the_dynamic_axis_is_an_error():
 
 
 def test_a_constant_made_from_the_axis_is_an_error():
+    class Positions(nn.Module):
+        def forward(self, x):
+            return x + ember.arange(x.shape[1])  # arange's bound is not its result's shape
+
+    with pytest.raises(ember.onnx.OnnxExporterError, match="dynamic axis 'seq' is fixed by the op 'arange'"):
+        ember.onnx.export(Positions(), (ember.randn(2, 4),), dynamic_shapes={"x": {1: "seq"}})
+
+
+def test_zeros_and_ones_of_the_axis_size_follow_it():
     class Causal(nn.Module):
         def forward(self, x):
             t = x.shape[1]
-            return x + ember.ones(t, t).triu(1).sum(0)
+            return x + ember.ones(t, t).triu(1).sum(0) + ember.zeros(x.shape[0], 1)
 
-    with pytest.raises(ember.onnx.OnnxExporterError, match="dynamic axis 'seq' is fixed by the op 'ones'"):
-        ember.onnx.export(Causal(), (ember.randn(2, 4),), dynamic_shapes={"x": {1: "seq"}})
+    model = Causal()
+    proto = ember.onnx.export(model, (ember.randn(2, 4),), dynamic_shapes={"x": {0: "batch", 1: "seq"}}).model_proto
+    assert "ConstantOfShape" in {n.op_type for n in proto.graph.node}
+    _run_at(model, proto, [(ember.randn(b, t),) for b, t in ((2, 4), (3, 6), (1, 1))])
 
 
 def test_declared_output_axis_that_stays_fixed_and_unknown_names():

@@ -12,7 +12,7 @@ exporter would make the axis fixed silently)."""
 
 from __future__ import annotations
 
-from ..fx._symbolic_shapes import leaves, render
+from ..fx._symbolic_shapes import _OPS, evaluate_sizes, leaves, render
 from .errors import OnnxExporterError
 
 
@@ -90,13 +90,40 @@ def input_dims(args, kwargs, dyn_inputs):
 
 
 def check_guards(guards, namer) -> None:
-    """Raise for the first decision the model took on a dynamic axis's size."""
+    """Raise for the first decision the model took on a dynamic axis's size that the
+    declarations do not imply (dims declared under one name are one size)."""
     for g in guards:
+        if _implied(g, namer.axis_names):
+            continue
         axes = namer.axes(g.expr) + [a for a in namer.axes(g.other) if a not in namer.axes(g.expr)]
         shown = ", ".join(repr(a) for a in axes)
         raise OnnxExporterError(
             f"dynamic axis {shown} is fixed by {g.where}: the model requires {g.describe(_plain(namer))} "
             f"(at the example's sizes), so the exported graph would hold only for such sizes")
+
+
+# sizes given to the declared axes to test a guard: distinct, and 2 or more (torch's dynamic
+# dims are assumed never 0 or 1)
+_TRIALS = ((7, 11, 13, 17, 19, 23, 29, 31), (37, 41, 43, 47, 53, 59, 61, 67))
+
+
+def _implied(guard, axis_names) -> bool:
+    """Whether ``guard`` holds whatever sizes the declared axes take: it reads only declared
+    input dims, and holds with every axis name at each size of ``_TRIALS`` (an equality of
+    two dims declared under one name does; one fixing a size does not)."""
+    names = sorted(set(axis_names.values()))
+    for trial in _TRIALS:
+        sizes = {n: trial[i % len(trial)] * (1 + i // len(trial)) for i, n in enumerate(names)}
+
+        def size_of(value, dim, sizes=sizes):
+            return sizes[axis_names[(value, dim)]]
+        try:
+            outcome = _OPS[guard.op](evaluate_sizes(guard.expr, size_of), evaluate_sizes(guard.other, size_of))
+        except KeyError:  # a size the model made, or a static dim
+            return False
+        if outcome != guard.outcome:
+            return False
+    return True
 
 
 def _plain(namer):
@@ -124,7 +151,7 @@ def declared(dynamic_axes, dynamic_shapes, input_names, output_names, placeholde
     """``({input index: {axis: name}}, {output name: {axis: name}})`` from torch's two spellings."""
     inputs: dict = {}
     outputs: dict = {}
-    names = list(input_names or []) + [p.name for p in placeholders[len(input_names or []):]]
+    names = list(input_names or []) + [p.target for p in placeholders[len(input_names or []):]]
 
     def axes_of(spec, who):
         if isinstance(spec, dict):
@@ -145,7 +172,7 @@ def declared(dynamic_axes, dynamic_shapes, input_names, output_names, placeholde
         else:
             outputs[key] = axes_of(spec, key)  # checked against the output names once they are known
     if dynamic_shapes is not None:
-        forward_names = [p.name for p in placeholders]
+        forward_names = [p.target for p in placeholders]  # the argument's name (the node's may differ: input_1)
         items = dynamic_shapes.items() if isinstance(dynamic_shapes, dict) else enumerate(dynamic_shapes)
         for key, spec in items:
             index = forward_names.index(key) if isinstance(key, str) and key in forward_names else key

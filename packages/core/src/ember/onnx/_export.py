@@ -275,7 +275,7 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
         _dynamic.check_guards(getattr(gm, "_ember_guards", ()), namer)
         syms = _dynamic.symbolic_dims(gm, namer)
     for i, node in enumerate(placeholders):
-        name = ctx.fresh(names[i] if i < len(names) else node.name)
+        name = ctx.fresh(names[i] if i < len(names) else node.target)  # the forward argument's name, as torch
         env[node.name] = name
         _name_value(ctx, node, name)
         m = _meta(node)
@@ -311,7 +311,7 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
             emit = EMITTERS.get(op)
             if emit is None and op.endswith("_") and not op.endswith("__"):
                 emit = EMITTERS.get(op[:-1])  # in place: the recording already points later uses here
-            if emit is None and _foldable(ctx, node, op, env):
+            if emit is None and node.name not in syms and _foldable(ctx, node, op, env):
                 env[node.name] = _fold(ctx, node, env)
                 continue
             call_args, call_kwargs = map_arg((node.args, node.kwargs), lambda n: env[n.name])
@@ -336,7 +336,8 @@ def build(model, args, kwargs, *, input_names, output_names, opset: int, export_
                 ctx.meta[out] = m
                 if node.name in syms:
                     ctx.sym[out] = syms[node.name]
-                if _foldable(ctx, node, op, env):  # keep its value too, for an unmapped op after it
+                # keep its value too, for an unmapped op after it (not where it follows a dynamic axis)
+                if node.name not in syms and _foldable(ctx, node, op, env):
                     ctx.folded[out] = _evaluate(ctx, node, env)
             env[node.name] = out
             if isinstance(out, str):
@@ -458,7 +459,8 @@ def _outputs(ctx, flat, names, env, syms, dyn_outputs):
     return infos
 
 
-_SIZED = {"view", "reshape", "_unsafe_view", "expand"}  # emitters reading the result's dims from ``out``
+# emitters reading the result's dims from ``out``
+_SIZED = {"view", "reshape", "_unsafe_view", "expand", "zeros", "ones", "empty"}
 _SCALAR_OPERAND = {"add", "sub", "mul", "div", "rsub"}  # a computed size as a number operand broadcasts
 
 

@@ -228,17 +228,24 @@ def _conv(ctx, a, out):
                   pads=pads, dilations=dilation, group=int(a.get("groups", 1)))
 
 
-@emits("max_pool1d", "max_pool2d", "max_pool3d")
+@emits("max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+       "max_pool3d_with_indices")
 def _max_pool(ctx, a, out):
-    n = len(out[0]) - 2
-    if a.get("return_indices"):
-        raise OnnxExporterError("max pooling with return_indices=True is not exported (torch's flat indices "
-                                "differ from ONNX MaxPool's)")
+    x = a["input"]
+    n = ctx.rank(x) - 2
     kernel = _pair(a["kernel_size"], n)
     stride = a.get("stride") or kernel
-    return ctx.op("MaxPool", [a["input"]], kernel_shape=kernel, strides=_pair(stride, n),
-                  pads=_pair(a.get("padding", 0), n) * 2, dilations=_pair(a.get("dilation", 1), n),
-                  ceil_mode=int(bool(a.get("ceil_mode"))))
+    attrs = dict(kernel_shape=kernel, strides=_pair(stride, n), pads=_pair(a.get("padding", 0), n) * 2,
+                 dilations=_pair(a.get("dilation", 1), n), ceil_mode=int(bool(a.get("ceil_mode"))))
+    if not (a.get("return_indices") or ctx.op_name.endswith("_with_indices")):
+        return ctx.op("MaxPool", [x], **attrs)
+    values, flat = ctx.op("MaxPool", [x], outputs=2, **attrs)
+    # ONNX counts the indices over the whole [N, C, *] tensor, torch within each (n, c)
+    # plane: subtract each plane's first position, read off a 1-wide MaxPool of the input
+    ones = [1] * n
+    _, every = ctx.op("MaxPool", [x], outputs=2, kernel_shape=ones, strides=ones)
+    first = ctx.op("Slice", [every, ctx.ints([0] * n), ctx.ints(ones), ctx.ints(range(2, n + 2))])
+    return [values, ctx.op("Sub", [flat, first])]
 
 
 @emits("avg_pool1d", "avg_pool2d", "avg_pool3d")
@@ -411,9 +418,24 @@ def _gather(ctx, x, items, shape):
         raise OnnxExporterError("advanced indexing other than one integer index tensor is not exported")
     index = items[at[0]]
     index = index if isinstance(index, str) else ctx.ints(np.asarray(index).ravel())
+    if ctx.meta[index][1] == np.bool_:
+        return _mask_select(ctx, x, index, at[0])
     if ctx.meta[index][1].kind not in "iu":
-        raise OnnxExporterError("indexing with a boolean mask is not exported (its result size depends on the data)")
+        raise OnnxExporterError(f"indexing with a {ctx.meta[index][1]} tensor is not exported (integer or bool "
+                                f"indices are)")
     return ctx.op("Gather", [x, ctx.cast(index, np.int64)], axis=at[0])
+
+
+def _mask_select(ctx, x, mask, at: int):
+    """``x[mask]`` (a bool mask over the leading dims, ``at`` 0): the selected rows in
+    row-major order, as NonZero then GatherND; the row count is known only at run time."""
+    if at != 0:
+        raise OnnxExporterError("a boolean mask after other indices is not exported (x[mask] is)")
+    if ctx.shape(mask) != ctx.shape(x)[:ctx.rank(mask)]:
+        raise OnnxExporterError(f"boolean mask of shape {list(ctx.shape(mask))} for a tensor of shape "
+                                f"{list(ctx.shape(x))}: the mask must match the leading dims")
+    positions = ctx.op("Transpose", [ctx.op("NonZero", [mask])], perm=[1, 0])  # [count, mask rank]
+    return ctx.op("GatherND", [x, positions])
 
 
 # ---- reductions --------------------------------------------------------------------------
@@ -686,3 +708,7 @@ def _reduce_mean(ctx, x, axes):
     if ctx.opset >= 18:
         return ctx.op("ReduceMean", [x, ctx.ints(axes)], keepdims=1)
     return ctx.op("ReduceMean", [x], axes=axes, keepdims=1)
+
+
+# the emitters of the other families register themselves in EMITTERS on import
+from . import _ops_recurrent, _ops_tensor  # noqa: E402, F401

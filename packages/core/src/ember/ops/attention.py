@@ -205,11 +205,10 @@ def canonical_mask(mask, mask_name, other_type, other_name, target_type, check_o
     if check_other and other_type is not None and mask.dtype is not other_type:
         warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for "
                       "both instead.", stacklevel=3)
-    if mask.dtype is D.bool_:
-        xp = be(mask).xp
-        arr = xp.zeros(mask._data.shape, dtype=target_type.np)
-        arr[mask._data] = -xp.inf
-        mask = _make(arr, target_type)
+    if mask.dtype is D.bool_:  # through ops, so that graph capture records it
+        from .creation import zeros_like
+        from .indexing import masked_fill
+        mask = masked_fill(zeros_like(mask, dtype=target_type), mask, float("-inf"))
     return mask
 
 

@@ -37,10 +37,9 @@ class Conv1D(nn.Module):
 
 def causal_mask(attention_mask, query_len: int, past_len: int):
     """A bool mask ``[B, 1, L, past + L]``: query i sees key j when j <= past + i and key j is not padding."""
-    total = past_len + query_len
-    q = ember.arange(past_len, total)[:, None]
-    k = ember.arange(total)[None, :]
-    mask = (k <= q)[None, None]
+    # the lower triangle shifted by past_len, made from the two sizes alone (no aranges), so an
+    # exported graph can keep the sequence length dynamic
+    mask = ember.ones(query_len, past_len + query_len, dtype=ember.bool).tril(past_len)[None, None]
     if attention_mask is not None:
         mask = mask & attention_mask.to(ember.bool)[:, None, None, :]
     return mask

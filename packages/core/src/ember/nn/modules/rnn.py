@@ -16,7 +16,7 @@ import warnings
 from ... import _dtype as D
 from ...ops.creation import empty, zeros
 from ...ops.rnn import gru_cell, lstm_cell, rnn_cell
-from ...ops.rnn_flat import _stack_layers
+from ...ops.rnn_flat import _stack_layers, gru, lstm, rnn_relu, rnn_tanh
 from .. import init
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
@@ -25,6 +25,7 @@ from .module import Module
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+_TOP_LEVEL = {"LSTM": lstm, "GRU": gru, "RNN_TANH": rnn_tanh, "RNN_RELU": rnn_relu}
 
 
 def _factory_kwargs(device, dtype):
@@ -194,26 +195,20 @@ class RNNBase(Module):
         return hx if batched else hx.unsqueeze(1)
 
     def _run(self, input, hx, cx, batch_sizes):
-        """Run the stack. ``input`` [T, B, I] (time-major) or packed data [N, I]."""
-        packed = batch_sizes is not None
-        if packed:
-            flat = input
-        else:
-            x = input.transpose(0, 1) if self.batch_first else input
-            t_len, batch = x.shape[0], x.shape[1]
-            batch_sizes = [batch] * t_len
-            flat = x.reshape(t_len * batch, x.shape[2])
+        """Run the stack. ``input`` as given ([B, T, I] with batch_first) or packed data [N, I]."""
+        if batch_sizes is None:  # torch's top-level op, which torch's modules call too: a graph capture
+            # (jit.trace, ONNX export) records the whole stack as one node
+            hidden = (hx, cx) if self.mode == "LSTM" else hx
+            result = _TOP_LEVEL[self.mode](input, hidden, self._flat_weights, self.bias, self.num_layers,
+                                           self.dropout, self.training, self.bidirectional, self.batch_first)
+            return result if self.mode == "LSTM" else (result[0], result[1], None)
         dirs = 2 if self.bidirectional else 1
         weights = []
         for k, group in enumerate(self.all_weights):
             w = dict(zip((n.rsplit("_l", 1)[0] for n in self._all_weights[k]), group))
             weights.append((w["weight_ih"], w["weight_hh"], w.get("bias_ih"), w.get("bias_hh"), w.get("weight_hr")))
-        flat, h_n, c_n = _stack_layers(self.mode, flat, batch_sizes, hx, cx, weights, self.num_layers, dirs,
-                                       self.dropout, self.training)
-        if packed:
-            return flat, h_n, c_n
-        out = flat.reshape(len(batch_sizes), batch_sizes[0] if batch_sizes else 0, flat.shape[1])
-        return (out.transpose(0, 1) if self.batch_first else out), h_n, c_n
+        return _stack_layers(self.mode, input, batch_sizes, hx, cx, weights, self.num_layers, dirs, self.dropout,
+                             self.training)
 
     def _zeros(self, input, batch_sizes, size):
         batch = batch_sizes[0] if batch_sizes is not None else (input.size(0) if self.batch_first else input.size(1))

@@ -524,3 +524,46 @@ def test_kept_columns_when_the_kernels_are_switched_off_before_backward(small_tr
     _close(ex.grad, tx.grad, rtol=1e-10, atol=1e-10)
     _close(ew.grad, tw.grad, rtol=1e-10, atol=1e-10)
     assert small_training_path == (["forward_whole_kept"] if kernels.enabled() else [])
+
+
+def test_small_training_and_depthwise_paths_from_several_threads(small_training_path):
+    # model servers call the kernels from several threads at once: each call's buffers
+    # (kept columns, wide rows, padded planes) are its own, so every thread gets torch's values
+    import threading
+    cases = [((3, 4, 13, 13), (8, 4, 3, 3), dict(padding=1)),
+             ((2, 6, 11, 10), (9, 2, 3, 3), dict(groups=3, padding=(0, 1))),
+             ((2, 6, 15, 14), (6, 1, 5, 5), dict(groups=6, padding=2, stride=2)),
+             ((2, 6, 15, 14), (12, 1, 3, 3), dict(groups=6, padding=1))]
+    rng = np.random.default_rng(13)
+    jobs = []
+    for i in range(16):
+        xs, ws, kw = cases[i % len(cases)]
+        xa, wa = rng.standard_normal(xs), rng.standard_normal(ws)
+        tx, tw = torch.tensor(xa, requires_grad=True), torch.tensor(wa, requires_grad=True)
+        ty = TF.conv2d(tx, tw, **kw)
+        g = rng.standard_normal(tuple(ty.shape))
+        ty.backward(torch.tensor(g))
+        jobs.append((xa, wa, g, kw, (ty, tx.grad, tw.grad)))
+    results, errors = [None] * len(jobs), []
+
+    def work(indices):
+        try:
+            for i in indices:
+                xa, wa, g, kw, _ = jobs[i]
+                ex, ew = ember.tensor(xa, requires_grad=True), ember.tensor(wa, requires_grad=True)
+                ey = F.conv2d(ex, ew, **kw)
+                ey.backward(ember.tensor(g))
+                results[i] = (ey, ex.grad, ew.grad)
+        except Exception as e:  # noqa: BLE001 - reported below, on the test's thread
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(range(t, len(jobs), 4),)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for got, (*_, want) in zip(results, jobs):
+        for e, t in zip(got, want):
+            _close(e, t, rtol=1e-10, atol=1e-9)
+    # the dense cases took the small-convolution kernels (8 of the 16 calls)
+    assert small_training_path.count("forward_whole_kept") == (8 if kernels.enabled() else 0)

@@ -17,6 +17,9 @@ def rank_env(extra=None):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([EMBER_ROOT, *filter(None, [env.get("PYTHONPATH")])])
     env.setdefault("OMP_NUM_THREADS", "1")
+    # unbuffered, print() writes its text and its newline separately, and mpiexec interleaves
+    # the ranks' writes within a line; buffered, each flush is a whole line
+    env.pop("PYTHONUNBUFFERED", None)
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
                OMPI_MCA_btl="self,vader", OMPI_MCA_btl_vader_single_copy_mechanism="none")
     env.update(extra or {})

@@ -82,15 +82,15 @@ def test_sharing_strategy():
 # ---- across processes (spawned: the children import ember afresh) ------------------------
 
 def _add_rank(rank, t, done):
-    t.add_(rank + 1)
+    t[rank].add_(rank + 1)  # each child its own row: two read-modify-writes of one row could race
     done.put(rank)
 
 
 def test_spawn_arguments_share_memory_with_the_parent():
-    t = ember.zeros(5)
+    t = ember.zeros(2, 5)
     done = std_mp.get_context("spawn").SimpleQueue()
     mp.spawn(_add_rank, args=(t, done), nprocs=2)
-    assert t.tolist() == [3.0] * 5  # 1 + 2: both children wrote into the parent's tensor
+    assert t.tolist() == [[1.0] * 5, [2.0] * 5]  # both children wrote into the parent's tensor
     assert sorted([done.get(), done.get()]) == [0, 1]
 
 

@@ -3,6 +3,8 @@ ember's numpy path (the same call inside ``kernels.disabled()``): values, gradie
 a random gradient and from ``sum()`` (a broadcast scalar gradient), double backward,
 node names, in-place forms and memory layouts, in float32 and float64."""
 
+import zlib
+
 import numpy as np
 import pytest
 import torch
@@ -81,12 +83,16 @@ def _run(name, arr, grad, lib):
                                    (3, 11, 23, 29)])
 @pytest.mark.parametrize("name", NAMES)
 def test_against_torch_and_numpy_path(name, shape, dtype):
-    rng = np.random.default_rng(hash((name, shape)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(repr((name, shape)).encode()))  # hash() of a str changes per process
     base = _values(rng, shape, dtype)
     grad = rng.standard_normal(shape).astype(dtype)
     tol = dict(TOL[dtype])
     if name == "gelu_tanh" and dtype == np.float32:
         tol["atol"] = 1e-5  # past |x| ~ 5 torch's tanh is -1 exactly; the kernel keeps the 1e-6 tail
+    if name == "gelu" and dtype == np.float32:
+        # torch's float32 erf GELU is off by up to 1.2e-6 near x = -3.45 (against float64, over 2e6
+        # normal values; the kernel's error there is below 4e-7), so float32 allows 2e-6 absolute
+        tol["atol"] = 2e-6
     for label, arr in _layouts(base):
         for g in (grad, None):
             ty, tg, tnode = _run(name, arr, g, "torch")

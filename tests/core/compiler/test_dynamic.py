@@ -247,3 +247,130 @@ def test_sizes_stay_ints_for_the_program():
 
     ember.compile(f, dynamic=True)(ember.ones(5, 2))
     assert seen == [(True, 6, 10, 2, 2, -5, "5", 2.5)]
+
+
+# ---- Python int arguments (torch's unspecialized ints) -----------------------------------
+
+def scale(x, n):
+    return x * n
+
+
+def decide(x, n):
+    if n > 4:
+        return x + 1
+    return x - 1
+
+
+def repeat(x, n):
+    for _ in range(n):  # range() needs the int: it is specialized with a guard
+        x = x * 2
+    return x
+
+
+def make_and_return(x, n):
+    lib = ember if isinstance(x, ember.Tensor) else torch
+    return lib.zeros(n * 2, 3) + x.sum(), n + 1
+
+
+def slice_by(x, n):
+    return x[:, n:].exp(), x.new_ones(n).sum()
+
+
+INT_PROGRAMS = {"scale": (scale, (3,)), "decide": (decide, (3,)), "repeat": (repeat, (3,)),
+                "make_and_return": (make_and_return, (3,)), "slice_by": (slice_by, (2, 8))}
+
+
+def _same(got, want):
+    got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if isinstance(w, torch.Tensor):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+        else:
+            assert type(g) is type(w) is int and g == w
+
+
+ALL_VALUES = [(2, 3, 4, 6, 7, 3), (0, 1, 2, 3), (5, 1, 0, 5)]
+# torch also guards on a size of 0 or 1 that its shape rules meet (x[:, 7:] of 8 columns), and
+# skips a call that ran no op (range(0)); ember's guards are coarser there, its results the same
+COUNTED_VALUES = {"scale": ALL_VALUES, "decide": ALL_VALUES, "repeat": [(2, 3, 4, 6, 7, 3), (5, 1, 3, 5)],
+                  "make_and_return": [(2, 3, 4, 6, 7, 3), (5, 2, 3)], "slice_by": [(2, 3, 4, 6, 3), (5, 2, 3, 5)]}
+
+
+def _run_ints(program, values, dynamic):
+    fn, shape = INT_PROGRAMS[program]
+    ours, theirs = Counter(), CompileCounter()
+    ce = ember.compile(fn, backend=ours, dynamic=dynamic)
+    ct = torch.compile(fn, backend=theirs, dynamic=dynamic)
+    data = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    for n in values:
+        want = fn(torch.tensor(data), n)
+        _same(ce(ember.tensor(data), n), want)
+        _same(ct(torch.tensor(data), n), want)
+    return ours, theirs
+
+
+@pytest.mark.parametrize("dynamic", [None, True, False])
+@pytest.mark.parametrize("program, values", [(p, v) for p in sorted(INT_PROGRAMS) for v in COUNTED_VALUES[p]])
+def test_int_arguments_record_as_often_as_torch(program, values, dynamic):
+    ours, theirs = _run_ints(program, values, dynamic)
+    assert ours.frame_count == theirs.frame_count
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+@pytest.mark.parametrize("values", ALL_VALUES)
+@pytest.mark.parametrize("program", sorted(INT_PROGRAMS))
+def test_int_arguments_give_eagers_results_at_every_value(program, values, dynamic):
+    _run_ints(program, values, dynamic)  # compares each call with eager torch
+
+
+def test_a_bool_argument_stays_specialized_beside_symbolic_ints_as_torch():
+    ours, theirs = Counter(), CompileCounter()
+    ce, ct = ember.compile(scale, backend=ours), torch.compile(scale, backend=theirs)
+    for n in (2, 3, True, 4, False):
+        _same(ce(ember.ones(3), n), ct(torch.ones(3), n))
+    assert ours.frame_count == theirs.frame_count == 4
+
+
+def test_a_symbolic_int_is_a_placeholder_of_the_graph_as_torch():
+    ours, theirs = Counter(), []
+
+    def torch_backend(gm, example_inputs):
+        theirs.append(gm)
+        return gm.forward
+
+    ember_compiled = ember.compile(scale, backend=ours)
+    torch_compiled = torch.compile(scale, backend=torch_backend)
+    for n in (2, 3):  # 2: a constant; 3: the int changed, so it is symbolic from now on
+        ember_compiled(ember.ones(3), n)
+        torch_compiled(torch.ones(3), n)
+    for static, symbolic in (ours.graphs, theirs):
+        assert [n.op for n in static.graph.nodes] == ["placeholder", "call_function", "output"]
+        assert [n.op for n in symbolic.graph.nodes] == ["placeholder", "placeholder", "call_function", "output"]
+    x, n, mul, _ = ours.graphs[1].graph.nodes
+    assert (x.name, n.name) == ("x", "n") and mul.args == (x, n)
+    for k in (5, 0, -2):  # one graph serves every int
+        np.testing.assert_array_equal(ember_compiled(ember.ones(3), k).numpy(), [k] * 3)
+    assert len(ours.graphs) == 2
+
+
+def test_explain_words_the_guard_on_an_int_argument():
+    compiled = ember.compile(decide)
+    for n in (2, 3, 6):  # 3: the int becomes symbolic; 6: the decision n > 4 flips
+        compiled(ember.ones(2), n)
+    report = ember._dynamo.explain(compiled)(ember.ones(2), 3)
+    assert report.recompile_reasons[:2] == ["a guard failed: argument 1 changed: 2 -> 3", "a guard failed: n <= 4"]
+
+
+def test_the_default_backend_fuses_with_a_symbolic_int_scale():
+    def f(x, n):
+        lib = ember if isinstance(x, ember.Tensor) else torch
+        return lib.softmax(lib.nn.functional.gelu(x) * n, -1) + n
+
+    compiled = ember.compile(f, dynamic=True)
+    rng = np.random.default_rng(4)
+    for n in (2, 3, 5):
+        data = rng.standard_normal((16, 100)).astype(np.float32)
+        want = f(torch.tensor(data, dtype=torch.float64), n).numpy()
+        np.testing.assert_allclose(compiled(ember.tensor(data), n).numpy(), want, rtol=1e-5, atol=1e-6)
+    assert len(compiled._ember_compiled._signatures) == 1

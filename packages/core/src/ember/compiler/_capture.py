@@ -27,7 +27,9 @@ What the recording depends on besides its inputs is noted as it happens:
   dynamic input dim are ``ember.fx._symbolic_shapes.SymInt``s; an op given one gets its
   graph node (``call_method size``, ``operator.*``) as argument, and a Python decision on
   one is a guard the recording keeps (``guards``). ``ember.fx._dynamic_dims`` says which
-  dims of each op's results follow a dynamic dim.
+  dims of each op's results follow a dynamic dim. A Python ``int`` argument left symbolic
+  (torch's unspecialized ints: ``dynamic=True``, or an int whose value changed) reaches
+  the program as a ``SymInt`` too, and is a placeholder of the graph.
 
 A tensor that reaches an op and can be named by none of these (made by code that is not an
 ember op) makes the recording unreplayable: the call has run correctly (it ran for real),
@@ -50,7 +52,9 @@ from ..fx._dynamic_dims import result_dims
 from ..fx._symbolic_shapes import Guard, SymInt, evaluate, evaluate_sizes
 from ..ops import _dispatch
 
-__all__ = ["Capture", "Unreplayable", "is_capturing", "run"]
+__all__ = ["Capture", "Unreplayable", "is_capturing", "run", "SYMBOLIC_INT"]
+
+SYMBOLIC_INT = "int"  # in the per-argument dims of ``add_inputs``: an int argument left symbolic
 
 
 _NO_DIMS: dict = {}
@@ -152,6 +156,7 @@ class Capture:
     def __init__(self, root_module=None):
         self.root_module = root_module
         self.dynamic: dict[int, dict] = {}  # value index -> {dim: expression} of its symbolic sizes
+        self.sym_ints: dict[int, SymInt] = {}  # argument position -> the SymInt the program gets for it
         self.guards: list[Guard] = []  # decisions the program took on symbolic sizes
         self._guard_keys: set = set()
         self._sizes: dict = {}  # (value index, dim) -> the SymInt handed out for it
@@ -181,18 +186,33 @@ class Capture:
         return i
 
     def add_inputs(self, leaves, dynamic=None) -> None:
-        """``dynamic``: per leaf, the dims of a tensor whose size is symbolic (or None)."""
+        """``dynamic``: per leaf, the dims of a tensor whose size is symbolic, or
+        ``SYMBOLIC_INT`` for an int argument left symbolic (or None)."""
         self.input_objects = list(leaves)
         for k, leaf in enumerate(leaves):
             if isinstance(leaf, Tensor):
                 self._new_value(leaf)
                 if dynamic is not None and dynamic[k]:
                     self.dynamic[k] = {d: ("size", k, d) for d in sorted(dynamic[k])}
+            elif dynamic is not None and dynamic[k] == SYMBOLIC_INT:
+                self._values.append(leaf)
+                self.sym_ints[k] = SymInt(leaf, ("int", k), self)
+                self._expr_values[("int", k)] = k  # its node is the placeholder itself
             else:
                 self._values.append(None)  # keeps input positions aligned with the flattened arguments
         self.num_inputs = len(self._values)
 
     # -- symbolic sizes ------------------------------------------------------------
+    @property
+    def symbolic(self) -> bool:
+        """Whether the recording has symbolic sizes: dynamic input dims or symbolic ints."""
+        return bool(self.dynamic or self.sym_ints)
+
+    def data_of(self, v: int):
+        """The array of recorded value ``v`` (the int of a symbolic int argument)."""
+        x = self._values[v]
+        return x._data if isinstance(x, Tensor) else x
+
     def is_current(self) -> bool:
         """Whether this recording runs on this thread (a SymInt of it is live)."""
         return _LOCAL.capture is self
@@ -279,7 +299,7 @@ class Capture:
             return ("size", index, d)
         for bump in (1, 3):
             def size_of(v, j, _b=bump):
-                return self._values[v]._data.shape[j] + _b
+                return (self._values[v] if j is None else self._values[v]._data.shape[j]) + _b
             total, part = evaluate_sizes(numel, size_of), evaluate_sizes(rest, size_of)
             if part == 0 or total % part or total // part != hint:
                 return (operator.floordiv, numel, rest)  # the elements over the other sizes
@@ -297,7 +317,7 @@ class Capture:
             args = tuple(e if isinstance(e, int) else _Ref(self.expr_value(e)) for e in expr[1:])
             fn, kind = head, "call_function"
         index = len(self._values)
-        self._values.append(evaluate(expr, lambda v: self._values[v]._data))
+        self._values.append(evaluate(expr, self.data_of))
         self._expr_values[expr] = index
         self.items.append(Step(fn, head if kind == "call_method" else f"operator.{head.__name__}", args, {},
                                [index], None, [], False, kind))
@@ -384,7 +404,7 @@ class Capture:
             return type(a)(self.arg(x) for x in a)
         if isinstance(a, tuple) and type(a).__name__ == "Size":  # a shape read with symbolic sizes in it
             return tuple(self.arg(x) for x in a)
-        if type(a) is slice and self.dynamic:
+        if type(a) is slice and self.symbolic:
             return slice(self.arg(a.start), self.arg(a.stop), self.arg(a.step))
         if isinstance(a, tuple) and hasattr(a, "_fields"):
             return type(a)(*(self.arg(x) for x in a))
@@ -458,7 +478,7 @@ class Capture:
                 self._seen_version[i] = self._values[i]._vc[0]
         self._mutated.update(i for i in mutated if i < self.num_inputs or i in self.externals)
         self.items.append(Step(fn, name, rargs, rkwargs, outputs, spec, mutated, opaque))
-        if self.dynamic and call is not None:
+        if self.symbolic and call is not None:
             self._result_dims(name, call, leaves, outputs)
 
     def _result_dims(self, name, call, leaves, outputs) -> None:
@@ -558,7 +578,7 @@ class _Recorder(_dispatch.Mode):
         self.capture = capture
 
     def wants(self, op) -> bool:
-        return op.meta.get("capture") != "size" or bool(self.capture.dynamic)
+        return op.meta.get("capture") != "size" or self.capture.symbolic
 
     def __ember_op__(self, op, args, kwargs, proceed):
         cap = self.capture

@@ -15,6 +15,9 @@ signature when their size is 2 or more (0 and 1 stay specialized, as torch's): t
 recording reads them as symbolic sizes, and keeps the guards the program's decisions on
 them make, checked before a replay (sizes of the arguments) or after it (sizes of tensors
 the program made: a failed one undoes the replay's in-place writes and random draws).
+Python ``int`` arguments are symbolic the same way (``dynamic=True``, or with automatic
+dynamic shapes once an int argument's value changed; ``bool`` stays specialized, and ints
+are symbolic at 0 and 1 too, as torch's unspecialized ints are).
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ import numpy
 from .. import _dtype
 from .._tensor import Tensor
 from ..func._pytree import tree_flatten, tree_unflatten
+from ..fx._symbolic_shapes import Guard, SymInt
 from ..nn.modules.module import STATE_VERSION, Module
 from . import _capture
-from ._capture import Capture
+from ._capture import SYMBOLIC_INT, Capture
 from ._segments import build_segments, resolve
 
 __all__ = ["CompiledFunction"]
@@ -48,6 +52,7 @@ class _Recording:
         self.guards = guards  # [(globals dict, name, "eq"/"is", value)]
         self.early = early  # [(value index, External, (shape, dtype, requires_grad))]
         n = capture.num_inputs
+        self.sym_ints = frozenset(capture.sym_ints)  # argument positions of the symbolic ints
         self.pre_guards = [g for g in capture.guards if all(v < n for v in g.values())]
         self.post_guards = [g for g in capture.guards if not all(v < n for v in g.values())]
         mutated = capture.mutated_before_break | (capture._mutated if self.post_guards else set())
@@ -66,7 +71,7 @@ class _Recording:
         _pin_guards(self.sizes, self.pre_guards)
 
     def new_sizes(self, leaves) -> bool:
-        return any(leaves[k]._data.shape[d] != n for (k, d), n in self.sizes.items())
+        return any((leaves[k] if d is None else leaves[k]._data.shape[d]) != n for (k, d), n in self.sizes.items())
 
     def name_of(self, index: int) -> str:
         return self.names.get(index, f"v{index}")
@@ -121,11 +126,14 @@ def _tensor_key(t: Tensor, dims=None):
 
 
 def _dims_of_key(key):
-    """Per flattened argument, the dims the signature leaves dynamic (None for non-tensors)."""
+    """Per flattened argument, the dims the signature leaves dynamic (None for non-tensors),
+    or ``SYMBOLIC_INT`` for an int left symbolic."""
     out = []
     for leaf_key in key[0]:
         if isinstance(leaf_key, tuple) and len(leaf_key) == 4 and isinstance(leaf_key[0], tuple):
             out.append(frozenset(i for i, n in enumerate(leaf_key[0]) if n is None))
+        elif leaf_key == _SYMBOLIC_INT_KEY:
+            out.append(SYMBOLIC_INT)
         else:
             out.append(None)
     return out
@@ -136,14 +144,21 @@ def _describe(leaf_key) -> str:
         shape, dtype, device, requires_grad = leaf_key
         return f"tensor {list(shape)} {dtype}" + (f" on {device}" if device else "") + (
             " requiring grad" if requires_grad else "")
+    if leaf_key == _SYMBOLIC_INT_KEY:
+        return "an int (symbolic)"
     if isinstance(leaf_key, tuple) and len(leaf_key) == 2 and leaf_key[0] != "id":
         return repr(leaf_key[1])
     return "another object"
 
 
+_SYMBOLIC_INT_KEY = (int, None)  # the signature's entry for an int argument left symbolic
+
+
 def _leaf_key(x, dims=None):
     if isinstance(x, Tensor):
         return _tensor_key(x, dims)
+    if dims == SYMBOLIC_INT:
+        return _SYMBOLIC_INT_KEY
     if isinstance(x, _SCALARS):
         return (type(x), x)
     if isinstance(x, (_dtype.dtype,)):
@@ -183,6 +198,8 @@ class CompiledFunction:
         self.dynamic = dynamic
         self._auto: dict[int, frozenset] = {}  # argument position -> dims made dynamic (automatic or marked)
         self._first_shapes: dict[int, tuple] = {}  # argument position -> the shape its first recording saw
+        self._auto_ints: set[int] = set()  # argument positions of ints made symbolic (their value changed)
+        self._first_ints: dict[int, int] = {}  # argument position -> the int its first recording saw
         self._arg_names: list = []
         self._failed = None  # why the last recording tried did not serve the call
         self._rerecorded = False  # a replay that recorded a new branch (its result is a real run's)
@@ -221,6 +238,10 @@ class CompiledFunction:
         key = self._key(leaves)
         self._failed = None
         out = self._lookup(key, leaves, args, kwargs)
+        if out is _MISS and self._signatures:  # as torch's cache, an older static recording may serve
+            static = self._key(leaves, static=True)
+            if static != key:
+                out = self._lookup(static, leaves, args, kwargs)
         if out is not _MISS:
             return out
         self._arg_names = _arg_names(self.fn, args, kwargs)
@@ -234,19 +255,23 @@ class CompiledFunction:
                     return out
         return self._record(key, leaves, args, kwargs, reason=reason)
 
-    def _key(self, leaves):
-        dims = self._dynamic_dims(leaves)
+    def _key(self, leaves, static=False):
+        dims = None if static else self._dynamic_dims(leaves)
         leaf_keys = tuple(_leaf_key(x) for x in leaves) if dims is None else tuple(
             _leaf_key(x, d) for x, d in zip(leaves, dims))
         return (leaf_keys, _global_state(), self._module_key() if self.module is not None else None)
 
     def _dynamic_dims(self, leaves):
-        """Per flattened argument, the dims of a tensor left dynamic; None when there are none."""
+        """Per flattened argument, the dims of a tensor left dynamic or ``SYMBOLIC_INT`` for
+        an int left symbolic; None when there are none."""
         from .._dynamo import _MARKS
-        if self.dynamic is False or (not self.dynamic and not self._auto and not _MARKS):
+        if self.dynamic is False or (not self.dynamic and not self._auto and not self._auto_ints and not _MARKS):
             return None
         out = []
         for k, x in enumerate(leaves):
+            if type(x) is int and (self.dynamic or k in self._auto_ints):
+                out.append(SYMBOLIC_INT)
+                continue
             if not isinstance(x, Tensor):
                 out.append(None)
                 continue
@@ -263,6 +288,10 @@ class CompiledFunction:
             return False
         changed = False
         for k, x in enumerate(leaves):
+            if type(x) is int and k in self._first_ints and k not in self._auto_ints and x != self._first_ints[k]:
+                self._auto_ints.add(k)
+                changed = True
+                continue
             first = self._first_shapes.get(k)
             if not isinstance(x, Tensor) or first is None or len(first) != x._data.ndim:
                 continue
@@ -323,7 +352,7 @@ class CompiledFunction:
         return "a global the code read changed"
 
     def _replay(self, entry: _Recording, leaves, externals, args, kwargs, key):
-        env = {i: x for i, x in enumerate(leaves) if isinstance(x, Tensor)}
+        env = {i: x for i, x in enumerate(leaves) if isinstance(x, Tensor) or i in entry.sym_ints}
         env.update(externals)
         saved = self._save(entry, env) if entry.has_breaks or entry.post_guards else None
         if entry.post_guards:
@@ -379,7 +408,15 @@ class CompiledFunction:
     def _record(self, key, leaves, args, kwargs, reason, attach=None, verify=None):
         """Run the program while recording it and keep the recording under ``key``.
         ``verify``: a dynamic recording met at new sizes; this run records the program again
-        and, when it recorded the same, only marks ``verify`` as serving every size."""
+        and, when it recorded the same, only marks ``verify`` as serving every size.
+        Returns the program's result, its symbolic sizes as plain ints (as a replay's are)."""
+        result = self._record_call(key, leaves, args, kwargs, reason, attach, verify)
+        leaves, spec = tree_flatten(result)
+        if any(isinstance(x, SymInt) for x in leaves):
+            result = tree_unflatten([int.__int__(x) if isinstance(x, SymInt) else x for x in leaves], spec)
+        return result
+
+    def _record_call(self, key, leaves, args, kwargs, reason, attach, verify):
         from .._dynamo import config
         entries = self._signatures.setdefault(key, [])
         if attach is None and verify is None and (self._recordings >= self.recompile_limit
@@ -400,8 +437,14 @@ class CompiledFunction:
                 self._first_shapes.setdefault(k, tuple(x._data.shape))
                 if dims[k] and self.dynamic is None:  # a marked dim stays dynamic for later arguments
                     self._auto[k] = self._auto.get(k, frozenset()) | dims[k]
+            elif type(x) is int:
+                self._first_ints.setdefault(k, x)
+        if capture.sym_ints:  # the program gets the symbolic ints in place of the plain ones
+            flat, spec = tree_flatten((args, kwargs))
+            args, kwargs = tree_unflatten([capture.sym_ints.get(k, x) for k, x in enumerate(flat)], spec)
         start = time.perf_counter()
         result = _capture.run(self.fn, args, kwargs, capture)
+        _record_result_sizes(capture, result)
         if verify is not None:
             verify.verified = True
             if capture.unreplayable is None and _fingerprint(capture) == verify.fingerprint:
@@ -448,7 +491,7 @@ class CompiledFunction:
         early = [(i, ext, (tuple(capture._values[i]._data.shape), capture._values[i].dtype,
                            capture._values[i]._requires_grad)) for i, ext in capture.externals.items() if not ext.late]
         recording = _Recording(segments[0], _globals_guards(capture), early, capture, elapsed, names)
-        recording.verified = verify is not None or not capture.dynamic
+        recording.verified = verify is not None or not capture.symbolic
         entries.append(recording)
         self._recordings += 1
         _TOTAL_RECORDINGS[0] += 1
@@ -490,16 +533,28 @@ class CompiledFunction:
         return []
 
 
+def _record_result_sizes(capture: Capture, result) -> None:
+    """Record the nodes of the symbolic sizes the program returns (``n + 1``) now, so that
+    two recordings of one program compare equal (``_fingerprint``) before they are built."""
+    if capture.unreplayable is None:
+        for leaf in tree_flatten(result)[0]:
+            if isinstance(leaf, SymInt) and leaf.owner is capture:
+                capture.expr_value(leaf.expr)
+
+
 def _input_sizes(capture: Capture) -> dict:
-    """``{(argument position, dim): size}`` of the dynamic input dims while recording."""
-    return {(k, d): capture._values[k]._data.shape[d] for k, dims in capture.dynamic.items()
-            if k < capture.num_inputs for d in dims}
+    """``{(argument position, dim): size}`` of the dynamic input dims while recording, and
+    ``{(argument position, None): value}`` of the symbolic ints."""
+    sizes = {(k, d): capture._values[k]._data.shape[d] for k, dims in capture.dynamic.items()
+             if k < capture.num_inputs for d in dims}
+    sizes.update({(k, None): int.__int__(sym) for k, sym in capture.sym_ints.items()})
+    return sizes
 
 
 def _pin_guards(sizes: dict, guards: list) -> None:
-    from ..fx._symbolic_shapes import Guard
     for (k, d), n in sizes.items():
-        guards.append(Guard(("size", k, d), "eq", n, True, where="a size used as a plain int"))
+        guards.append(Guard(("int", k) if d is None else ("size", k, d), "eq", n, True,
+                            where="a size used as a plain int"))
 
 
 def _pin(capture: Capture, guards: list) -> None:

@@ -11,7 +11,9 @@ where an op receives it. A Python decision on one (``==``, ``<``, ``bool``, ``in
 it: a later call whose sizes give another outcome records anew, as torch's guards do.
 
 Expressions are tuples: ``("size", value, dim)`` (``value`` is the recorder's number of
-the tensor), or ``(function, operand, ...)`` over expressions and ints. Source:
+the tensor), ``("int", value)`` (a Python int argument of the recorded call, left
+symbolic as torch's unspecialized ints are), or ``(function, operand, ...)`` over
+expressions and ints. Source:
 torch.fx.experimental.symbolic_shapes and the "Dynamic shapes" page of the torch.compile
 documentation (PyTorch 2.13).
 """
@@ -24,9 +26,10 @@ __all__ = ["SymInt", "Guard", "evaluate", "evaluate_sizes", "leaves", "render"]
 
 
 class SymInt(int):
-    """A size read from a tensor with dynamic dims: the int it is now, plus ``expr`` (how to
-    compute it) and ``owner`` (the recording that answers ``active()``, ``note_guard`` and
-    ``index_of``). Outside an active recording it behaves as the plain int."""
+    """A size read from a tensor with dynamic dims (or an int argument left symbolic): the
+    int it is now, plus ``expr`` (how to compute it) and ``owner`` (the recording that
+    answers ``active()``, ``note_guard`` and ``index_of``). Outside an active recording it
+    behaves as the plain int."""
 
     def __new__(cls, value: int, expr, owner):
         obj = int.__new__(cls, value)
@@ -192,7 +195,8 @@ class Guard:
         self.where = where  # what made the decision, in words (an op, a line of the program)
 
     def holds(self, tensor_of) -> bool:
-        """``tensor_of(value number)``: the tensor (or array) of this call."""
+        """``tensor_of(value number)``: the tensor (or array) of this call, or the int of
+        an ``("int", value)`` leaf."""
         return _OPS[self.op](evaluate(self.expr, tensor_of), evaluate(self.other, tensor_of)) == self.outcome
 
     def values(self) -> set:
@@ -206,24 +210,28 @@ class Guard:
 
 
 def evaluate(expr, tensor_of) -> int:
-    """The value of ``expr`` with ``tensor_of(value number)`` giving the tensors."""
-    return evaluate_sizes(expr, lambda v, d: tensor_of(v).shape[d])
+    """The value of ``expr`` with ``tensor_of(value number)`` giving the tensors (and the
+    ints of ``("int", value)`` leaves)."""
+    return evaluate_sizes(expr, lambda v, d: tensor_of(v) if d is None else tensor_of(v).shape[d])
 
 
 def evaluate_sizes(expr, size_of) -> int:
-    """The value of ``expr`` with ``size_of(value number, dim)`` giving each size leaf."""
+    """The value of ``expr`` with ``size_of(value number, dim)`` giving each size leaf
+    (``dim`` None: the int argument of an ``("int", value)`` leaf)."""
     if isinstance(expr, int):
         return expr
     head = expr[0]
     if head == "size":
         return size_of(expr[1], expr[2])
+    if head == "int":
+        return size_of(expr[1], None)
     return head(*(evaluate_sizes(e, size_of) for e in expr[1:]))
 
 
 def leaves(expr) -> set:
     if isinstance(expr, int):
         return set()
-    if expr[0] == "size":
+    if expr[0] in ("size", "int"):
         return {expr[1]}
     out: set = set()
     for e in expr[1:]:
@@ -242,6 +250,8 @@ def render(expr, name_of, nested=False) -> str:
         if getattr(name_of, "dims", False):
             return name_of(expr[1], expr[2])
         return f"{name_of(expr[1])}.size()[{expr[2]}]"
+    if head == "int":
+        return name_of(expr[1], None) if getattr(name_of, "dims", False) else name_of(expr[1])
     if len(expr) == 2:
         return f"{'-' if head is operator.neg else 'abs'}({render(expr[1], name_of)})"
     a, b = render(expr[1], name_of, True), render(expr[2], name_of, True)

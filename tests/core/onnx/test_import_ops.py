@@ -100,6 +100,33 @@ def test_gather_negative_and_matrix_indices_and_gather_elements():
     check(nodes, {"x": randn(2, 3, 4)}, ["y", "z", "w"], inits)
 
 
+def test_gather_nd_with_batch_dims_negative_and_repeated_indices():
+    nodes = [node("GatherND", ["x", "rows"], "y"), node("GatherND", ["x", "cells"], "z"),
+             node("GatherND", ["x", "per_batch"], "w", batch_dims=1)]
+    inits = {"rows": np.array([[[0], [-1]], [[1], [1]]], np.int64),  # whole [3, 4] slices, one twice
+             "cells": np.array([[0, 2, -1], [1, -3, 0], [0, 2, -1]], np.int64),
+             "per_batch": np.array([[[2], [0]], [[-1], [1]]], np.int64)}
+    gm = check(nodes, {"x": randn(2, 3, 4)}, ["y", "z", "w"], inits)
+    x = ember.from_numpy(randn(2, 3, 4)).requires_grad_()
+    sum(o.sum() for o in gm(x)).backward()
+    want = np.zeros((2, 3, 4), np.float32)  # how often each entry is gathered
+    want[0] += 1
+    want[1] += 3
+    want[0, 2, 3] += 2
+    want[1, 0, 0] += 1
+    want[0, 2] += 1
+    want[0, 0] += 1
+    want[1, 2] += 1
+    want[1, 1] += 1
+    np.testing.assert_array_equal(x.grad.numpy(), want)
+
+
+def test_flatten_at_the_rank_and_negative_axes():
+    nodes = [node("Flatten", ["x"], "f3", axis=3), node("Flatten", ["x"], "fm1", axis=-1),
+             node("Flatten", ["x"], "fm3", axis=-3)]
+    check(nodes, [{"x": randn(2, 3, 4)}, {"x": randn(5, 1, 2)}], ["f3", "fm1", "fm3"])
+
+
 def test_expand_both_ways_and_tile():
     nodes = [node("Expand", ["x", "shape"], "y"), node("Tile", ["x", "reps"], "t")]
     inits = {"shape": np.array([2, 1, 4], np.int64), "reps": np.array([2, 3], np.int64)}

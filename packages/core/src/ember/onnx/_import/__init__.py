@@ -21,9 +21,11 @@ def load_model(path_or_bytes):
     The module's ``forward`` takes one tensor per graph input, in the graph's order, named
     after the inputs (made into identifiers: ``input.1`` -> ``input_1``) and returns the
     outputs in order: one tensor, or a tuple when the graph has several. Each ONNX node
-    becomes calls of ember ops (``gm.code`` shows them). Float initializers become
-    ``nn.Parameter`` s, so the module trains; other initializers and a
-    BatchNormalization's running statistics become buffers. Their attribute paths are
+    becomes calls of ember ops (``gm.code`` shows them). Float initializers of one dim or
+    more become ``nn.Parameter`` s, so the module trains; other initializers and a
+    BatchNormalization's running statistics become buffers, and 0-d float initializers
+    (constants such as a softmax scale, which torch's dynamo exporter stores as
+    initializers) are constants. Their attribute paths are
     the initializer names where these are state_dict-like (``layer1.0.conv1.weight``),
     else identifiers made from them; ``gm.initializer_names`` maps each ONNX initializer
     name to its path. Shape computations (``Shape``, ``Gather``, ``Concat`` feeding a

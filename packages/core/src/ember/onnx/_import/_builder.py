@@ -7,8 +7,9 @@ turns them into graph nodes, or, when every input of the ONNX node is a constant
 them at once and keeps the result as a constant (so shape arithmetic on constants leaves
 no trace in the code while a Shape of an input stays a computation).
 
-Initializers become the module's state: float ones ``nn.Parameter``s (they train), the
-rest, and a BatchNormalization's running statistics, buffers."""
+Initializers become the module's state: float ones with at least one dim
+``nn.Parameter``s (they train), the rest, and a BatchNormalization's running statistics,
+buffers; 0-d floats are constants."""
 
 from __future__ import annotations
 
@@ -209,7 +210,9 @@ class Builder:
         import onnx
         for init in initializers:
             array = onnx.numpy_helper.to_array(init)
-            is_param = array.dtype.kind == "f" and init.name not in self._statistics
+            # a 0-d float is a constant the exporter lifted (a softmax scale, GELU's 0.5, a
+            # mask's fill value), not a weight: it folds like any constant
+            is_param = array.dtype.kind == "f" and array.ndim > 0 and init.name not in self._statistics
             self._initializers[init.name] = (array, is_param)
             if not is_param:
                 self.static[init.name] = array  # shape arithmetic on it folds

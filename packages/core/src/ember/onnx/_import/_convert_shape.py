@@ -6,7 +6,7 @@ code (``x.reshape([2, -1])``); one the graph computes (``Shape`` of an input, th
 
 Source: the ONNX operator specification (onnx.ai/onnx/operators), opset 21: Shape, Size,
 Reshape, Flatten, Transpose, Unsqueeze, Squeeze, Concat, Split, Slice, Gather,
-GatherElements, Expand, Tile, Pad, Constant, ConstantOfShape, Range, Cast, CastLike,
+GatherElements, GatherND, Expand, Tile, Pad, Constant, ConstantOfShape, Range, Cast, CastLike,
 Trilu, Dropout, NonZero."""
 
 from __future__ import annotations
@@ -157,6 +157,11 @@ def _gather(b, n):
 @converts("GatherElements")
 def _gather_elements(b, n):
     return b.call(runtime.gather_elements, b.tensor(n.input(0)), b.tensor(n.input(1)), n.attrs["axis"])
+
+
+@converts("GatherND")
+def _gather_nd(b, n):
+    return b.call(runtime.gather_nd, b.tensor(n.input(0)), b.tensor(n.input(1)), n.attrs["batch_dims"])
 
 
 @converts("Expand")

@@ -53,8 +53,9 @@ def reshape(x, shape, allowzero: int = 0):
 
 
 def flatten(x, axis: int = 1):
-    """Flatten: ``[prod(dims[:axis]), prod(dims[axis:])]``."""
-    axis = axis % x.dim() if x.dim() else 0
+    """Flatten: ``[prod(dims[:axis]), prod(dims[axis:])]``; ``axis`` is in [-rank, rank]
+    (``rank`` itself gives ``[numel, 1]``)."""
+    axis = axis + x.dim() if axis < 0 else axis
     return x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
 
 
@@ -121,6 +122,24 @@ def gather_elements(x, indices, axis: int = 0):
     """GatherElements: torch.gather with negative indices counting from the end."""
     axis = axis % x.dim()
     return ember.gather(x, axis, ember.where(indices < 0, indices + x.shape[axis], indices))
+
+
+def gather_nd(x, indices, batch_dims: int = 0):
+    """GatherND: with ``x`` of shape ``B + D`` and ``indices`` of shape ``B + I + [k]`` (``B``
+    the ``batch_dims`` leading dims both share), the entries ``x[b][indices[b, i]]``, each
+    a tuple of ``k`` positions into ``D`` (negative ones count from the end); the result is
+    ``B + I + D[k:]``."""
+    batch, k = tuple(x.shape[:batch_dims]), indices.shape[-1]
+    n = math.prod(batch)
+    data = x.reshape(n, *x.shape[batch_dims:])
+    index = indices.reshape(n, *indices.shape[batch_dims:])
+    inner = tuple(index.shape[1:-1])
+    positions = [ember.arange(n, dtype=ember.int64, device=x.device).reshape(n, *([1] * len(inner)))]
+    for j in range(k):
+        p = index[..., j]
+        positions.append(ember.where(p < 0, p + data.shape[j + 1], p))
+    y = data[tuple(positions)]
+    return y.reshape(*batch, *inner, *data.shape[k + 1:])
 
 
 def split(x, split=None, axis: int = 0, num_outputs: int | None = None):

@@ -103,12 +103,14 @@ def constant_(tensor, val):
 
 
 def ones_(tensor):
-    """Fill with 1 (torch.nn.init.ones_).  ``tensor`` (any shape) is filled in place and returned, outside autograd."""
+    """Fill with 1 (torch.nn.init.ones_).  ``tensor`` (any shape) is filled in place and returned,
+    outside autograd."""
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor):
-    """Fill with 0 (torch.nn.init.zeros_).  ``tensor`` (any shape) is filled in place and returned, outside autograd."""
+    """Fill with 0 (torch.nn.init.zeros_).  ``tensor`` (any shape) is filled in place and returned,
+    outside autograd."""
     with no_grad():
         return tensor.zero_()
 
@@ -184,7 +186,8 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: s
     'relu' recommended.
     ``tensor`` (any shape) is filled in place and returned, outside autograd; a tensor with no
     elements warns and is returned as it is.
-    ValueError for another mode or nonlinearity.  ``generator``: the Generator to draw from (ember's default when None).
+    ValueError for another mode or nonlinearity.  ``generator``: the Generator to draw from (ember's
+    default when None).
     """
     if 0 in tuple(tensor.shape):
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)

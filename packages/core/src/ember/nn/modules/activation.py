@@ -14,7 +14,8 @@ __all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "LeakyReL
 
 
 class ReLU(Module):
-    """``max(x, 0)`` elementwise; any shape, kept (torch.nn.ReLU).  ``inplace``: overwrite the input and return it."""
+    """``max(x, 0)`` elementwise; any shape, kept (torch.nn.ReLU).  ``inplace``: overwrite the input
+    and return it."""
 
     def __init__(self, inplace: bool = False):
         super().__init__()

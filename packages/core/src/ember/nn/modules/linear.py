@@ -35,7 +35,8 @@ class Linear(Module):
     bias uniform on ±1/sqrt(in_features), as torch.nn.Linear.
 
     ``in_features``, ``out_features``: the sizes of the last dim in and out.  ``bias``: learn
-    the additive ``[out_features]`` bias.  ``device``, ``dtype``: of the parameters (the defaults when None).
+    the additive ``[out_features]`` bias.  ``device``, ``dtype``: of the parameters (the defaults
+    when None).
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):

@@ -186,8 +186,8 @@ class HuberLoss(_Loss):
     ``delta`` that is not a number.
 
     For ``z = |input - target|``: ``0.5 z**2`` below ``delta``, ``delta * (z - 0.5 delta)``
-    above (Huber, 1964).  ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
-    forward raises ValueError for another value.
+    above (Huber, 1964).  ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim
+    tensor); forward raises ValueError for another value.
     """
 
     def __init__(self, reduction: str = "mean", delta: float = 1.0):
@@ -320,8 +320,8 @@ class HingeEmbeddingLoss(_Loss):
     """``x`` for target 1, ``max(0, margin - x)`` for target -1 (torch.nn.HingeEmbeddingLoss);
     ``x`` is usually a distance, any shape.
 
-    ``margin``: default 1.  ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
-    forward raises ValueError for another value.
+    ``margin``: default 1.  ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim
+    tensor); forward raises ValueError for another value.
     ``size_average`` and ``reduce`` are deprecated (a UserWarning when given): either one set
     makes ``reduction`` 'none' when ``reduce`` is False, else 'sum' when ``size_average`` is
     False, else 'mean'.
@@ -459,9 +459,9 @@ class GaussianNLLLoss(_Loss):
     N(input, var)``.
 
     input ``[N, *]`` (or ``[*]``), target of the same shape; var a float, of the same shape, of
-    that shape less the last dim, or with one dim of size 1 (one variance shared along it).  ``full`` adds the constant
-    ``0.5 * log(2 pi)``; ``eps`` clamps the variance for stability (the clamp passes the
-    gradient through).  ``reduction``: 'none' (the input's shape), 'mean' or 'sum'.  Forward
+    that shape less the last dim, or with one dim of size 1 (one variance shared along it).  ``full``
+    adds the constant ``0.5 * log(2 pi)``; ``eps`` clamps the variance for stability (the clamp
+    passes the gradient through).  ``reduction``: 'none' (the input's shape), 'mean' or 'sum'.  Forward
     raises ValueError for a negative var, a var of another shape or a bad reduction.
     """
 

@@ -29,7 +29,8 @@ __all__ = ["Transformer", "TransformerEncoder", "TransformerDecoder", "Transform
 
 
 def _square_subsequent_mask(sz, device=None, dtype=None):
-    """``[sz, sz]`` float mask: -inf above the diagonal (a position may not attend to later ones), 0 elsewhere."""
+    """``[sz, sz]`` float mask: -inf above the diagonal (a position may not attend to later ones), 0
+    elsewhere."""
     return triu(full((sz, sz), float("-inf"), dtype=dtype, device=device), diagonal=1)
 
 

@@ -1,4 +1,5 @@
-"""Resizing layers: Upsample, UpsamplingNearest2d, UpsamplingBilinear2d (torch.nn.modules.upsampling)."""
+"""Resizing layers: Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
+(torch.nn.modules.upsampling)."""
 
 from __future__ import annotations
 

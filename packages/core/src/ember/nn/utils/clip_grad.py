@@ -104,9 +104,9 @@ def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0, error_if
 
 @_no_grad
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
-    """Clamp every ``.grad`` in place to ``[-clip_value, clip_value]`` (``torch.nn.utils.clip_grad_value_``).
-    ``parameters``: a Tensor or an iterable of them (those without a gradient are skipped).
-    ``clip_value``: the positive bound.
+    """Clamp every ``.grad`` in place to ``[-clip_value, clip_value]``
+    (``torch.nn.utils.clip_grad_value_``). ``parameters``: a Tensor or an iterable of them (those
+    without a gradient are skipped). ``clip_value``: the positive bound.
     ``foreach``: accepted for torch compatibility, changes nothing (one implementation)."""
     clip_value = float(clip_value)
     for p in _as_list(parameters):

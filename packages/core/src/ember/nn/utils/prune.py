@@ -331,8 +331,8 @@ class CustomFromMask(BasePruningMethod):
 
 def identity(module, name):
     """Attach an all-ones mask to ``module.<name>``; returns ``module``
-    (torch.nn.utils.prune.identity).  ``name``: the parameter (or buffer) of ``module`` to prune; it is moved to
-    ``<name>_orig``, a ``<name>_mask`` buffer is added, and ``module.<name>`` becomes their
+    (torch.nn.utils.prune.identity).  ``name``: the parameter (or buffer) of ``module`` to prune; it
+    is moved to ``<name>_orig``, a ``<name>_mask`` buffer is added, and ``module.<name>`` becomes their
     product, recomputed before each forward."""
     Identity.apply(module, name)
     return module
@@ -346,7 +346,8 @@ def random_unstructured(module, name, amount):
     ``<name>_orig``, a ``<name>_mask`` buffer is added, and ``module.<name>`` becomes their
     product, recomputed before each forward.
     ``amount``: a float in [0, 1] (that fraction, rounded) or an int count (TypeError for
-    another type, ValueError out of range or above the number of entries).
+    another type, ValueError out of range or above the number of entries, or of channels for
+    the structured methods).
     """
     RandomUnstructured.apply(module, name, amount)
     return module
@@ -360,7 +361,8 @@ def l1_unstructured(module, name, amount, importance_scores=None):
     ``<name>_orig``, a ``<name>_mask`` buffer is added, and ``module.<name>`` becomes their
     product, recomputed before each forward.
     ``amount``: a float in [0, 1] (that fraction, rounded) or an int count (TypeError for
-    another type, ValueError out of range or above the number of entries).
+    another type, ValueError out of range or above the number of entries, or of channels for
+    the structured methods).
     ``importance_scores``: a tensor of the parameter's shape ranking the entries
     instead of their absolute values.
     """
@@ -376,7 +378,8 @@ def random_structured(module, name, amount, dim):
     ``<name>_orig``, a ``<name>_mask`` buffer is added, and ``module.<name>`` becomes their
     product, recomputed before each forward.
     ``amount``: a float in [0, 1] (that fraction, rounded) or an int count (TypeError for
-    another type, ValueError out of range or above the number of entries).
+    another type, ValueError out of range or above the number of entries, or of channels for
+    the structured methods).
     ValueError for a 1-D tensor, IndexError for a ``dim`` out of range.
     """
     RandomStructured.apply(module, name, amount, dim)
@@ -385,14 +388,15 @@ def random_structured(module, name, amount, dim):
 
 def ln_structured(module, name, amount, n, dim, importance_scores=None):
     """Prune the ``amount`` channels (whole slices) of ``module.<name>`` along ``dim`` of
-    smallest ``n``-norm (``n`` an int, float, inf, -inf, 'fro' or 'nuc'); returns ``module``
+    smallest ``n``-norm (``n`` the order, as Tensor.norm's ``p``); returns ``module``
     (torch.nn.utils.prune.ln_structured).
 
     ``name``: the parameter (or buffer) of ``module`` to prune; it is moved to
     ``<name>_orig``, a ``<name>_mask`` buffer is added, and ``module.<name>`` becomes their
     product, recomputed before each forward.
     ``amount``: a float in [0, 1] (that fraction, rounded) or an int count (TypeError for
-    another type, ValueError out of range or above the number of entries).
+    another type, ValueError out of range or above the number of entries, or of channels for
+    the structured methods).
     ``importance_scores``: a tensor of the parameter's shape whose norms rank the
     channels instead.  ValueError for a 1-D tensor, IndexError for a ``dim`` out of range.
     """
@@ -434,9 +438,9 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
 
 def custom_from_mask(module, name, mask):
     """Prune ``module.<name>`` where ``mask`` (a tensor of its shape) is 0; returns ``module``
-    (torch.nn.utils.prune.custom_from_mask).  ``name``: the parameter (or buffer) of ``module`` to prune; it is moved to
-    ``<name>_orig``, a ``<name>_mask`` buffer is added, and ``module.<name>`` becomes their
-    product, recomputed before each forward."""
+    (torch.nn.utils.prune.custom_from_mask).  ``name``: the parameter (or buffer) of ``module`` to
+    prune; it is moved to ``<name>_orig``, a ``<name>_mask`` buffer is added, and ``module.<name>``
+    becomes their product, recomputed before each forward."""
     CustomFromMask.apply(module, name, mask)
     return module
 

@@ -161,10 +161,10 @@ def _packed_lengths(batch_sizes):
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
-    """Undo pack_padded_sequence on ``sequence``, a PackedSequence: returns
-    ``(padded [T, B, *] or [B, T, *] with batch_first, lengths)``, padded with ``padding_value``,
-    with the batch in its original order, ``T`` the longest length or ``total_length``
-    (ValueError if shorter than the longest), ``lengths`` int64 on the CPU
+    """Undo pack_padded_sequence on ``sequence``, a PackedSequence: returns ``(padded,
+    lengths)``, padded ``[T, B, *]`` (``[B, T, *]`` with ``batch_first``), filled with
+    ``padding_value``, with the batch in its original order, ``T`` the longest length or
+    ``total_length`` (ValueError if shorter than the longest), ``lengths`` int64 on the CPU
     (torch.nn.utils.rnn.pad_packed_sequence)."""
     bs = [int(b) for b in sequence.batch_sizes.tolist()]
     t_len = len(bs)

@@ -154,7 +154,7 @@ def relu(input, inplace: bool = False):
 
 
 def relu_(input):
-    """``max(x, 0)`` written into ``input`` and returned (torch.nn.functional.relu_)."""
+    """``max(x, 0)`` written into ``input`` and returned (``torch.nn.functional.relu_``)."""
     return _ops.relu_(input)
 
 

@@ -59,7 +59,7 @@ def _fan(tensor, mode):
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
     """Fill with samples from U(a, b), ``a`` the lower bound and ``b`` the upper
-    (torch.nn.init.uniform_).
+    (``torch.nn.init.uniform_``).
     ``tensor`` (any shape) is filled in place and returned, outside autograd.
     ``generator``: the Generator to draw from (ember's default when None)."""
     with no_grad():
@@ -68,7 +68,7 @@ def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
     """Fill with samples from N(mean, std^2), of mean ``mean`` and standard deviation ``std``
-    (torch.nn.init.normal_).
+    (``torch.nn.init.normal_``).
     ``tensor`` (any shape) is filled in place and returned, outside autograd.
     ``generator``: the Generator to draw from (ember's default when None)."""
     with no_grad():
@@ -78,7 +78,7 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Fill with samples of N(mean, std^2) truncated to [a, b]: normal samples of mean
     ``mean`` and standard deviation ``std``, those outside the bounds ``a`` and ``b`` redrawn
-    (torch.nn.init.trunc_normal_; same distribution, ember's own stream).
+    (``torch.nn.init.trunc_normal_``; same distribution, ember's own stream).
     ``tensor`` (any shape) is filled in place and returned, outside autograd.
     ``generator``: the Generator to draw from (ember's default when None)."""
     import numpy
@@ -96,20 +96,20 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 
 def constant_(tensor, val):
-    """Fill with ``val`` (torch.nn.init.constant_).
+    """Fill with ``val`` (``torch.nn.init.constant_``).
     ``tensor`` (any shape) is filled in place and returned, outside autograd."""
     with no_grad():
         return tensor.fill_(val)
 
 
 def ones_(tensor):
-    """Fill with 1 (torch.nn.init.ones_).  ``tensor`` (any shape) is filled in place and returned,
+    """Fill with 1 (``torch.nn.init.ones_``).  ``tensor`` (any shape) is filled in place and returned,
     outside autograd."""
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor):
-    """Fill with 0 (torch.nn.init.zeros_).  ``tensor`` (any shape) is filled in place and returned,
+    """Fill with 0 (``torch.nn.init.zeros_``).  ``tensor`` (any shape) is filled in place and returned,
     outside autograd."""
     with no_grad():
         return tensor.zero_()
@@ -117,7 +117,7 @@ def zeros_(tensor):
 
 def eye_(tensor):
     """Fill a 2-d ``tensor`` ``[n, m]`` with the identity matrix (ones on the main diagonal)
-    in place, outside autograd, and return it (torch.nn.init.eye_).  ValueError for other
+    in place, outside autograd, and return it (``torch.nn.init.eye_``).  ValueError for other
     dims."""
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
@@ -130,7 +130,7 @@ def dirac_(tensor, groups=1):
     """Fill a {3,4,5}-d convolution weight ``tensor`` ``[C_out, C_in, *k]`` with the Dirac delta:
     a convolution with it copies input channels to output channels (as many as both have),
     each group of ``groups`` (dividing ``C_out``) starting over at input channel 0
-    (torch.nn.init.dirac_).  In place, returned.  ValueError for other dims or a ``groups``
+    (``torch.nn.init.dirac_``).  In place, returned.  ValueError for other dims or a ``groups``
     not dividing dim 0."""
     d = tensor.ndim
     if d not in (3, 4, 5):
@@ -153,7 +153,7 @@ def dirac_(tensor, groups=1):
 def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
     """Fill with U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio, 2010,
     "Understanding the difficulty of training deep feedforward neural networks";
-    torch.nn.init.xavier_uniform_).  ``gain``: the scale, e.g. ``calculate_gain``'s.
+    ``torch.nn.init.xavier_uniform_``).  ``gain``: the scale, e.g. ``calculate_gain``'s.
     ``fan_in`` is ``size(1) * prod(size[2:])``, ``fan_out`` ``size(0) * prod(size[2:])``
     (ValueError for fewer than 2 dims).
     ``tensor`` (any shape) is filled in place and returned, outside autograd.
@@ -165,7 +165,7 @@ def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
 
 def xavier_normal_(tensor, gain: float = 1.0, generator=None):
     """Fill with N(0, std^2), std = gain * sqrt(2 / (fan_in + fan_out)) (Glorot & Bengio,
-    2010; torch.nn.init.xavier_normal_).  ``gain``: the scale.
+    2010; ``torch.nn.init.xavier_normal_``).  ``gain``: the scale.
     ``fan_in`` is ``size(1) * prod(size[2:])``, ``fan_out`` ``size(0) * prod(size[2:])``
     (ValueError for fewer than 2 dims).
     ``tensor`` (any shape) is filled in place and returned, outside autograd.
@@ -177,7 +177,7 @@ def xavier_normal_(tensor, gain: float = 1.0, generator=None):
 
 def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
     """Fill with U(-b, b), b = gain * sqrt(3 / fan) (He et al., 2015, arXiv:1502.01852;
-    torch.nn.init.kaiming_uniform_); ``a`` is the negative slope of a leaky_relu.
+    ``torch.nn.init.kaiming_uniform_``); ``a`` is the negative slope of a leaky_relu.
 
     ``mode``: 'fan_in' (keeps the forward pass's variance) or 'fan_out' (the backward's);
     ``fan_in`` is ``size(1) * prod(size[2:])``, ``fan_out`` ``size(0) * prod(size[2:])``
@@ -200,7 +200,7 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: s
 
 def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
     """Fill with N(0, std^2), std = gain / sqrt(fan) (He et al., 2015, arXiv:1502.01852;
-    torch.nn.init.kaiming_normal_).
+    ``torch.nn.init.kaiming_normal_``).
 
     ``a``: the negative slope of a leaky_relu.
     ``mode``: 'fan_in' or 'fan_out'; ``fan_in`` is ``size(1) * prod(size[2:])``, ``fan_out``
@@ -222,7 +222,7 @@ def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: st
 def orthogonal_(tensor, gain: float = 1.0, generator=None):
     """Fill with a (semi-)orthogonal matrix (rows flattened past dim 0), times ``gain``: the Q
     of the QR decomposition of a standard normal matrix, its signs fixed by R's diagonal
-    (Saxe et al., 2013, arXiv:1312.6120; torch.nn.init.orthogonal_).  ``tensor`` of at least
+    (Saxe et al., 2013, arXiv:1312.6120; ``torch.nn.init.orthogonal_``).  ``tensor`` of at least
     2 dims (ValueError else) is filled in place and returned.
     ``generator``: the Generator to draw from (ember's default when None)."""
     import numpy

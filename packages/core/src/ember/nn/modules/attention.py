@@ -41,8 +41,8 @@ class MultiheadAttention(Module):
     position.  ``add_zero_attn``: append a position of zeros to the keys and values.
     ``kdim``, ``vdim``: the key's and value's feature sizes (E when None).  ``batch_first``:
     ``[N, L, E]`` layout.  ``device``, ``dtype``: of the parameters.  Projections are
-    initialised with xavier_uniform_, biases with zeros, ``bias_k``/``bias_v`` with
-    xavier_normal_.
+    initialised with ``xavier_uniform_``, biases with zeros, ``bias_k``/``bias_v`` with
+    ``xavier_normal_``.
     """
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,

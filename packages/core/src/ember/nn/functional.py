@@ -148,19 +148,23 @@ __all__ += ["max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices", 
 
 
 def relu(input, inplace: bool = False):
-    """``max(x, 0)`` elementwise (in place when ``inplace``)."""
+    """``max(x, 0)`` elementwise of ``input`` (any shape, kept; in place when ``inplace``)
+    (torch.nn.functional.relu)."""
     return _ops.relu_(input) if inplace else _ops.relu(input)
 
 
 def relu_(input):
+    """``max(x, 0)`` written into ``input`` and returned (``torch.nn.functional.relu_``)."""
     return _ops.relu_(input)
 
 
 def tanh(input):
+    """Hyperbolic tangent of ``input`` elementwise, any shape (torch.nn.functional.tanh)."""
     return _ops.tanh(input)
 
 
 def sigmoid(input):
+    """``1 / (1 + exp(-x))`` of ``input`` elementwise, any shape (torch.nn.functional.sigmoid)."""
     return _ops.sigmoid(input)
 
 
@@ -171,21 +175,28 @@ def _softmax_dim(ndim, name):
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
-    """``exp(x) / sum(exp(x))`` along ``dim`` (computed in ``dtype`` when given)."""
+    """``exp(x) / sum(exp(x))`` of ``input`` along ``dim`` (computed in ``dtype`` when given),
+    same shape (torch.nn.functional.softmax).  ``dim=None`` is deprecated: it warns and picks
+    0 for 0-, 1- and 3-D inputs, else 1."""
     if dim is None:
         dim = _softmax_dim(input.dim(), "softmax")
     return _ops.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
-    """``log(softmax(x))`` along ``dim``, computed stably."""
+    """``log(softmax(x))`` of ``input`` along ``dim``, computed stably, same shape; the input is
+    cast to ``dtype`` first when given (torch.nn.functional.log_softmax).  ``dim=None`` is
+    deprecated: it warns and picks 0 for 0-, 1- and 3-D inputs, else 1."""
     if dim is None:
         dim = _softmax_dim(input.dim(), "log_softmax")
     return _ops.log_softmax(input, dim, dtype=dtype)
 
 
 def one_hot(tensor, num_classes: int = -1):
-    """int64 one-hot encoding: ``[*]`` class indices to ``[*, num_classes]``."""
+    """int64 one-hot encoding: ``tensor``, int64 class indices ``[*]``, to ``[*, num_classes]``
+    (torch.nn.functional.one_hot).  ``num_classes=-1`` takes the largest index + 1.
+    RuntimeError for a tensor not of int64, or indices negative or not below
+    ``num_classes``."""
     from .. import _dtype as D
     from ..ops._helpers import be, wrap
     if tensor.dtype is not D.int64:
@@ -205,7 +216,11 @@ def pad(input, pad, mode: str = "constant", value=None):
     dim backwards.  'constant' fills with ``value`` (0; negative pads crop); 'reflect'
     mirrors without repeating the edge (pads smaller than the dim), 'replicate' repeats
     the edge, 'circular' wraps around (pads at most the dim).  The other modes need a
-    leading (batch or channel) dim, as torch's."""
+    leading (batch or channel) dim, as torch's (torch.nn.functional.pad).
+
+    ``input``: any shape; ``mode``: one of the four above.  NotImplementedError when a
+    non-constant mode is asked to pad every dim.
+    """
     if mode != "constant" and len(pad) // 2 > input.ndim - 1:
         raise NotImplementedError("Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now")
     if mode == "replicate" or (mode == "reflect" and len(pad) // 2 < 3):

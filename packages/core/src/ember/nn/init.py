@@ -58,19 +58,29 @@ def _fan(tensor, mode):
 
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
-    """Fill with samples from U(a, b)."""
+    """Fill with samples from U(a, b), ``a`` the lower bound and ``b`` the upper
+    (``torch.nn.init.uniform_``).
+    ``tensor`` (any shape) is filled in place and returned, outside autograd.
+    ``generator``: the Generator to draw from (ember's default when None)."""
     with no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
-    """Fill with samples from N(mean, std^2)."""
+    """Fill with samples from N(mean, std^2), of mean ``mean`` and standard deviation ``std``
+    (``torch.nn.init.normal_``).
+    ``tensor`` (any shape) is filled in place and returned, outside autograd.
+    ``generator``: the Generator to draw from (ember's default when None)."""
     with no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Fill with N(mean, std^2) samples redrawn until they lie in [a, b]."""
+    """Fill with samples of N(mean, std^2) truncated to [a, b]: normal samples of mean
+    ``mean`` and standard deviation ``std``, those outside the bounds ``a`` and ``b`` redrawn
+    (``torch.nn.init.trunc_normal_``; same distribution, ember's own stream).
+    ``tensor`` (any shape) is filled in place and returned, outside autograd.
+    ``generator``: the Generator to draw from (ember's default when None)."""
     import numpy
 
     from ..ops.creation import _gen
@@ -86,22 +96,29 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 
 def constant_(tensor, val):
-    """Fill with ``val``."""
+    """Fill with ``val`` (``torch.nn.init.constant_``).
+    ``tensor`` (any shape) is filled in place and returned, outside autograd."""
     with no_grad():
         return tensor.fill_(val)
 
 
 def ones_(tensor):
+    """Fill with 1 (``torch.nn.init.ones_``).  ``tensor`` (any shape) is filled in place and returned,
+    outside autograd."""
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor):
+    """Fill with 0 (``torch.nn.init.zeros_``).  ``tensor`` (any shape) is filled in place and returned,
+    outside autograd."""
     with no_grad():
         return tensor.zero_()
 
 
 def eye_(tensor):
-    """Fill a 2-d tensor with the identity matrix."""
+    """Fill a 2-d ``tensor`` ``[n, m]`` with the identity matrix (ones on the main diagonal)
+    in place, outside autograd, and return it (``torch.nn.init.eye_``).  ValueError for other
+    dims."""
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     from ..ops.creation import eye
@@ -110,7 +127,11 @@ def eye_(tensor):
 
 
 def dirac_(tensor, groups=1):
-    """Fill a {3,4,5}-d convolution weight with the Dirac delta (identity convolution)."""
+    """Fill a {3,4,5}-d convolution weight ``tensor`` ``[C_out, C_in, *k]`` with the Dirac delta:
+    a convolution with it copies input channels to output channels (as many as both have),
+    each group of ``groups`` (dividing ``C_out``) starting over at input channel 0
+    (``torch.nn.init.dirac_``).  In place, returned.  ValueError for other dims or a ``groups``
+    not dividing dim 0."""
     d = tensor.ndim
     if d not in (3, 4, 5):
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
@@ -130,22 +151,44 @@ def dirac_(tensor, groups=1):
 
 
 def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
-    """Fill with U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio, 2010)."""
+    """Fill with U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)) (Glorot & Bengio, 2010,
+    "Understanding the difficulty of training deep feedforward neural networks";
+    ``torch.nn.init.xavier_uniform_``).  ``gain``: the scale, e.g. ``calculate_gain``'s.
+    ``fan_in`` is ``size(1) * prod(size[2:])``, ``fan_out`` ``size(0) * prod(size[2:])``
+    (ValueError for fewer than 2 dims).
+    ``tensor`` (any shape) is filled in place and returned, outside autograd.
+    ``generator``: the Generator to draw from (ember's default when None)."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
     return uniform_(tensor, -a, a, generator)
 
 
 def xavier_normal_(tensor, gain: float = 1.0, generator=None):
-    """Fill with N(0, std^2), std = gain * sqrt(2 / (fan_in + fan_out))."""
+    """Fill with N(0, std^2), std = gain * sqrt(2 / (fan_in + fan_out)) (Glorot & Bengio,
+    2010; ``torch.nn.init.xavier_normal_``).  ``gain``: the scale.
+    ``fan_in`` is ``size(1) * prod(size[2:])``, ``fan_out`` ``size(0) * prod(size[2:])``
+    (ValueError for fewer than 2 dims).
+    ``tensor`` (any shape) is filled in place and returned, outside autograd.
+    ``generator``: the Generator to draw from (ember's default when None)."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std, generator)
 
 
 def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
-    """Fill with U(-b, b), b = gain * sqrt(3 / fan) (He et al., 2015); ``a`` is the
-    negative slope of a leaky_relu."""
+    """Fill with U(-b, b), b = gain * sqrt(3 / fan) (He et al., 2015, arXiv:1502.01852;
+    ``torch.nn.init.kaiming_uniform_``); ``a`` is the negative slope of a leaky_relu.
+
+    ``mode``: 'fan_in' (keeps the forward pass's variance) or 'fan_out' (the backward's);
+    ``fan_in`` is ``size(1) * prod(size[2:])``, ``fan_out`` ``size(0) * prod(size[2:])``
+    (ValueError for fewer than 2 dims).
+    ``nonlinearity``: the name given to ``calculate_gain`` with ``a``, 'leaky_relu' or
+    'relu' recommended.
+    ``tensor`` (any shape) is filled in place and returned, outside autograd; a tensor with no
+    elements warns and is returned as it is.
+    ValueError for another mode or nonlinearity.  ``generator``: the Generator to draw from (ember's
+    default when None).
+    """
     if 0 in tuple(tensor.shape):
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
@@ -156,7 +199,18 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: s
 
 
 def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", generator=None):
-    """Fill with N(0, std^2), std = gain / sqrt(fan)."""
+    """Fill with N(0, std^2), std = gain / sqrt(fan) (He et al., 2015, arXiv:1502.01852;
+    ``torch.nn.init.kaiming_normal_``).
+
+    ``a``: the negative slope of a leaky_relu.
+    ``mode``: 'fan_in' or 'fan_out'; ``fan_in`` is ``size(1) * prod(size[2:])``, ``fan_out``
+    ``size(0) * prod(size[2:])``
+    (ValueError for fewer than 2 dims).
+    ``nonlinearity``: the name given to ``calculate_gain`` with ``a``.
+    ``tensor`` (any shape) is filled in place and returned, outside autograd; a tensor with no
+    elements warns and is returned as it is.  ValueError for another mode or nonlinearity.
+    ``generator``: the Generator to draw from (ember's default when None).
+    """
     if 0 in tuple(tensor.shape):
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
@@ -166,7 +220,11 @@ def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: st
 
 
 def orthogonal_(tensor, gain: float = 1.0, generator=None):
-    """Fill with a (semi-)orthogonal matrix (rows flattened past dim 0), times ``gain``."""
+    """Fill with a (semi-)orthogonal matrix (rows flattened past dim 0), times ``gain``: the Q
+    of the QR decomposition of a standard normal matrix, its signs fixed by R's diagonal
+    (Saxe et al., 2013, arXiv:1312.6120; ``torch.nn.init.orthogonal_``).  ``tensor`` of at least
+    2 dims (ValueError else) is filled in place and returned.
+    ``generator``: the Generator to draw from (ember's default when None)."""
     import numpy
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")

@@ -112,7 +112,9 @@ def _as_subclass(cls, data, requires_grad):
 
 class UninitializedParameter(UninitializedTensorMixin, Parameter):
     """A Parameter whose shape is not known yet; becomes a Parameter on ``materialize``
-    (torch.nn.parameter.UninitializedParameter)."""
+    (torch.nn.parameter.UninitializedParameter).  ``requires_grad``: as for Parameter;
+    ``device``, ``dtype``: those ``materialize`` uses by default.  Its shape cannot be read
+    (RuntimeError) until then."""
 
     __slots__ = ()
     cls_to_become = Parameter
@@ -126,7 +128,9 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
 
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """A buffer whose shape is not known yet; becomes a Tensor on ``materialize``
-    (torch.nn.parameter.UninitializedBuffer)."""
+    (torch.nn.parameter.UninitializedBuffer).  ``requires_grad``: False by default;
+    ``device``, ``dtype``: those ``materialize`` uses by default.  Its shape cannot be read
+    (RuntimeError) until then."""
 
     __slots__ = ()
     cls_to_become = Tensor

@@ -14,7 +14,8 @@ __all__ = ["ReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "LeakyReL
 
 
 class ReLU(Module):
-    """``max(x, 0)`` elementwise; any shape (torch.nn.ReLU)."""
+    """``max(x, 0)`` elementwise; any shape, kept (torch.nn.ReLU).  ``inplace``: overwrite the input
+    and return it."""
 
     def __init__(self, inplace: bool = False):
         super().__init__()
@@ -56,7 +57,8 @@ class Sigmoid(Module):
 
 
 class SiLU(Module):
-    """``x * sigmoid(x)`` elementwise."""
+    """``x * sigmoid(x)`` elementwise, any shape (torch.nn.SiLU; the swish of Ramachandran et
+    al., 2017, arXiv:1710.05941).  ``inplace``: overwrite the input and return it."""
 
     def __init__(self, inplace: bool = False):
         super().__init__()
@@ -70,7 +72,8 @@ class SiLU(Module):
 
 
 class LeakyReLU(Module):
-    """``x`` where positive, ``negative_slope * x`` elsewhere."""
+    """``x`` where positive, ``negative_slope * x`` elsewhere (default 0.01); any shape
+    (torch.nn.LeakyReLU).  ``inplace``: overwrite the input and return it."""
 
     def __init__(self, negative_slope: float = 1e-2, inplace: bool = False):
         super().__init__()
@@ -85,7 +88,8 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
-    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere; any shape (torch.nn.ELU;
+    Clevert et al., 2015, arXiv:1511.07289).  ``inplace``: overwrite the input and return it."""
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
@@ -100,7 +104,9 @@ class ELU(Module):
 
 
 class Softplus(Module):
-    """``log(1 + exp(beta x)) / beta``, linear above ``threshold``."""
+    """``log(1 + exp(beta x)) / beta``, linear above ``threshold``: ``x`` itself where
+    ``beta * x > threshold``, for numerical stability (``beta`` default 1,
+    ``threshold`` 20); any shape (torch.nn.Softplus)."""
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0):
         super().__init__()
@@ -208,7 +214,12 @@ class Softmax2d(Module):
 
 class PReLU(Module):
     """max(0, x) + a * min(0, x) with a learned slope ``a`` (one, or one per channel),
-    initialized to ``init`` (torch.nn.PReLU)."""
+    initialized to ``init`` (torch.nn.PReLU; He et al., 2015, arXiv:1502.01852).
+
+    ``num_parameters``: 1, or C for a slope per channel (dim 1 of the input, dim 0 of a 1-D
+    one; RuntimeError in forward when C differs).  ``device``, ``dtype``: of the weight
+    ``[num_parameters]``.  Any shape, kept.
+    """
 
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
         super().__init__()
@@ -227,7 +238,11 @@ class PReLU(Module):
 
 class RReLU(Module):
     """Randomized leaky ReLU: random slopes in [lower, upper] while training, their mean in
-    eval (torch.nn.RReLU)."""
+    eval (torch.nn.RReLU; Xu et al., 2015, arXiv:1505.00853).
+
+    ``lower``, ``upper``: the bounds of the uniform slope, drawn per element of a negative
+    input.  ``inplace``: overwrite the input.  Any shape, kept.
+    """
 
     def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
         super().__init__()

@@ -33,6 +33,16 @@ class MultiheadAttention(Module):
     ``v_proj_weight`` when kdim or vdim differ from E), ``in_proj_bias`` ``[3E]``,
     ``out_proj`` (a Linear), and ``bias_k``/``bias_v`` ``[1, 1, E]`` with ``add_bias_kv``.
     ValueError for non-positive sizes, AssertionError when E is not divisible by num_heads.
+
+    ``embed_dim``: E, the query's feature size and the output's.  ``num_heads``: the heads,
+    each of size ``E // num_heads``.  ``dropout``: the drop probability of the attention
+    weights in training.  ``bias``: learn ``in_proj_bias`` and the output projection's bias.
+    ``add_bias_kv``: learn ``bias_k``, ``bias_v`` appended to the keys and values as one more
+    position.  ``add_zero_attn``: append a position of zeros to the keys and values.
+    ``kdim``, ``vdim``: the key's and value's feature sizes (E when None).  ``batch_first``:
+    ``[N, L, E]`` layout.  ``device``, ``dtype``: of the parameters.  Projections are
+    initialised with ``xavier_uniform_``, biases with zeros, ``bias_k``/``bias_v`` with
+    ``xavier_normal_``.
     """
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,

@@ -103,8 +103,18 @@ class _BatchNorm(_NormBase):
 
 class BatchNorm1d(_BatchNorm):
     """Batch norm over ``[N, C]`` or ``[N, C, L]``, per channel C (torch.nn.BatchNorm1d; Ioffe &
-    Szegedy, 2015).  ValueError for other input dims, and in training for one value per
-    channel."""
+    Szegedy, 2015, arXiv:1502.03167).  ValueError for other input dims, and in training for one
+    value per channel.
+
+    ``num_features``: C.  ``eps``: added to the variance before the square root.
+    ``momentum``: running statistics update as ``(1 - momentum) * running + momentum * batch``
+    (the batch variance unbiased there, biased in the normalisation); None gives the
+    cumulative average.  ``affine``: learn ``weight`` (ones) and ``bias`` (zeros) ``[C]``;
+    ``bias=False`` (keyword-only) keeps the weight alone.  ``track_running_stats``: keep
+    running_mean, running_var ``[C]`` and the int64 num_batches_tracked (else batch
+    statistics in eval too).  ``device``, ``dtype``: of the parameters and buffers.  Output:
+    the input's shape.
+    """
 
     def _check_input_dim(self, input):
         if input.dim() != 2 and input.dim() != 3:
@@ -112,8 +122,18 @@ class BatchNorm1d(_BatchNorm):
 
 
 class BatchNorm2d(_BatchNorm):
-    """Batch norm over ``[N, C, H, W]``, per channel C (torch.nn.BatchNorm2d).  ValueError for
-    other input dims, and in training for one value per channel."""
+    """Batch norm over ``[N, C, H, W]``, per channel C (torch.nn.BatchNorm2d; arXiv:1502.03167).
+    ValueError for other input dims, and in training for one value per channel.
+
+    ``num_features``: C.  ``eps``: added to the variance before the square root.
+    ``momentum``: running statistics update as ``(1 - momentum) * running + momentum * batch``
+    (the batch variance unbiased there, biased in the normalisation); None gives the
+    cumulative average.  ``affine``: learn ``weight`` (ones) and ``bias`` (zeros) ``[C]``;
+    ``bias=False`` (keyword-only) keeps the weight alone.  ``track_running_stats``: keep
+    running_mean, running_var ``[C]`` and the int64 num_batches_tracked (else batch
+    statistics in eval too).  ``device``, ``dtype``: of the parameters and buffers.  Output:
+    the input's shape.
+    """
 
     def _check_input_dim(self, input):
         if input.dim() != 4:
@@ -121,8 +141,19 @@ class BatchNorm2d(_BatchNorm):
 
 
 class BatchNorm3d(_BatchNorm):
-    """Batch norm over ``[N, C, D, H, W]``, per channel C (torch.nn.BatchNorm3d).  ValueError for
-    other input dims, and in training for one value per channel."""
+    """Batch norm over ``[N, C, D, H, W]``, per channel C (torch.nn.BatchNorm3d;
+    arXiv:1502.03167).  ValueError for other input dims, and in training for one value per
+    channel.
+
+    ``num_features``: C.  ``eps``: added to the variance before the square root.
+    ``momentum``: running statistics update as ``(1 - momentum) * running + momentum * batch``
+    (the batch variance unbiased there, biased in the normalisation); None gives the
+    cumulative average.  ``affine``: learn ``weight`` (ones) and ``bias`` (zeros) ``[C]``;
+    ``bias=False`` (keyword-only) keeps the weight alone.  ``track_running_stats``: keep
+    running_mean, running_var ``[C]`` and the int64 num_batches_tracked (else batch
+    statistics in eval too).  ``device``, ``dtype``: of the parameters and buffers.  Output:
+    the input's shape.
+    """
 
     def _check_input_dim(self, input):
         if input.dim() != 5:
@@ -133,7 +164,17 @@ class SyncBatchNorm(_BatchNorm):
     """Batch norm over ``[N, C, *]`` whose batch statistics would be reduced across the
     processes of ``process_group`` (torch.nn.SyncBatchNorm).  Without distributed
     training (one process) it computes exactly what BatchNorm does.  ValueError for input
-    of fewer than 2 dims or no channels."""
+    of fewer than 2 dims or no channels.
+
+    ``num_features``: C.  ``eps``: added to the variance before the square root.
+    ``momentum``: running statistics update as ``(1 - momentum) * running + momentum * batch``
+    (the batch variance unbiased there, biased in the normalisation); None gives the
+    cumulative average.  ``affine``: learn ``weight`` (ones) and ``bias`` (zeros) ``[C]``;
+    ``bias=False`` (keyword-only) keeps the weight alone.  ``track_running_stats``: keep
+    running_mean, running_var ``[C]`` and the int64 num_batches_tracked (else batch
+    statistics in eval too).  ``device``, ``dtype``: of the parameters and buffers.  Output:
+    the input's shape.  ``process_group``: the group whose statistics would be shared (None: the world).
+    """
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
                  track_running_stats: bool = True, process_group=None, device=None, dtype=None, *, bias: bool = True):

@@ -101,7 +101,10 @@ class Sequential(Module):
 
 
 class ModuleList(Module):
-    """A list of submodules, registered as '0', '1', ...; indexable like a list."""
+    """A list of submodules, registered as '0', '1', ...; indexable like a list (a slice gives
+    a new ModuleList), with append, extend, insert and deletion that renumbers the rest
+    (torch.nn.ModuleList).  ``modules``: an iterable of Modules to start with.  It has no
+    forward of its own."""
 
     def __init__(self, modules=None):
         super().__init__()
@@ -175,7 +178,9 @@ class ModuleList(Module):
 
 
 class ModuleDict(Module):
-    """An ordered dict of submodules keyed by name."""
+    """An ordered dict of submodules keyed by name (torch.nn.ModuleDict), in insertion order.
+    ``modules``: a mapping of names to Modules, or an iterable of ``(name, module)`` pairs
+    (ValueError for an element that is not a pair).  It has no forward of its own."""
 
     def __init__(self, modules=None):
         super().__init__()
@@ -241,7 +246,8 @@ def _describe(value, typename) -> str:
 class ParameterList(Module):
     """A list of parameters, registered under the names '0', '1', ...; plain tensors put
     in it become Parameters, other objects are stored as they are (torch.nn.ParameterList).
-    Like torch's, it has no ``insert``."""
+    Like torch's, it has no ``insert``.  ``values``: an iterable of tensors (or other objects)
+    to start with.  Calling it raises RuntimeError."""
 
     def __init__(self, values=None) -> None:
         super().__init__()
@@ -303,7 +309,9 @@ class ParameterList(Module):
 class ParameterDict(Module):
     """An ordered dict of parameters keyed by strings; plain tensors put in it become
     Parameters, other objects are stored as they are (torch.nn.ParameterDict). ``update``
-    from an unordered mapping inserts its keys sorted, as torch does."""
+    from an unordered mapping inserts its keys sorted, as torch does.  ``parameters``: a
+    mapping of string keys to tensors, or an iterable of ``(key, value)`` pairs, to start with
+    (TypeError for a key that is not a str).  Calling it raises RuntimeError."""
 
     def __init__(self, parameters=None) -> None:
         super().__init__()

@@ -126,8 +126,20 @@ class _Conv(_ConvNd):
 
 class Conv1d(_Conv):
     """1-d convolution over ``[N, C_in, L]`` (or ``[C_in, L]``) giving ``[N, C_out, L_out]``;
-    weight ``[C_out, C_in/groups, k]``, bias ``[C_out]`` (torch.nn.Conv1d).  Arguments as
-    :class:`Conv2d`."""
+    weight ``[C_out, C_in/groups, k]``, bias ``[C_out]`` (torch.nn.Conv1d).
+
+    ``in_channels``, ``out_channels``: C_in and C_out, both divisible by ``groups``.
+    ``kernel_size``, ``stride``, ``padding``, ``dilation`` (spacing of the kernel taps): an int
+    for every spatial dim or a tuple of 1; ``padding`` is also 'valid' (none) or 'same' (the
+    input's size, stride 1 only).  ``padding_mode``: 'zeros', 'reflect', 'replicate' or
+    'circular', what the padding holds.  ``groups``: the channels split into that many groups
+    convolved apart (``groups == in_channels`` is depthwise).  ``bias``: learn a ``[C_out]``
+    bias.  ``device``, ``dtype``: of the parameters (the defaults when None).  Each output
+    size is ``floor((L + 2*padding - dilation*(k-1) - 1) / stride) + 1``.  Weight initialised
+    with kaiming_uniform_(a=sqrt(5)), bias uniform on ±1/sqrt(fan_in), ``fan_in = C_in/groups
+    * prod(kernel_size)``.  ValueError (as torch) for groups not dividing the channels, a bad
+    padding string or mode, and 'same' with a stride.
+    """
 
     _n = 1
     _conv = _F.conv1d
@@ -136,10 +148,20 @@ class Conv1d(_Conv):
 class Conv2d(_Conv):
     """2-d convolution over ``[N, C_in, H, W]`` (or ``[C_in, H, W]``) giving
     ``[N, C_out, H_out, W_out]``; weight ``[C_out, C_in/groups, kH, kW]``, bias ``[C_out]``
-    (torch.nn.Conv2d).  ``padding`` is an int, a tuple, 'valid' or 'same'; ``padding_mode``
-    'zeros', 'reflect', 'replicate' or 'circular' says what the padding holds.  ValueError
-    (as torch) for groups not dividing the channels, a bad padding string or mode, and
-    'same' with a stride."""
+    (torch.nn.Conv2d).
+
+    ``in_channels``, ``out_channels``: C_in and C_out, both divisible by ``groups``.
+    ``kernel_size``, ``stride``, ``padding``, ``dilation`` (spacing of the kernel taps): an int
+    for every spatial dim or a tuple of 2; ``padding`` is also 'valid' (none) or 'same' (the
+    input's size, stride 1 only).  ``padding_mode``: 'zeros', 'reflect', 'replicate' or
+    'circular', what the padding holds.  ``groups``: the channels split into that many groups
+    convolved apart (``groups == in_channels`` is depthwise).  ``bias``: learn a ``[C_out]``
+    bias.  ``device``, ``dtype``: of the parameters (the defaults when None).  Each output
+    size is ``floor((L + 2*padding - dilation*(k-1) - 1) / stride) + 1``.  Weight initialised
+    with kaiming_uniform_(a=sqrt(5)), bias uniform on ±1/sqrt(fan_in), ``fan_in = C_in/groups
+    * prod(kernel_size)``.  ValueError (as torch) for groups not dividing the channels, a bad
+    padding string or mode, and 'same' with a stride.
+    """
 
     _n = 2
     _conv = _F.conv2d
@@ -148,7 +170,20 @@ class Conv2d(_Conv):
 class Conv3d(_Conv):
     """3-d convolution over ``[N, C_in, D, H, W]`` (or unbatched) giving
     ``[N, C_out, D_out, H_out, W_out]``; weight ``[C_out, C_in/groups, kD, kH, kW]``
-    (torch.nn.Conv3d).  Arguments as :class:`Conv2d`."""
+    (torch.nn.Conv3d).
+
+    ``in_channels``, ``out_channels``: C_in and C_out, both divisible by ``groups``.
+    ``kernel_size``, ``stride``, ``padding``, ``dilation`` (spacing of the kernel taps): an int
+    for every spatial dim or a tuple of 3; ``padding`` is also 'valid' (none) or 'same' (the
+    input's size, stride 1 only).  ``padding_mode``: 'zeros', 'reflect', 'replicate' or
+    'circular', what the padding holds.  ``groups``: the channels split into that many groups
+    convolved apart (``groups == in_channels`` is depthwise).  ``bias``: learn a ``[C_out]``
+    bias.  ``device``, ``dtype``: of the parameters (the defaults when None).  Each output
+    size is ``floor((L + 2*padding - dilation*(k-1) - 1) / stride) + 1``.  Weight initialised
+    with kaiming_uniform_(a=sqrt(5)), bias uniform on ±1/sqrt(fan_in), ``fan_in = C_in/groups
+    * prod(kernel_size)``.  ValueError (as torch) for groups not dividing the channels, a bad
+    padding string or mode, and 'same' with a stride.
+    """
 
     _n = 3
     _conv = _F.conv3d
@@ -193,8 +228,23 @@ class _ConvTransposeNd(_ConvNd):
 
 class ConvTranspose1d(_ConvTransposeNd):
     """1-d transposed convolution over ``[N, C_in, L]`` (or ``[C_in, L]``); weight
-    ``[C_in, C_out/groups, k]`` (torch.nn.ConvTranspose1d).  Arguments as
-    :class:`ConvTranspose2d`."""
+    ``[C_in, C_out/groups, k]``, bias ``[C_out]``, giving ``[N, C_out, L_out]``
+    (torch.nn.ConvTranspose1d; the gradient of Conv1d with respect to its input).
+
+    ``in_channels``, ``out_channels``: C_in and C_out, both divisible by ``groups``.
+    ``kernel_size``, ``stride``, ``padding``, ``output_padding``, ``dilation``: an int for every
+    spatial dim or a tuple of 1.  ``padding`` takes ``padding`` off both ends of each output
+    dim (it is the padding of the convolution this one is the gradient of); ``output_padding``
+    adds that much at the high end, choosing among the sizes a strided convolution maps to the
+    same input size (smaller than ``stride`` or ``dilation``, else RuntimeError in forward).
+    ``groups``: the channels split into that many groups.  ``bias``: learn a ``[C_out]`` bias.
+    ``padding_mode``: only 'zeros' (ValueError else, as torch).  ``device``, ``dtype``: of the
+    parameters (the defaults when None).  Each output size is ``(L-1)*stride - 2*padding +
+    dilation*(k-1) + output_padding + 1``; ``forward(input, output_size=None)``: an
+    ``output_size`` picks the output padding that gives it (ValueError when out of reach).
+    Initialised as the convolutions (kaiming_uniform_(a=sqrt(5)), fan_in from the weight's dim
+    1).  A string padding raises ValueError (torch accepts it here and fails in forward).
+    """
 
     _n = 1
     _conv = _F.conv_transpose1d
@@ -204,10 +254,22 @@ class ConvTranspose2d(_ConvTransposeNd):
     """2-d transposed convolution over ``[N, C_in, H, W]`` (or ``[C_in, H, W]``) giving
     ``[N, C_out, H_out, W_out]``, ``H_out = (H-1)*stride - 2*padding + dilation*(kH-1) +
     output_padding + 1``; weight ``[C_in, C_out/groups, kH, kW]``, bias ``[C_out]``
-    (torch.nn.ConvTranspose2d).  ``forward(input, output_size=None)``: ``output_size``
-    picks the output padding that gives that size.  Only padding_mode 'zeros' (ValueError
-    else, as torch); a string padding raises ValueError (torch accepts it here and fails in
-    forward)."""
+    (torch.nn.ConvTranspose2d; the gradient of Conv2d with respect to its input).
+
+    ``in_channels``, ``out_channels``: C_in and C_out, both divisible by ``groups``.
+    ``kernel_size``, ``stride``, ``padding``, ``output_padding``, ``dilation``: an int for every
+    spatial dim or a tuple of 2.  ``padding`` takes ``padding`` off both ends of each output
+    dim (it is the padding of the convolution this one is the gradient of); ``output_padding``
+    adds that much at the high end, choosing among the sizes a strided convolution maps to the
+    same input size (smaller than ``stride`` or ``dilation``, else RuntimeError in forward).
+    ``groups``: the channels split into that many groups.  ``bias``: learn a ``[C_out]`` bias.
+    ``padding_mode``: only 'zeros' (ValueError else, as torch).  ``device``, ``dtype``: of the
+    parameters (the defaults when None).  Each output size is ``(L-1)*stride - 2*padding +
+    dilation*(k-1) + output_padding + 1``; ``forward(input, output_size=None)``: an
+    ``output_size`` picks the output padding that gives it (ValueError when out of reach).
+    Initialised as the convolutions (kaiming_uniform_(a=sqrt(5)), fan_in from the weight's dim
+    1).  A string padding raises ValueError (torch accepts it here and fails in forward).
+    """
 
     _n = 2
     _conv = _F.conv_transpose2d
@@ -215,8 +277,23 @@ class ConvTranspose2d(_ConvTransposeNd):
 
 class ConvTranspose3d(_ConvTransposeNd):
     """3-d transposed convolution over ``[N, C_in, D, H, W]`` (or unbatched); weight
-    ``[C_in, C_out/groups, kD, kH, kW]`` (torch.nn.ConvTranspose3d).  Arguments as
-    :class:`ConvTranspose2d`."""
+    ``[C_in, C_out/groups, kD, kH, kW]``, bias ``[C_out]``, giving
+    ``[N, C_out, D_out, H_out, W_out]`` (torch.nn.ConvTranspose3d).
+
+    ``in_channels``, ``out_channels``: C_in and C_out, both divisible by ``groups``.
+    ``kernel_size``, ``stride``, ``padding``, ``output_padding``, ``dilation``: an int for every
+    spatial dim or a tuple of 3.  ``padding`` takes ``padding`` off both ends of each output
+    dim (it is the padding of the convolution this one is the gradient of); ``output_padding``
+    adds that much at the high end, choosing among the sizes a strided convolution maps to the
+    same input size (smaller than ``stride`` or ``dilation``, else RuntimeError in forward).
+    ``groups``: the channels split into that many groups.  ``bias``: learn a ``[C_out]`` bias.
+    ``padding_mode``: only 'zeros' (ValueError else, as torch).  ``device``, ``dtype``: of the
+    parameters (the defaults when None).  Each output size is ``(L-1)*stride - 2*padding +
+    dilation*(k-1) + output_padding + 1``; ``forward(input, output_size=None)``: an
+    ``output_size`` picks the output padding that gives it (ValueError when out of reach).
+    Initialised as the convolutions (kaiming_uniform_(a=sqrt(5)), fan_in from the weight's dim
+    1).  A string padding raises ValueError (torch accepts it here and fails in forward).
+    """
 
     _n = 3
     _conv = _F.conv_transpose3d

@@ -27,14 +27,25 @@ class _DropoutNd(Module):
 
 class Dropout(_DropoutNd):
     """In training, zero each element with probability ``p`` and scale the rest by 1/(1-p);
-    the identity in eval mode (torch.nn.Dropout). Any shape."""
+    the identity in eval mode (torch.nn.Dropout; Srivastava et al., 2014, "Dropout: a simple
+    way to prevent neural networks from overfitting").  Any shape, kept.
+
+    ``p``: the drop probability (ValueError outside [0, 1]).  ``inplace``: overwrite the
+    input.
+    """
 
     def forward(self, input):
         return _dropout(input, self.p, self.training, self.inplace)
 
 
 class Dropout2d(_DropoutNd):
-    """In training, zero whole channels of ``[N, C, H, W]`` with probability ``p`` (torch.nn.Dropout2d)."""
+    """In training, zero whole channels of ``[N, C, H, W]`` with probability ``p`` and scale the
+    rest by 1/(1-p); the identity in eval mode (torch.nn.Dropout2d; Tompson et al., 2015,
+    arXiv:1411.4280).  Other numbers of dims: see ``nn.functional.dropout2d``.
+
+    ``p``: the drop probability (ValueError outside [0, 1]).  ``inplace``: overwrite the
+    input.
+    """
 
     def forward(self, input):
         return _dropout2d(input, self.p, self.training, self.inplace)
@@ -42,7 +53,11 @@ class Dropout2d(_DropoutNd):
 
 class Dropout1d(_DropoutNd):
     """In training, zero whole channels of ``[N, C, L]`` or ``[C, L]`` with probability ``p`` and
-    scale the rest by 1/(1-p) (torch.nn.Dropout1d).  RuntimeError for other dims."""
+    scale the rest by 1/(1-p) (torch.nn.Dropout1d).  RuntimeError for other dims.
+
+    ``p``: the drop probability (ValueError outside [0, 1]).  ``inplace``: overwrite the
+    input.
+    """
 
     def forward(self, input):
         return _dropout1d(input, self.p, self.training, self.inplace)
@@ -50,7 +65,12 @@ class Dropout1d(_DropoutNd):
 
 class Dropout3d(_DropoutNd):
     """In training, zero whole channels of ``[N, C, D, H, W]`` or ``[C, D, H, W]`` with
-    probability ``p`` and scale the rest by 1/(1-p) (torch.nn.Dropout3d)."""
+    probability ``p`` and scale the rest by 1/(1-p) (torch.nn.Dropout3d); the identity in eval
+    mode.
+
+    ``p``: the drop probability (ValueError outside [0, 1]).  ``inplace``: overwrite the
+    input.
+    """
 
     def forward(self, input):
         return _dropout3d(input, self.p, self.training, self.inplace)
@@ -59,7 +79,11 @@ class Dropout3d(_DropoutNd):
 class AlphaDropout(_DropoutNd):
     """In training, alpha dropout: dropped elements take SELU's saturation value and the
     output is rescaled to keep zero mean and unit variance (torch.nn.AlphaDropout;
-    Klambauer et al., 2017).  Any shape; the identity in eval mode."""
+    Klambauer et al., 2017, arXiv:1706.02515).  Any shape; the identity in eval mode.
+
+    ``p``: the drop probability (ValueError outside [0, 1]).  ``inplace``: overwrite the
+    input.
+    """
 
     def forward(self, input):
         return _alpha_dropout(input, self.p, self.training, self.inplace)
@@ -67,7 +91,11 @@ class AlphaDropout(_DropoutNd):
 
 class FeatureAlphaDropout(_DropoutNd):
     """In training, alpha dropout of whole channels of ``[N, C, *]``
-    (torch.nn.FeatureAlphaDropout); the identity in eval mode."""
+    (torch.nn.FeatureAlphaDropout); the identity in eval mode.
+
+    ``p``: the drop probability (ValueError outside [0, 1]).  ``inplace``: overwrite the
+    input.
+    """
 
     def forward(self, input):
         return _feature_alpha_dropout(input, self.p, self.training, self.inplace)

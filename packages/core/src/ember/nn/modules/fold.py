@@ -11,7 +11,14 @@ __all__ = ["Fold", "Unfold"]
 class Fold(Module):
     """Sums sliding local blocks ``[N, C*kH*kW, L]`` (or ``[C*kH*kW, L]``) back into an
     image ``[N, C, H, W]`` with ``(H, W) = output_size`` (torch.nn.Fold); arguments are
-    stored as given (ints or pairs).  See ``ember.nn.functional.fold``."""
+    stored as given (ints or pairs).  See ``ember.nn.functional.fold``.
+
+    ``output_size``: the image's spatial size ``(H, W)`` (an int for both).
+    ``kernel_size``, ``dilation``, ``padding``, ``stride``: an int or a pair each, as for
+    Conv2d; ``L`` is the number of block positions, ``prod over dims of floor((size +
+    2*padding - dilation*(kernel_size-1) - 1) / stride) + 1``.  Overlapping
+    blocks are summed.  RuntimeError in forward when L does not match.
+    """
 
     def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
         super().__init__()
@@ -31,7 +38,12 @@ class Fold(Module):
 
 class Unfold(Module):
     """Extracts sliding local blocks of an image ``[N, C, H, W]`` (or ``[C, H, W]``) as
-    ``[N, C*kH*kW, L]`` (torch.nn.Unfold).  See ``ember.nn.functional.unfold``."""
+    ``[N, C*kH*kW, L]`` (torch.nn.Unfold).  See ``ember.nn.functional.unfold``.
+
+    ``kernel_size``, ``dilation``, ``padding``, ``stride``: an int or a pair each, as for
+    Conv2d; ``L`` is the number of block positions, ``prod over dims of floor((size +
+    2*padding - dilation*(kernel_size-1) - 1) / stride) + 1``.
+    """
 
     def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
         super().__init__()

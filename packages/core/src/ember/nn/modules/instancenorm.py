@@ -50,23 +50,47 @@ class _InstanceNorm(_NormBase):
 
 class InstanceNorm1d(_InstanceNorm):
     """Instance norm of ``[N, C, L]`` or ``[C, L]`` (torch.nn.InstanceNorm1d; Ulyanov et al.,
-    2016).  ValueError for other input dims, a single spatial element, or (with
-    ``affine``) C different from ``num_features``."""
+    2016, arXiv:1607.08022).  ValueError for other input dims, a single spatial element, or
+    (with ``affine``) C different from ``num_features``.
+
+    ``num_features``: C (with ``affine`` it must match the input's; otherwise a mismatch only
+    warns).  ``eps``: added to the variance.  ``momentum``: update factor of the running
+    statistics (None counts as 0).  ``affine``: learn ``weight`` and ``bias`` ``[C]`` (default
+    False); ``bias=False`` (keyword-only) keeps the weight alone.  ``track_running_stats``:
+    keep running_mean and running_var ``[C]`` (default False) and use them in eval.
+    ``device``, ``dtype``: of the parameters and buffers.  Output: the input's shape.
+    """
 
     _spatial_dims = 1
 
 
 class InstanceNorm2d(_InstanceNorm):
-    """Instance norm of ``[N, C, H, W]`` or ``[C, H, W]`` (torch.nn.InstanceNorm2d).  ValueError
-    for other input dims, a single spatial element, or (with ``affine``) C different from
-    ``num_features``."""
+    """Instance norm of ``[N, C, H, W]`` or ``[C, H, W]`` (torch.nn.InstanceNorm2d;
+    arXiv:1607.08022).  ValueError for other input dims, a single spatial element, or (with
+    ``affine``) C different from ``num_features``.
+
+    ``num_features``: C (with ``affine`` it must match the input's; otherwise a mismatch only
+    warns).  ``eps``: added to the variance.  ``momentum``: update factor of the running
+    statistics (None counts as 0).  ``affine``: learn ``weight`` and ``bias`` ``[C]`` (default
+    False); ``bias=False`` (keyword-only) keeps the weight alone.  ``track_running_stats``:
+    keep running_mean and running_var ``[C]`` (default False) and use them in eval.
+    ``device``, ``dtype``: of the parameters and buffers.  Output: the input's shape.
+    """
 
     _spatial_dims = 2
 
 
 class InstanceNorm3d(_InstanceNorm):
-    """Instance norm of ``[N, C, D, H, W]`` or ``[C, D, H, W]`` (torch.nn.InstanceNorm3d).
-    ValueError for other input dims, a single spatial element, or (with ``affine``) C
-    different from ``num_features``."""
+    """Instance norm of ``[N, C, D, H, W]`` or ``[C, D, H, W]`` (torch.nn.InstanceNorm3d;
+    arXiv:1607.08022).  ValueError for other input dims, a single spatial element, or (with
+    ``affine``) C different from ``num_features``.
+
+    ``num_features``: C (with ``affine`` it must match the input's; otherwise a mismatch only
+    warns).  ``eps``: added to the variance.  ``momentum``: update factor of the running
+    statistics (None counts as 0).  ``affine``: learn ``weight`` and ``bias`` ``[C]`` (default
+    False); ``bias=False`` (keyword-only) keeps the weight alone.  ``track_running_stats``:
+    keep running_mean and running_var ``[C]`` (default False) and use them in eval.
+    ``device``, ``dtype``: of the parameters and buffers.  Output: the input's shape.
+    """
 
     _spatial_dims = 3

@@ -75,7 +75,12 @@ def _fk(device, dtype):
 
 
 class LazyLinear(LazyModuleMixin, Linear):
-    """Linear whose ``in_features`` is the last dim of the first input ``[*, H_in]``."""
+    """Linear whose ``in_features`` is the last dim of the first input ``[*, H_in]``
+    (torch.nn.LazyLinear).
+
+    ``out_features``, ``bias``, ``device``, ``dtype``: as for Linear; weight and bias are
+    UninitializedParameter until the first forward.
+    """
 
     cls_to_become = Linear
 
@@ -134,19 +139,43 @@ class _LazyConvMixin(LazyModuleMixin):
 
 
 class LazyConv1d(_LazyConvMixin, Conv1d):
-    """Conv1d whose ``in_channels`` is read from the first input ``[N, C_in, L]`` or ``[C_in, L]``."""
+    """Conv1d whose ``in_channels`` is read from the first input ``[N, C_in, L]`` or ``[C_in, L]``
+    (torch.nn.LazyConv1d).
+
+    ``out_channels``, ``kernel_size``, ``stride``, ``padding``, ``dilation``, ``groups``,
+    ``bias``, ``padding_mode``, ``device``, ``dtype``: as for Conv1d (``groups`` must divide the
+    input channels, ValueError at the first forward); the parameters are
+    UninitializedParameter until then.  RuntimeError for a first input of another number of
+    dims.
+    """
 
     cls_to_become = Conv1d
 
 
 class LazyConv2d(_LazyConvMixin, Conv2d):
-    """Conv2d whose ``in_channels`` is read from the first input ``[N, C_in, H, W]`` or ``[C_in, H, W]``."""
+    """Conv2d whose ``in_channels`` is read from the first input ``[N, C_in, H, W]`` or
+    ``[C_in, H, W]`` (torch.nn.LazyConv2d).
+
+    ``out_channels``, ``kernel_size``, ``stride``, ``padding``, ``dilation``, ``groups``,
+    ``bias``, ``padding_mode``, ``device``, ``dtype``: as for Conv2d (``groups`` must divide the
+    input channels, ValueError at the first forward); the parameters are
+    UninitializedParameter until then.  RuntimeError for a first input of another number of
+    dims.
+    """
 
     cls_to_become = Conv2d
 
 
 class LazyConv3d(_LazyConvMixin, Conv3d):
-    """Conv3d whose ``in_channels`` is read from the first input ``[N, C_in, D, H, W]`` or ``[C_in, D, H, W]``."""
+    """Conv3d whose ``in_channels`` is read from the first input ``[N, C_in, D, H, W]`` or
+    ``[C_in, D, H, W]`` (torch.nn.LazyConv3d).
+
+    ``out_channels``, ``kernel_size``, ``stride``, ``padding``, ``dilation``, ``groups``,
+    ``bias``, ``padding_mode``, ``device``, ``dtype``: as for Conv3d (``groups`` must divide the
+    input channels, ValueError at the first forward); the parameters are
+    UninitializedParameter until then.  RuntimeError for a first input of another number of
+    dims.
+    """
 
     cls_to_become = Conv3d
 
@@ -178,12 +207,24 @@ class _LazyNormMixin(LazyModuleMixin):
 
 
 class LazyBatchNorm1d(_LazyNormMixin, BatchNorm1d):
-    """BatchNorm1d whose ``num_features`` is dim 1 of the first input ``[N, C]`` or ``[N, C, L]``."""
+    """BatchNorm1d whose ``num_features`` is dim 1 of the first input ``[N, C]`` or ``[N, C, L]``
+    (torch.nn.LazyBatchNorm1d).
+
+    ``eps``, ``momentum``, ``affine``, ``track_running_stats``, ``device``, ``dtype``: as for
+    BatchNorm1d; weight, bias and running statistics are uninitialized placeholders until the first
+    forward.
+    """
 
     cls_to_become = BatchNorm1d
 
 
 class LazyBatchNorm2d(_LazyNormMixin, BatchNorm2d):
-    """BatchNorm2d whose ``num_features`` is dim 1 of the first input ``[N, C, H, W]``."""
+    """BatchNorm2d whose ``num_features`` is dim 1 of the first input ``[N, C, H, W]``
+    (torch.nn.LazyBatchNorm2d).
+
+    ``eps``, ``momentum``, ``affine``, ``track_running_stats``, ``device``, ``dtype``: as for
+    BatchNorm2d; weight, bias and running statistics are uninitialized placeholders until the first
+    forward.
+    """
 
     cls_to_become = BatchNorm2d

@@ -32,7 +32,12 @@ class Identity(Module):
 class Linear(Module):
     """``y = x @ weight.T + bias``: input ``[*, in_features]``, output ``[*, out_features]``;
     weight ``[out_features, in_features]`` initialised with kaiming_uniform_(a=sqrt(5)) and
-    bias uniform on ±1/sqrt(in_features), as torch.nn.Linear."""
+    bias uniform on ±1/sqrt(in_features), as torch.nn.Linear.
+
+    ``in_features``, ``out_features``: the sizes of the last dim in and out.  ``bias``: learn
+    the additive ``[out_features]`` bias.  ``device``, ``dtype``: of the parameters (the defaults
+    when None).
+    """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None):
         super().__init__()
@@ -63,7 +68,12 @@ class Linear(Module):
 class Bilinear(Module):
     """``y = x1^T A x2 + b``: input1 ``[*, in1_features]`` and input2 ``[*, in2_features]`` to
     ``[*, out_features]``; weight ``[out_features, in1_features, in2_features]`` and bias
-    ``[out_features]`` drawn uniformly on ±1/sqrt(in1_features), as torch.nn.Bilinear."""
+    ``[out_features]`` drawn uniformly on ±1/sqrt(in1_features), as torch.nn.Bilinear.
+
+    ``in1_features``, ``in2_features``, ``out_features``: the last-dim sizes of the two inputs
+    and of the output (the leading dims of the inputs must match).  ``bias``: learn the
+    additive bias.  ``device``, ``dtype``: of the parameters (the defaults when None).
+    """
 
     def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, device=None,
                  dtype=None):
@@ -93,7 +103,8 @@ class Bilinear(Module):
                 f"out_features={self.out_features}, bias={self.bias is not None}")
 
 class Flatten(Module):
-    """Flatten dims ``start_dim..end_dim`` into one: ``[N, C, H, W]`` to ``[N, C*H*W]`` by default."""
+    """Flatten dims ``start_dim`` to ``end_dim`` (both included, negative counting from the end)
+    into one: ``[N, C, H, W]`` to ``[N, C*H*W]`` by default (torch.nn.Flatten)."""
 
     def __init__(self, start_dim: int = 1, end_dim: int = -1):
         super().__init__()

@@ -30,7 +30,14 @@ def _reset_affine(module: Module) -> None:
 
 class LayerNorm(Module):
     """Normalise the last dims ``normalized_shape`` of ``[*, *normalized_shape]`` to zero mean
-    and unit variance, then scale by ``weight`` and shift by ``bias`` (torch.nn.LayerNorm)."""
+    and unit (biased) variance, then scale by ``weight`` and shift by ``bias`` (torch.nn.LayerNorm;
+    Ba et al., 2016, arXiv:1607.06450).
+
+    ``normalized_shape``: an int or the trailing shape normalised over.  ``eps``: added to the
+    variance.  ``elementwise_affine``: learn ``weight`` (ones) and ``bias`` (zeros) of
+    ``normalized_shape``; ``bias=False`` keeps the weight alone.  ``device``, ``dtype``: of
+    the parameters.  Output: the input's shape.
+    """
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  device=None, dtype=None):
@@ -57,8 +64,13 @@ class LayerNorm(Module):
 class GroupNorm(Module):
     """Split the C channels of ``[N, C, *]`` into ``num_groups`` groups, normalise each group
     of each sample, then scale and shift per channel by ``weight``/``bias`` ``[C]``
-    (torch.nn.GroupNorm; Wu & He, 2018).  ValueError when C is not divisible by
-    ``num_groups``."""
+    (torch.nn.GroupNorm; Wu & He, 2018, arXiv:1803.08494).  ValueError when ``num_channels``
+    is not divisible by ``num_groups``.
+
+    ``num_channels``: C.  ``eps``: added to the variance.  ``affine``: learn ``weight`` (ones)
+    and ``bias`` (zeros) ``[C]``; ``bias=False`` (keyword-only) keeps the weight alone.
+    ``device``, ``dtype``: of the parameters.  Output: the input's shape.
+    """
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,
                  dtype=None, *, bias: bool = True):
@@ -86,7 +98,12 @@ class GroupNorm(Module):
 class RMSNorm(Module):
     """Divide ``[*, *normalized_shape]`` by the root mean square of its last dims, then scale
     by ``weight`` of ``normalized_shape`` (torch.nn.RMSNorm; Zhang & Sennrich, 2019).
-    ``eps=None`` uses the machine epsilon of the input's dtype."""
+    ``eps=None`` uses the machine epsilon of the input's dtype.
+
+    ``normalized_shape``: an int or the trailing shape normalised over (arXiv:1910.07467).
+    ``elementwise_affine``: learn ``weight`` (ones) of ``normalized_shape``.  ``device``,
+    ``dtype``: of the parameter.  Output: the input's shape.
+    """
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True, device=None, dtype=None):
         super().__init__()
@@ -113,7 +130,12 @@ class RMSNorm(Module):
 class LocalResponseNorm(Module):
     """Normalise each channel of ``[N, C, *]`` by the energy of its ``size`` neighbouring
     channels: ``x / (k + alpha / size * sum(x**2)) ** beta`` (torch.nn.LocalResponseNorm;
-    Krizhevsky et al., 2012).  ValueError for input of fewer than 3 dims."""
+    Krizhevsky et al., 2012).  ValueError for input of fewer than 3 dims.
+
+    ``size``: the number of channels summed over (centred on the channel, zero-padded at the
+    ends).  ``alpha``: the scale, ``beta``: the exponent, ``k``: the additive constant.
+    Output: the input's shape.
+    """
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
         super().__init__()

@@ -41,21 +41,48 @@ class _MaxPoolNd(Module):
 
 class MaxPool1d(_MaxPoolNd):
     """Max over windows: ``[N, C, L]`` (or ``[C, L]``) to ``[N, C, L_out]``; with
-    ``return_indices`` also the int64 positions of the maxima (torch.nn.MaxPool1d)."""
+    ``return_indices`` also the int64 positions of the maxima (torch.nn.MaxPool1d).
+
+    ``kernel_size``, ``stride`` (default ``kernel_size``), ``padding`` (implicit -inf, at
+    most half the effective kernel, else RuntimeError in forward), ``dilation`` (spacing of the
+    window taps): an int or a tuple of 1.  Each output size is ``floor((L + 2*padding -
+    dilation*(kernel_size-1) - 1) / stride) + 1``, rounded up instead with ``ceil_mode``
+    (windows starting in the right padding are dropped).
+    ``return_indices``: also return the int64 flat positions of the maxima within each
+    ``[*spatial]`` plane (for MaxUnpool1d).  Same dtype as the input.
+    """
 
     _pool = staticmethod(P.max_pool1d)
 
 
 class MaxPool2d(_MaxPoolNd):
     """Max over windows: ``[N, C, H, W]`` (or ``[C, H, W]``) to ``[N, C, H_out, W_out]``
-    (torch.nn.MaxPool2d)."""
+    (torch.nn.MaxPool2d).
+
+    ``kernel_size``, ``stride`` (default ``kernel_size``), ``padding`` (implicit -inf, at
+    most half the effective kernel, else RuntimeError in forward), ``dilation`` (spacing of the
+    window taps): an int or a tuple of 2.  Each output size is ``floor((L + 2*padding -
+    dilation*(kernel_size-1) - 1) / stride) + 1``, rounded up instead with ``ceil_mode``
+    (windows starting in the right padding are dropped).
+    ``return_indices``: also return the int64 flat positions of the maxima within each
+    ``[*spatial]`` plane (for MaxUnpool2d).  Same dtype as the input.
+    """
 
     _pool = staticmethod(P.max_pool2d)
 
 
 class MaxPool3d(_MaxPoolNd):
     """Max over windows: ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) to
-    ``[N, C, D_out, H_out, W_out]`` (torch.nn.MaxPool3d)."""
+    ``[N, C, D_out, H_out, W_out]`` (torch.nn.MaxPool3d).
+
+    ``kernel_size``, ``stride`` (default ``kernel_size``), ``padding`` (implicit -inf, at
+    most half the effective kernel, else RuntimeError in forward), ``dilation`` (spacing of the
+    window taps): an int or a tuple of 3.  Each output size is ``floor((L + 2*padding -
+    dilation*(kernel_size-1) - 1) / stride) + 1``, rounded up instead with ``ceil_mode``
+    (windows starting in the right padding are dropped).
+    ``return_indices``: also return the int64 flat positions of the maxima within each
+    ``[*spatial]`` plane (for MaxUnpool3d).  Same dtype as the input.
+    """
 
     _pool = staticmethod(P.max_pool3d)
 
@@ -81,7 +108,13 @@ class _MaxUnpoolNd(Module):
 
 class MaxUnpool1d(_MaxUnpoolNd):
     """Partial inverse of MaxPool1d: values put back at their indices, zeros elsewhere,
-    ``[N, C, L]`` to ``[N, C, (L-1)*stride - 2*padding + kernel_size]`` (torch.nn.MaxUnpool1d)."""
+    ``[N, C, L]`` to ``[N, C, (L-1)*stride - 2*padding + kernel_size]`` (torch.nn.MaxUnpool1d).
+
+    ``kernel_size``, ``stride`` (default ``kernel_size``), ``padding``: those of the pool that
+    made the indices, an int or a tuple of 1.  ``forward(input, indices, output_size=None)``:
+    indices are the int64 positions MaxPool1d returned; ``output_size`` picks among the sizes
+    that pool to the input's (each ``(L-1)*stride - 2*padding + kernel_size`` by default).
+    """
 
     _nd = 1
     _unpool = staticmethod(P.max_unpool1d)
@@ -89,7 +122,13 @@ class MaxUnpool1d(_MaxUnpoolNd):
 
 class MaxUnpool2d(_MaxUnpoolNd):
     """Partial inverse of MaxPool2d: ``[N, C, H, W]`` to ``[N, C, H_out, W_out]``
-    (torch.nn.MaxUnpool2d)."""
+    (torch.nn.MaxUnpool2d).
+
+    ``kernel_size``, ``stride`` (default ``kernel_size``), ``padding``: those of the pool that
+    made the indices, an int or a tuple of 2.  ``forward(input, indices, output_size=None)``:
+    indices are the int64 positions MaxPool2d returned; ``output_size`` picks among the sizes
+    that pool to the input's (each ``(L-1)*stride - 2*padding + kernel_size`` by default).
+    """
 
     _nd = 2
     _unpool = staticmethod(P.max_unpool2d)
@@ -97,7 +136,13 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
 class MaxUnpool3d(_MaxUnpoolNd):
     """Partial inverse of MaxPool3d: ``[N, C, D, H, W]`` to ``[N, C, D_out, H_out, W_out]``
-    (torch.nn.MaxUnpool3d)."""
+    (torch.nn.MaxUnpool3d).
+
+    ``kernel_size``, ``stride`` (default ``kernel_size``), ``padding``: those of the pool that
+    made the indices, an int or a tuple of 3.  ``forward(input, indices, output_size=None)``:
+    indices are the int64 positions MaxPool3d returned; ``output_size`` picks among the sizes
+    that pool to the input's (each ``(L-1)*stride - 2*padding + kernel_size`` by default).
+    """
 
     _nd = 3
     _unpool = staticmethod(P.max_unpool3d)
@@ -111,7 +156,15 @@ class _AvgPoolNd(Module):
 
 
 class AvgPool1d(_AvgPoolNd):
-    """Mean over windows: ``[N, C, L]`` (or ``[C, L]``) to ``[N, C, L_out]`` (torch.nn.AvgPool1d)."""
+    """Mean over windows: ``[N, C, L]`` (or ``[C, L]``) to ``[N, C, L_out]`` (torch.nn.AvgPool1d).
+
+    ``kernel_size``, ``stride`` (default ``kernel_size``), ``padding`` (zeros, at most half
+    the kernel, else RuntimeError in forward): an int or a tuple of 1.  Each output size is
+    ``floor((L + 2*padding - kernel_size) / stride) + 1``, rounded up instead with
+    ``ceil_mode`` (windows starting in the right padding are dropped).
+    ``count_include_pad``: divide by the whole window, padding included (the default), or by
+    its input elements only.
+    """
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
@@ -146,14 +199,30 @@ class _AvgPool23d(_AvgPoolNd):
 
 class AvgPool2d(_AvgPool23d):
     """Mean over windows: ``[N, C, H, W]`` (or ``[C, H, W]``) to ``[N, C, H_out, W_out]``
-    (torch.nn.AvgPool2d)."""
+    (torch.nn.AvgPool2d).
+
+    ``kernel_size``, ``stride`` (default ``kernel_size``), ``padding`` (zeros, at most half
+    the kernel, else RuntimeError in forward): an int or a tuple of 2.  Each output size is
+    ``floor((L + 2*padding - kernel_size) / stride) + 1``, rounded up instead with
+    ``ceil_mode`` (windows starting in the right padding are dropped).
+    ``count_include_pad``: divide by the whole window, padding included (the default), or by
+    its input elements only.  ``divisor_override``: divide every window by this int instead.
+    """
 
     _pool = staticmethod(P.avg_pool2d)
 
 
 class AvgPool3d(_AvgPool23d):
     """Mean over windows: ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) to
-    ``[N, C, D_out, H_out, W_out]`` (torch.nn.AvgPool3d)."""
+    ``[N, C, D_out, H_out, W_out]`` (torch.nn.AvgPool3d).
+
+    ``kernel_size``, ``stride`` (default ``kernel_size``), ``padding`` (zeros, at most half
+    the kernel, else RuntimeError in forward): an int or a tuple of 3.  Each output size is
+    ``floor((L + 2*padding - kernel_size) / stride) + 1``, rounded up instead with
+    ``ceil_mode`` (windows starting in the right padding are dropped).
+    ``count_include_pad``: divide by the whole window, padding included (the default), or by
+    its input elements only.  ``divisor_override``: divide every window by this int instead.
+    """
 
     _pool = staticmethod(P.avg_pool3d)
 
@@ -180,19 +249,36 @@ class _LPPoolNd(Module):
 
 class LPPool1d(_LPPoolNd):
     """``(sum of x**p over a window) ** (1/p)``: ``[N, C, L]`` (or ``[C, L]``) to
-    ``[N, C, L_out]`` (torch.nn.LPPool1d)."""
+    ``[N, C, L_out]`` (torch.nn.LPPool1d).
+
+    ``norm_type``: the power ``p`` (1 gives sum pooling).  ``kernel_size``,
+    ``stride`` (default ``kernel_size``): an int or a tuple of 1; no padding.  ``ceil_mode``:
+    round the output size up as the average pool does.
+    """
 
     _pool = staticmethod(P.lp_pool1d)
 
 
 class LPPool2d(_LPPoolNd):
-    """Power-average pooling over ``[N, C, H, W]`` (or ``[C, H, W]``) (torch.nn.LPPool2d)."""
+    """Power-average pooling ``(sum of x**p over a window) ** (1/p)`` over ``[N, C, H, W]`` (or
+    ``[C, H, W]``) to ``[N, C, H_out, W_out]`` (torch.nn.LPPool2d).
+
+    ``norm_type``: the power ``p`` (1 gives sum pooling).  ``kernel_size``,
+    ``stride`` (default ``kernel_size``): an int or a tuple of 2; no padding.  ``ceil_mode``:
+    round the output size up as the average pool does.
+    """
 
     _pool = staticmethod(P.lp_pool2d)
 
 
 class LPPool3d(_LPPoolNd):
-    """Power-average pooling over ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) (torch.nn.LPPool3d)."""
+    """Power-average pooling ``(sum of x**p over a window) ** (1/p)`` over ``[N, C, D, H, W]``
+    (or ``[C, D, H, W]``) to ``[N, C, D_out, H_out, W_out]`` (torch.nn.LPPool3d).
+
+    ``norm_type``: the power ``p`` (1 gives sum pooling).  ``kernel_size``,
+    ``stride`` (default ``kernel_size``): an int or a tuple of 3; no padding.  ``ceil_mode``:
+    round the output size up as the average pool does.
+    """
 
     _pool = staticmethod(P.lp_pool3d)
 
@@ -257,14 +343,18 @@ class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
 
 
 class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
-    """Max pooling to ``output_size``: ``[N, C, H, W]`` to ``[N, C, oH, oW]``
-    (torch.nn.AdaptiveMaxPool2d)."""
+    """Max pooling to ``output_size`` (an int or a pair, None keeping that size): ``[N, C, H, W]``
+    (or ``[C, H, W]``) to ``[N, C, oH, oW]``; cell ``i`` covers ``floor(i*H/oH)`` to
+    ``ceil((i+1)*H/oH)`` (torch.nn.AdaptiveMaxPool2d).  ``return_indices``: also return the
+    int64 flat positions of the maxima within each ``[H, W]`` plane."""
 
     _pool = staticmethod(P.adaptive_max_pool2d)
 
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
-    """Max pooling to ``output_size``: ``[N, C, D, H, W]`` to ``[N, C, oD, oH, oW]``
-    (torch.nn.AdaptiveMaxPool3d)."""
+    """Max pooling to ``output_size`` (an int or a triple, None keeping that size):
+    ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) to ``[N, C, oD, oH, oW]``
+    (torch.nn.AdaptiveMaxPool3d).  ``return_indices``: also return the int64 flat positions of
+    the maxima within each ``[D, H, W]`` volume."""
 
     _pool = staticmethod(P.adaptive_max_pool3d)

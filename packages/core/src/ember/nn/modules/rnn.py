@@ -36,7 +36,16 @@ class RNNBase(Module):
     """The stack of recurrent layers shared by RNN, LSTM and GRU (torch.nn.RNNBase).
 
     Raises ValueError for a bad ``dropout``, size, ``proj_size`` or mode and TypeError for
-    non-bool ``bias``/``batch_first`` or non-int sizes, as torch does."""
+    non-bool ``bias``/``batch_first`` or non-int sizes, as torch does.
+
+    ``mode``: 'LSTM', 'GRU', 'RNN_TANH' or 'RNN_RELU'.  ``input_size``: the input's feature
+    size I.  ``hidden_size``: H.  ``num_layers``: stacked layers, each fed the previous one's
+    output.  ``bias``: learn ``bias_ih_l*`` and ``bias_hh_l*``.  ``batch_first``: ``[B, T, *]``
+    layout of input and output (not of the states).  ``dropout``: drop probability on each
+    layer's output but the last, in training.  ``bidirectional``: a reverse direction per
+    layer, outputs concatenated to ``2*H``.  ``proj_size``: LSTM only, project h to that size
+    (``weight_hr_l*``; 0 for none).  ``device``, ``dtype``: of the parameters.
+    """
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
@@ -328,7 +337,13 @@ class LSTM(RNNBase):
 
 class RNNCellBase(Module):
     """Parameters of one recurrent step: ``weight_ih [G*H, I]``, ``weight_hh [G*H, H]``,
-    ``bias_ih``, ``bias_hh [G*H]``, uniform on ±1/sqrt(hidden_size) (torch.nn.RNNCellBase)."""
+    ``bias_ih``, ``bias_hh [G*H]``, uniform on ±1/sqrt(hidden_size) (torch.nn.RNNCellBase).
+
+    ``num_chunks``: G, the number of gates (1 for RNNCell, 3 GRUCell, 4 LSTMCell).
+    ``input_size``: I, the input's feature size.  ``hidden_size``: H.  ``bias``: learn
+    ``bias_ih`` and ``bias_hh``.  ``device``, ``dtype``: of the parameters.  RuntimeError in
+    forward for sizes that do not match, ValueError for inputs of other than 1 or 2 dims.
+    """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device=None, dtype=None):
         super().__init__()
@@ -389,7 +404,13 @@ class RNNCellBase(Module):
 
 class RNNCell(RNNCellBase):
     """One Elman step ``h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)`` (torch.nn.RNNCell):
-    input ``[B, I]`` or ``[I]``, hx ``[B, H]`` or ``[H]`` (zeros by default); returns h'."""
+    input ``[B, I]`` or ``[I]``, hx ``[B, H]`` or ``[H]`` (zeros by default); returns h'.
+
+    ``nonlinearity``: 'tanh' or 'relu' (RuntimeError in forward for another).
+    ``input_size``: I, the input's feature size.  ``hidden_size``: H.  ``bias``: learn
+    ``bias_ih`` and ``bias_hh``.  ``device``, ``dtype``: of the parameters.  RuntimeError in
+    forward for sizes that do not match, ValueError for inputs of other than 1 or 2 dims.
+    """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
                  device=None, dtype=None):
@@ -406,8 +427,14 @@ class RNNCell(RNNCellBase):
 
 
 class GRUCell(RNNCellBase):
-    """One GRU step (torch.nn.GRUCell): input ``[B, I]`` or ``[I]``, hx ``[B, H]`` or ``[H]``;
-    returns h'."""
+    """One GRU step (torch.nn.GRUCell; Cho et al., 2014, arXiv:1406.1078): input ``[B, I]`` or
+    ``[I]``, hx ``[B, H]`` or ``[H]`` (zeros by default); returns h'.  Gates in the order reset,
+    update, new, as torch's weights.
+
+    ``input_size``: I, the input's feature size.  ``hidden_size``: H.  ``bias``: learn
+    ``bias_ih`` and ``bias_hh``.  ``device``, ``dtype``: of the parameters.  RuntimeError in
+    forward for sizes that do not match, ValueError for inputs of other than 1 or 2 dims.
+    """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device, dtype=dtype)
@@ -420,7 +447,13 @@ class GRUCell(RNNCellBase):
 
 class LSTMCell(RNNCellBase):
     """One LSTM step (torch.nn.LSTMCell): input ``[B, I]`` or ``[I]``, hx a pair
-    ``(h [B, H], c [B, H])`` (or 1-D, zeros by default); returns ``(h', c')``."""
+    ``(h [B, H], c [B, H])`` (or 1-D, zeros by default); returns ``(h', c')``.  Gates in the
+    order input, forget, cell, output, as torch's weights (Hochreiter & Schmidhuber, 1997).
+
+    ``input_size``: I, the input's feature size.  ``hidden_size``: H.  ``bias``: learn
+    ``bias_ih`` and ``bias_hh``.  ``device``, ``dtype``: of the parameters.  RuntimeError in
+    forward for sizes that do not match, ValueError for inputs of other than 1 or 2 dims.
+    """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, num_chunks=4, device=device, dtype=dtype)

@@ -72,7 +72,13 @@ class Embedding(_EmbeddingTable):
     (torch.nn.Embedding).  ``padding_idx``'s row starts at zero and gets no gradient;
     ``max_norm`` renormalises looked-up rows in place; ``scale_grad_by_freq`` divides each
     row's gradient by its count in the batch.  Gradients are dense: ``sparse=True`` raises
-    NotImplementedError when a gradient of the weight would be recorded."""
+    NotImplementedError when a gradient of the weight would be recorded.
+
+    ``num_embeddings``: the number of rows; ``embedding_dim``: their size.  ``padding_idx``
+    may be negative (counted from the end; AssertionError outside the table).  ``max_norm``:
+    rows looked up with a larger ``norm_type``-norm (default 2) are rescaled to it.
+    ``device``, ``dtype``: of the weight, drawn from N(0, 1).
+    """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, max_norm=None,
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
@@ -108,7 +114,18 @@ class EmbeddingBag(_EmbeddingTable):
     """Sums, means or maxima of bags of embeddings without materialising each row
     (torch.nn.EmbeddingBag); see ``ember.nn.functional.embedding_bag`` for the input
     layouts (``[B, L]``, or ``[L]`` with ``offsets``) and ``per_sample_weights``.  Returns
-    ``[B, embedding_dim]``."""
+    ``[B, embedding_dim]``.
+
+    ``num_embeddings``, ``embedding_dim``: the table's shape, drawn from N(0, 1).
+    ``max_norm``, ``norm_type``: renormalise looked-up rows whose ``norm_type``-norm exceeds
+    ``max_norm``.  ``scale_grad_by_freq``: divide each row's gradient by its count in the
+    batch (ValueError in forward with mode 'max').  ``mode``: 'sum', 'mean' or 'max' over each bag.
+    ``sparse``: sparse gradients, which ember does not have (NotImplementedError once a
+    weight gradient would be recorded).  ``include_last_offset``: ``offsets`` has B+1 entries,
+    the last the end of the last bag.  ``padding_idx``: a row that is left out of every bag
+    and gets no gradient (negative counts from the end).  ``device``, ``dtype``: of the
+    weight.
+    """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, max_norm=None, norm_type: float = 2.0,
                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False, _weight=None,

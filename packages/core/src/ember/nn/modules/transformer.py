@@ -29,7 +29,8 @@ __all__ = ["Transformer", "TransformerEncoder", "TransformerDecoder", "Transform
 
 
 def _square_subsequent_mask(sz, device=None, dtype=None):
-    """``[sz, sz]`` float mask: -inf above the diagonal (a position may not attend to later ones), 0 elsewhere."""
+    """``[sz, sz]`` float mask: -inf above the diagonal (a position may not attend to later ones), 0
+    elsewhere."""
     return triu(full((sz, sz), float("-inf"), dtype=dtype, device=device), diagonal=1)
 
 
@@ -72,6 +73,13 @@ class TransformerEncoderLayer(Module):
     src ``[S, N, d_model]`` (``[N, S, d_model]`` with ``batch_first``, or ``[S, d_model]``) to the
     same shape.  ``activation``: "relu", "gelu" or a callable (a module is registered as a
     submodule).  RuntimeError for another activation name.
+
+    ``d_model``: the feature size E.  ``nhead``: attention heads (dividing ``d_model``).
+    ``dim_feedforward``: the hidden size of the feed-forward block (Linear, activation,
+    dropout, Linear).  ``dropout``: the drop probability after attention, inside and after
+    the feed-forward block.  ``layer_norm_eps``: the LayerNorms' eps.  ``bias``: biases in the
+    Linear layers and LayerNorms.  ``device``, ``dtype``: of the parameters.
+    ``batch_first``: ``[N, S, d_model]`` layout.
     """
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
@@ -126,6 +134,15 @@ class TransformerDecoderLayer(Module):
 
     tgt ``[T, N, d_model]``, memory ``[S, N, d_model]`` (batch first with ``batch_first``) to
     tgt's shape.  RuntimeError for an unknown activation name.
+
+    ``d_model``: the feature size E.  ``nhead``: attention heads (dividing ``d_model``).
+    ``dim_feedforward``: the hidden size of the feed-forward block (Linear, activation,
+    dropout, Linear).  ``dropout``: the drop probability after attention, inside and after
+    the feed-forward block.  ``layer_norm_eps``: the LayerNorms' eps.  ``bias``: biases in the
+    Linear layers and LayerNorms.  ``device``, ``dtype``: of the parameters.
+    ``activation``: "relu", "gelu" or a callable.  ``norm_first``: apply each LayerNorm
+    before its block (pre-norm) instead of after the residual sum.  ``batch_first``:
+    ``[N, T, d_model]`` layout.
     """
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
@@ -235,6 +252,15 @@ class Transformer(Module):
     ``[T, N, d_model]``.  Both stacks end with a LayerNorm; ``custom_encoder`` /
     ``custom_decoder`` replace them.  Matrices are re-initialised with ``xavier_uniform_``.
     RuntimeError when src and tgt differ in batch size or their feature size is not d_model.
+
+    ``num_encoder_layers``, ``num_decoder_layers``: the depths of the two stacks.
+    ``d_model``: the feature size E.  ``nhead``: attention heads (dividing ``d_model``).
+    ``dim_feedforward``: the hidden size of the feed-forward block (Linear, activation,
+    dropout, Linear).  ``dropout``: the drop probability after attention, inside and after
+    the feed-forward block.  ``layer_norm_eps``: the LayerNorms' eps.  ``bias``: biases in the
+    Linear layers and LayerNorms.  ``device``, ``dtype``: of the parameters.
+    ``activation``: "relu", "gelu" or a callable, in every layer.  ``norm_first``:
+    pre-norm layers.  ``batch_first``: batch-first layouts.
     """
 
     def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,

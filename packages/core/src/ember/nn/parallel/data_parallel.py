@@ -14,6 +14,10 @@ class DataParallel(Module):
     With GPUs, ember runs it on ``device_ids[0]`` (torch's source device, where the module's
     parameters must be); splitting a batch across several GPUs is not done yet, and the
     outputs equal what torch's gather returns for one replica.
+
+    ``device_ids``: the GPUs (ints or devices; all of them when None).  ``output_device``:
+    where outputs would be gathered (``device_ids[0]`` when None).  ``dim``: the dim along
+    which inputs would be scattered and outputs gathered.
     """
 
     def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0):

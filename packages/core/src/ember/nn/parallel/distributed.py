@@ -59,7 +59,8 @@ class DistributedDataParallel(Module, Joinable):
     ember.distributed.algorithms.ddp_comm_hooks). ``join()`` (or
     ``ember.distributed.algorithms.Join([ddp, ...])``) trains ranks with uneven numbers of
     batches. ``check_reduction``, ``device_ids`` and ``output_device`` are accepted and
-    change nothing (CPU tensors).
+    change nothing (CPU tensors), nor does ``dim`` (the dim inputs would be scattered along:
+    each rank runs its own inputs).
     """
 
     def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0, broadcast_buffers=True,

@@ -33,7 +33,8 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     norms); ``norm_type`` may be ``inf``.  An empty input gives ``tensor(0.)``.
 
     Raises RuntimeError when ``error_if_nonfinite`` and the norm is nan or inf
-    (torch.nn.utils.get_total_norm)."""
+    (torch.nn.utils.get_total_norm).
+    ``foreach``: accepted for torch compatibility, changes nothing (one implementation)."""
     from ...linalg import vector_norm
     from ...ops.creation import tensor
     from ...ops.shape import stack
@@ -54,7 +55,10 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
 @_no_grad
 def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor, foreach=None) -> None:
     """Scale every ``.grad`` in place by ``min(max_norm / (total_norm + 1e-6), 1)``
-    (``torch.nn.utils.clip_grads_with_norm_``)."""
+    (``torch.nn.utils.clip_grads_with_norm_``).  ``parameters``: a Tensor or an iterable of
+    them (those without a gradient are skipped).  ``max_norm``: the norm to clip to;
+    ``total_norm``: the 0-d total norm, e.g. from ``get_total_norm``.
+    ``foreach``: accepted for torch compatibility, changes nothing (one implementation)."""
     grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
     if not grads:
         return
@@ -68,7 +72,13 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
                     foreach=None) -> Tensor:
     """Clip the gradients of ``parameters`` (a Tensor or an iterable) in place so their
     total ``norm_type``-norm is at most ``max_norm``; returns the total norm before
-    clipping, a 0-d tensor (``torch.nn.utils.clip_grad_norm_``).  Warns on an empty generator."""
+    clipping, a 0-d tensor (``torch.nn.utils.clip_grad_norm_``).  Warns on an empty generator.
+
+    The gradients are scaled by ``min(max_norm / (total + 1e-6), 1)``.  ``norm_type`` may be
+    ``inf``.  ``error_if_nonfinite``: RuntimeError when the total norm is nan or inf (else the
+    gradients are scaled by it anyway).
+    ``foreach``: accepted for torch compatibility, changes nothing (one implementation).
+    """
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     else:
@@ -84,7 +94,9 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
 
 def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach=None) -> Tensor:
-    """Deprecated alias of :func:`clip_grad_norm_` (warns FutureWarning, as torch)."""
+    """Deprecated alias of :func:`clip_grad_norm_` (warns FutureWarning, as torch): clips the
+    gradients of ``parameters`` to a total ``norm_type``-norm of ``max_norm`` and returns the
+    norm before clipping; ``error_if_nonfinite`` and ``foreach`` as there."""
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
                   "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
@@ -92,7 +104,10 @@ def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0, error_if
 
 @_no_grad
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
-    """Clamp every ``.grad`` in place to ``[-clip_value, clip_value]`` (``torch.nn.utils.clip_grad_value_``)."""
+    """Clamp every ``.grad`` in place to ``[-clip_value, clip_value]``
+    (``torch.nn.utils.clip_grad_value_``). ``parameters``: a Tensor or an iterable of them (those
+    without a gradient are skipped). ``clip_value``: the positive bound.
+    ``foreach``: accepted for torch compatibility, changes nothing (one implementation)."""
     clip_value = float(clip_value)
     for p in _as_list(parameters):
         if p.grad is not None:

@@ -14,8 +14,9 @@ def _check_same_device(param, device):
 
 
 def parameters_to_vector(parameters) -> Tensor:
-    """The parameters flattened and concatenated into one 1-d tensor (differentiable);
-    TypeError when they sit on different devices."""
+    """The ``parameters`` (an iterable of tensors) flattened and concatenated into one 1-d
+    tensor of their total numel (differentiable); TypeError when they sit on different
+    devices (torch.nn.utils.parameters_to_vector)."""
     from ...ops.shape import cat
     device, flat = None, []
     for p in parameters:
@@ -26,7 +27,9 @@ def parameters_to_vector(parameters) -> Tensor:
 
 def vector_to_parameters(vec: Tensor, parameters) -> None:
     """Make each parameter's ``.data`` the next ``numel()`` entries of the 1-d ``vec``
-    (views of ``vec``, as torch); TypeError when ``vec`` is not a Tensor."""
+    (views of ``vec``, as torch); TypeError when ``vec`` is not a Tensor, or when the
+    ``parameters`` (an iterable of tensors) sit on different devices
+    (torch.nn.utils.vector_to_parameters)."""
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected torch.Tensor, but got: {_typename(vec)}")
     device, pointer = None, 0

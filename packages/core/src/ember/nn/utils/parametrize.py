@@ -57,7 +57,10 @@ def _set_data(dest: Tensor, src: Tensor) -> None:
 class ParametrizationList(ModuleList):
     """The parametrizations of one tensor, applied in order, and the original tensor(s)
     they start from (``original`` or ``original0..N-1``).  Unless ``unsafe``, the first
-    evaluation must keep the tensor's shape and dtype (ValueError otherwise)."""
+    evaluation must keep the tensor's shape and dtype (ValueError otherwise)
+    (torch.nn.utils.parametrize.ParametrizationList).  ``modules``: the parametrizations, at
+    least one (ValueError for none); ``original``: the tensor to parametrize, stored through
+    their ``right_inverse`` when they have one.  Built by ``register_parametrization``."""
 
     def __init__(self, modules, original: Tensor, unsafe: bool = False) -> None:
         if len(modules) == 0:
@@ -210,7 +213,8 @@ def _check_same(what, name, y, x, unsafe_word="the `unsafe` flag"):
 def register_parametrization(module: Module, tensor_name: str, parametrization: Module, *,
                              unsafe: bool = False) -> Module:
     """Make ``module.<tensor_name>`` the output of ``parametrization`` applied to the
-    stored original; registering again on the same name chains parametrizations.
+    stored original; registering again on the same ``tensor_name`` chains parametrizations.
+    Returns ``module``, whose class becomes a ``Parametrized<Class>`` subclass.
 
     ``parametrization.right_inverse``, when present, maps the current value to the
     original(s) to store (a Tensor, or a sequence stored as ``original0..``).  Unless
@@ -270,9 +274,10 @@ def is_parametrized(module: Module, tensor_name: str | None = None) -> bool:
 def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized: bool = True) -> Module:
     """Undo the parametrizations on ``tensor_name``: the tensor becomes a plain parameter
     (or buffer) again, holding the current parametrized value if ``leave_parametrized``
-    or the stored original otherwise; the module gets its class back once no
-    parametrization is left.  ValueError when there is none, or when
-    ``leave_parametrized=False`` with several originals."""
+    or the stored original otherwise; the ``module`` gets its class back once no
+    parametrization is left, and is returned.  ValueError when there is none, or when
+    ``leave_parametrized=False`` with several originals
+    (torch.nn.utils.parametrize.remove_parametrizations)."""
     if not is_parametrized(module, tensor_name):
         raise ValueError(f"Module {module} does not have a parametrization on {tensor_name}")
     plist = module.parametrizations[tensor_name]
@@ -298,7 +303,8 @@ def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized
 
 
 def type_before_parametrizations(module: Module) -> type:
-    """The module's class as it was before any parametrization was registered."""
+    """The class of ``module`` as it was before any parametrization was registered (its
+    own class when it has none) (torch.nn.utils.parametrize.type_before_parametrizations)."""
     return module.__class__.__bases__[0] if is_parametrized(module) else type(module)
 
 

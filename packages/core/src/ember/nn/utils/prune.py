@@ -330,31 +330,76 @@ class CustomFromMask(BasePruningMethod):
 
 
 def identity(module, name):
-    """Attach an all-ones mask to ``module.<name>``; returns ``module``."""
+    """Attach an all-ones mask to ``module.<name>``; returns ``module``
+    (torch.nn.utils.prune.identity).  ``name``: the parameter (or buffer) of ``module`` to prune; it
+    is moved to ``<name>_orig``, a ``<name>_mask`` buffer is added, and ``module.<name>`` becomes their
+    product, recomputed before each forward."""
     Identity.apply(module, name)
     return module
 
 
 def random_unstructured(module, name, amount):
-    """Prune ``amount`` random entries of ``module.<name>``; returns ``module``."""
+    """Prune ``amount`` random entries of ``module.<name>``; returns ``module``
+    (torch.nn.utils.prune.random_unstructured).
+
+    ``name``: the parameter (or buffer) of ``module`` to prune; it is moved to
+    ``<name>_orig``, a ``<name>_mask`` buffer is added, and ``module.<name>`` becomes their
+    product, recomputed before each forward.
+    ``amount``: a float in [0, 1] (that fraction, rounded) or an int count (TypeError for
+    another type, ValueError out of range or above the number of entries, or of channels for
+    the structured methods).
+    """
     RandomUnstructured.apply(module, name, amount)
     return module
 
 
 def l1_unstructured(module, name, amount, importance_scores=None):
-    """Prune the ``amount`` entries of ``module.<name>`` of smallest magnitude (or score)."""
+    """Prune the ``amount`` entries of ``module.<name>`` of smallest magnitude (or score);
+    returns ``module`` (torch.nn.utils.prune.l1_unstructured).
+
+    ``name``: the parameter (or buffer) of ``module`` to prune; it is moved to
+    ``<name>_orig``, a ``<name>_mask`` buffer is added, and ``module.<name>`` becomes their
+    product, recomputed before each forward.
+    ``amount``: a float in [0, 1] (that fraction, rounded) or an int count (TypeError for
+    another type, ValueError out of range or above the number of entries, or of channels for
+    the structured methods).
+    ``importance_scores``: a tensor of the parameter's shape ranking the entries
+    instead of their absolute values.
+    """
     L1Unstructured.apply(module, name, amount=amount, importance_scores=importance_scores)
     return module
 
 
 def random_structured(module, name, amount, dim):
-    """Prune ``amount`` random channels of ``module.<name>`` along ``dim``."""
+    """Prune ``amount`` random channels (whole slices) of ``module.<name>`` along ``dim``;
+    returns ``module`` (torch.nn.utils.prune.random_structured).
+
+    ``name``: the parameter (or buffer) of ``module`` to prune; it is moved to
+    ``<name>_orig``, a ``<name>_mask`` buffer is added, and ``module.<name>`` becomes their
+    product, recomputed before each forward.
+    ``amount``: a float in [0, 1] (that fraction, rounded) or an int count (TypeError for
+    another type, ValueError out of range or above the number of entries, or of channels for
+    the structured methods).
+    ValueError for a 1-D tensor, IndexError for a ``dim`` out of range.
+    """
     RandomStructured.apply(module, name, amount, dim)
     return module
 
 
 def ln_structured(module, name, amount, n, dim, importance_scores=None):
-    """Prune the ``amount`` channels along ``dim`` of smallest ``n``-norm."""
+    """Prune the ``amount`` channels (whole slices) of ``module.<name>`` along ``dim`` of
+    smallest ``n``-norm (``n`` the order, as Tensor.norm's ``p``); returns ``module``
+    (torch.nn.utils.prune.ln_structured).
+
+    ``name``: the parameter (or buffer) of ``module`` to prune; it is moved to
+    ``<name>_orig``, a ``<name>_mask`` buffer is added, and ``module.<name>`` becomes their
+    product, recomputed before each forward.
+    ``amount``: a float in [0, 1] (that fraction, rounded) or an int count (TypeError for
+    another type, ValueError out of range or above the number of entries, or of channels for
+    the structured methods).
+    ``importance_scores``: a tensor of the parameter's shape whose norms rank the
+    channels instead.  ValueError for a 1-D tensor, IndexError for a ``dim`` out of range.
+    """
     LnStructured.apply(module, name, amount, n, dim, importance_scores=importance_scores)
     return module
 
@@ -392,13 +437,18 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
 
 
 def custom_from_mask(module, name, mask):
-    """Prune ``module.<name>`` where ``mask`` is 0; returns ``module``."""
+    """Prune ``module.<name>`` where ``mask`` (a tensor of its shape) is 0; returns ``module``
+    (torch.nn.utils.prune.custom_from_mask).  ``name``: the parameter (or buffer) of ``module`` to
+    prune; it is moved to ``<name>_orig``, a ``<name>_mask`` buffer is added, and ``module.<name>``
+    becomes their product, recomputed before each forward."""
     CustomFromMask.apply(module, name, mask)
     return module
 
 
 def remove(module, name):
-    """Make the pruning of ``module.<name>`` permanent; ValueError if it is not pruned."""
+    """Make the pruning of ``module.<name>`` permanent: ``name`` becomes a plain Parameter
+    holding the pruned values and ``<name>_orig``, ``<name>_mask`` and the hook go away;
+    returns ``module``.  ValueError if it is not pruned (torch.nn.utils.prune.remove)."""
     for k, hook in module._forward_pre_hooks.items():
         if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
             hook.remove(module)

@@ -96,7 +96,8 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
 
 
 def invert_permutation(permutation):
-    """The inverse of a 1-D int64 permutation (None for None)."""
+    """The inverse of ``permutation``, a 1-D int64 permutation of ``0..n-1``: ``inv[perm[i]] =
+    i``, int64 on its device (None for None) (torch.nn.utils.rnn.invert_permutation)."""
     if permutation is None:
         return None
     perm = numpy.asarray(permutation.tolist(), dtype=numpy.int64)
@@ -110,7 +111,7 @@ def _lengths_list(lengths):
 
 
 def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
-    """Pack a padded batch ``[T, B, *]`` (``[B, T, *]`` with batch_first) of sequences of
+    """Pack ``input``, a padded batch ``[T, B, *]`` (``[B, T, *]`` with ``batch_first``) of sequences of
     ``lengths`` (list or 1-D tensor of B ints).  With ``enforce_sorted`` the lengths must
     be non-increasing (RuntimeError otherwise); without it the batch is sorted here and
     the permutation kept in the result.  RuntimeError for a length <= 0 or beyond T
@@ -160,9 +161,10 @@ def _packed_lengths(batch_sizes):
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
-    """Undo pack_padded_sequence: returns ``(padded [T, B, *] or [B, T, *], lengths)``
-    with the batch in its original order, ``T`` the longest length or ``total_length``
-    (ValueError if shorter than the longest), ``lengths`` int64 on the CPU
+    """Undo pack_padded_sequence on ``sequence``, a PackedSequence: returns ``(padded,
+    lengths)``, padded ``[T, B, *]`` (``[B, T, *]`` with ``batch_first``), filled with
+    ``padding_value``, with the batch in its original order, ``T`` the longest length or
+    ``total_length`` (ValueError if shorter than the longest), ``lengths`` int64 on the CPU
     (torch.nn.utils.rnn.pad_packed_sequence)."""
     bs = [int(b) for b in sequence.batch_sizes.tolist()]
     t_len = len(bs)
@@ -193,8 +195,9 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
-    """Stack sequences ``[L_i, *]`` into ``[max L, B, *]`` (``[B, max L, *]`` with
-    batch_first), filling with ``padding_value`` on ``padding_side`` ('right' or 'left').
+    """Stack ``sequences`` (an iterable of tensors ``[L_i, *]``, or a tensor unbound along dim 0)
+    into ``[max L, B, *]`` (``[B, max L, *]`` with ``batch_first``), filling with ``padding_value``
+    on ``padding_side`` ('right' or 'left').
     RuntimeError for an empty list, a bad side or trailing shapes that differ
     (torch.nn.utils.rnn.pad_sequence)."""
     if isinstance(sequences, Tensor):
@@ -232,22 +235,24 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):
-    """The list of sequences ``[L_i, *]`` of a padded batch ``[T, B, *]`` (``[B, T, *]`` with
-    batch_first) (torch.nn.utils.rnn.unpad_sequence; unlike torch's code, the input is not
+    """The list of sequences ``[L_i, *]`` of ``padded_sequences``, a padded batch ``[T, B, *]``
+    (``[B, T, *]`` with ``batch_first``), cut to ``lengths`` (B ints or a 1-D tensor)
+    (torch.nn.utils.rnn.unpad_sequence; unlike torch's code, the input is not
     transposed in place)."""
     padded = padded_sequences if batch_first else padded_sequences.transpose(0, 1)
     return [padded[i, :n] for i, n in enumerate(_lengths_list(lengths))]
 
 
 def pack_sequence(sequences, enforce_sorted=True):
-    """Pack a list of sequences ``[L_i, *]`` (longest first unless ``enforce_sorted`` is
-    False) (torch.nn.utils.rnn.pack_sequence)."""
+    """Pack ``sequences``, a list of tensors ``[L_i, *]`` (longest first unless
+    ``enforce_sorted`` is False), into a PackedSequence: pad_sequence then
+    pack_padded_sequence (torch.nn.utils.rnn.pack_sequence)."""
     lengths = [int(s.shape[0]) for s in sequences]
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
 
 def unpack_sequence(packed_sequences):
-    """The list of sequences ``[L_i, *]`` in a PackedSequence, in their original order
-    (torch.nn.utils.rnn.unpack_sequence)."""
+    """The list of sequences ``[L_i, *]`` in ``packed_sequences``, a PackedSequence, in their
+    original order (torch.nn.utils.rnn.unpack_sequence)."""
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return unpad_sequence(padded, lengths, batch_first=True)

@@ -264,7 +264,8 @@ def decode_image(input, mode=ImageReadMode.UNCHANGED, apply_exif_orientation: bo
 
 def read_image(path, mode=ImageReadMode.UNCHANGED, apply_exif_orientation: bool = False) -> ember.Tensor:
     """``decode_image(read_file(path), mode, apply_exif_orientation)``: the image file at
-    ``path`` (str or PathLike) as uint8 ``[C, H, W]`` (torchvision.io.read_image).
+    ``path`` (str or PathLike) as uint8 ``[C, H, W]``, with the ``mode`` and
+    ``apply_exif_orientation`` of ``decode_image`` (torchvision.io.read_image).
     """
     return decode_image(read_file(path), mode, apply_exif_orientation=apply_exif_orientation)
 

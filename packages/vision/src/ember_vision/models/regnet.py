@@ -118,8 +118,9 @@ class BlockParams:
     def from_init_params(cls, depth: int, w_0: int, w_a: float, w_m: float, group_width: int,
                          bottleneck_multiplier: float = 1.0, se_ratio: Optional[float] = None,
                          **kwargs) -> "BlockParams":
-        """The stages of the quantized linear width rule ``w_j = w_0 * w_m ** round(log((w_0 + j * w_a) / w_0) / log(w_m))``
-        (rounded to multiples of 8), grouped into stages of equal width.
+        """The stages of the quantized linear width rule
+        ``w_j = w_0 * w_m ** round(log((w_0 + j * w_a) / w_0) / log(w_m))`` (rounded to multiples
+        of 8), grouped into stages of equal width.
 
         The arithmetic runs in float32 tensors, as torchvision's does, so that the rounding
         lands the same way. Raises ValueError for ``w_a < 0``, ``w_0 <= 0``, ``w_m <= 1`` or

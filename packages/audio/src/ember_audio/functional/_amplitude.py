@@ -33,7 +33,8 @@ def amplitude_to_DB(x, multiplier, amin, db_multiplier, top_db=None):
 
 def DB_to_amplitude(x, ref, power):
     """The inverse of amplitude_to_DB: ``ref * (10 ** (0.1 * x)) ** power`` for decibels ``x``
-    (any shape; ``power`` 1 for power, 0.5 for amplitude; ``ref`` the reference level).  Source: torchaudio 2.8 ``functional.DB_to_amplitude``."""
+    (any shape; ``power`` 1 for power, 0.5 for amplitude; ``ref`` the reference level).  Source: torchaudio 2.8
+    ``functional.DB_to_amplitude``."""
     return ref * ember.pow(ember.pow(10.0, 0.1 * x), power)
 
 

@@ -188,7 +188,8 @@ def bandreject_biquad(waveform, sample_rate, central_freq, Q=0.707):
 
 def allpass_biquad(waveform, sample_rate, central_freq, Q=0.707):
     """Second-order all-pass (unit gain, phase turning through -pi at ``central_freq`` Hz; RBJ
-    cookbook; torchaudio.functional.allpass_biquad): ``waveform`` ``[..., time]`` float, ``sample_rate`` in Hz, quality factor ``Q``; output clamped to [-1, 1].
+    cookbook; torchaudio.functional.allpass_biquad): ``waveform`` ``[..., time]`` float, ``sample_rate`` in Hz,
+    quality factor ``Q``; output clamped to [-1, 1].
     """
     w0, alpha = _w0_alpha(waveform, sample_rate, central_freq, Q)
     cos = ember.cos(w0)
@@ -197,7 +198,8 @@ def allpass_biquad(waveform, sample_rate, central_freq, Q=0.707):
 
 def equalizer_biquad(waveform, sample_rate, center_freq, gain, Q=0.707):
     """Peaking equalizer: ``gain`` dB at ``center_freq`` Hz, 0 dB far from it (RBJ cookbook;
-    torchaudio.functional.equalizer_biquad): ``waveform`` ``[..., time]`` float, ``sample_rate`` in Hz, quality factor ``Q``; output clamped to [-1, 1].
+    torchaudio.functional.equalizer_biquad): ``waveform`` ``[..., time]`` float, ``sample_rate`` in Hz, quality factor
+    ``Q``; output clamped to [-1, 1].
     """
     w0, alpha = _w0_alpha(waveform, sample_rate, center_freq, Q)
     gain = ember.as_tensor(gain, dtype=waveform.dtype, device=waveform.device)

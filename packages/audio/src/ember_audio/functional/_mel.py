@@ -94,7 +94,8 @@ def melscale_fbanks(n_freqs, f_min, f_max, n_mels, sample_rate, norm=None, mel_s
 
 def linear_fbanks(n_freqs, f_min, f_max, n_filter, sample_rate):
     """``n_filter`` triangular filters ``[n_freqs, n_filter]`` evenly spaced in Hz between ``f_min``
-    and ``f_max`` (the LFCC front end), over ``n_freqs`` STFT bins from 0 to ``sample_rate // 2`` Hz.  Source: torchaudio 2.8 ``functional.linear_fbanks``."""
+    and ``f_max`` (the LFCC front end), over ``n_freqs`` STFT bins from 0 to ``sample_rate // 2`` Hz.  Source:
+    torchaudio 2.8 ``functional.linear_fbanks``."""
     all_freqs = ember.linspace(0, sample_rate // 2, n_freqs)
     f_pts = ember.linspace(f_min, f_max, n_filter + 2)
     return _triangular_filterbank(all_freqs, f_pts)

@@ -145,7 +145,7 @@ def spectrogram(waveform, blackman_coeff=0.42, channel=-1, dither=0.0, energy_fl
         waveform: ``[channels, time]`` float samples.
         blackman_coeff: the Blackman window's coefficient (``window_type="blackman"``).
         channel: the channel used (negative: 0).
-        dither: standard deviation of the Gaussian noise added to each sample (0: none).
+        dither: standard deviation of the Gaussian noise added to each framed sample (0: none).
         energy_floor: floor on the energy (linear; 0: none; default 1.0, as torchaudio's).
         frame_length: window length, in milliseconds.
         frame_shift: hop between frames, in milliseconds.
@@ -274,7 +274,7 @@ def fbank(waveform, blackman_coeff=0.42, channel=-1, dither=0.0, energy_floor=1.
         waveform: ``[channels, time]`` float samples.
         blackman_coeff: the Blackman window's coefficient (``window_type="blackman"``).
         channel: the channel used (negative: 0).
-        dither: standard deviation of the Gaussian noise added to each sample (0: none).
+        dither: standard deviation of the Gaussian noise added to each framed sample (0: none).
         energy_floor: floor on the energy (linear; 0: none; default 1.0, as torchaudio's).
         frame_length: window length, in milliseconds.
         frame_shift: hop between frames, in milliseconds.
@@ -348,7 +348,7 @@ def mfcc(waveform, blackman_coeff=0.42, cepstral_lifter=22.0, channel=-1, dither
         blackman_coeff: the Blackman window's coefficient (``window_type="blackman"``).
         cepstral_lifter: the lifter's L (0: no liftering).
         channel: the channel used (negative: 0).
-        dither: standard deviation of the Gaussian noise added to each sample (0: none).
+        dither: standard deviation of the Gaussian noise added to each framed sample (0: none).
         energy_floor: floor on the energy (linear; 0: none; default 1.0, as torchaudio's).
         frame_length: window length, in milliseconds.
         frame_shift: hop between frames, in milliseconds.

@@ -35,7 +35,15 @@ DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
 
 @dataclasses.dataclass
 class TensorSpec:
-    """One input or output: its name, protocol datatype and shape (-1: any size)."""
+    """One input or output of a model.
+
+    Args:
+        name: the tensor's name in requests and responses (non-empty).
+        datatype: its Open Inference Protocol datatype (``"FP32"``, ``"INT64"``, ``"BYTES"``, ...).
+        shape: its dimensions, -1 for any size (the batch dimension first when batching).
+
+    Raises ValueError for an empty name, an unknown datatype or a dimension below -1.
+    """
 
     name: str
     datatype: str
@@ -65,7 +73,22 @@ _FLOAT_KEYS = {"max_batch_delay_ms": 0.0, "response_timeout_s": 0.0}
 
 @dataclasses.dataclass
 class ModelConfig:
-    """See the module docstring for each field."""
+    """The serving configuration of one model (``config.json`` inside an archive).
+
+    Args:
+        max_batch_size: most rows one execution takes (0: no batching, each request alone).
+        max_batch_delay_ms: how long the first request of a batch may wait for others, in ms.
+        workers: worker threads, each running one batch at a time (>= 1).
+        device: where the model runs (an ember device string).
+        response_timeout_s: seconds before an unanswered request gets 504 (> 0).
+        max_request_bytes: larger request bodies get 413 (>= 1).
+        queue_size: most requests waiting; beyond it the server answers 503 (>= 1).
+        inputs, outputs: :class:`TensorSpec` (or dicts of its fields) of the model's tensors.
+        handler_config: free-form settings of the handler (a dict).
+
+    Raises ValueError for a value of the wrong type or below its bound (see the module
+    docstring for the semantics and sources).
+    """
 
     max_batch_size: int = 0
     max_batch_delay_ms: float = 0.0

@@ -13,7 +13,8 @@ def _is_nested(x) -> bool:
 
 
 def to_tensor(input, padding_value: int | None = None, dtype=ember.long):
-    """A tensor of token ids: ``[L]`` from a list, ``[N, L_max]`` from a list of lists.
+    """A tensor of token ids of ``dtype`` (default int64) from ``input``: ``[L]`` from a list,
+    ``[N, L_max]`` from a list of lists (torchtext.functional.to_tensor).
 
     Rows of a batch are right-padded with ``padding_value``; without one, a ragged batch is an
     error (the rows must have one length).
@@ -37,7 +38,9 @@ def to_tensor(input, padding_value: int | None = None, dtype=ember.long):
 
 
 def truncate(input, max_seq_len: int):
-    """Keep the first ``max_seq_len`` tokens of a list (or of each list of a batch)."""
+    """Keep the first ``max_seq_len`` tokens of ``input``, a list (or of each list of a batch)
+    (torchtext.functional.truncate). Raises TypeError for another input.
+    """
     if _is_nested(input):
         return [ids[:max_seq_len] for ids in input]
     if isinstance(input, list):
@@ -46,7 +49,10 @@ def truncate(input, max_seq_len: int):
 
 
 def add_token(input, token_id, begin: bool = True):
-    """Put ``token_id`` (an int, or a string for string tokens) at the start (``begin``) or end of each list."""
+    """Put ``token_id`` (an int, or a string for string tokens) at the start (``begin``) or end of
+    ``input``, a list or each list of a batch (torchtext.functional.add_token). Raises TypeError
+    for another input.
+    """
     if _is_nested(input):
         return [add_token(ids, token_id, begin) for ids in input]
     if isinstance(input, list):
@@ -55,7 +61,10 @@ def add_token(input, token_id, begin: bool = True):
 
 
 def str_to_int(input):
-    """Convert string tokens (digits) to ints, for a list or a batch of lists."""
+    """Convert the string tokens (digits) of ``input``, a list or a batch of lists, to ints
+    (torchtext.functional.str_to_int). Raises TypeError for another input, ValueError for a token
+    that is not an integer.
+    """
     if _is_nested(input):
         return [[int(x) for x in row] for row in input]
     if isinstance(input, list):

@@ -139,11 +139,14 @@ class SentenceTransformer(nn.Sequential):
         model_name_or_path: the folder holding ``modules.json`` (or a plain Hugging Face encoder
             folder, which gets mean pooling, as sentence-transformers gives it).
         modules: build from these modules instead of a folder.
-        device, cache_folder, trust_remote_code, revision...: accepted for compatibility; the
+        device: accepted and ignored (sentence-transformers moves the model there): the model
+            stays where its weights were loaded, on the CPU; call ``.to(device)``.
+        cache_folder, trust_remote_code, revision...: accepted for compatibility; the
             folder is local and no code from it is run.
 
     Raises:
-        OSError: the folder does not exist. ValueError: a module type this package does not build.
+        OSError: the folder does not exist.
+        ValueError: a module type this package does not build, or neither a folder nor modules.
     """
 
     def __init__(self, model_name_or_path: str | None = None, modules=None, device=None, **kwargs):

@@ -35,7 +35,8 @@ class VocabTransform(nn.Module):
 
 
 class ToTensor(nn.Module):
-    """Ids to a tensor ``[L]`` or ``[N, L_max]`` (``functional.to_tensor``), padded with ``padding_value``."""
+    """Ids to a tensor ``[L]`` or ``[N, L_max]`` of ``dtype`` (default int64), padded with
+    ``padding_value`` (``functional.to_tensor``; torchtext.transforms.ToTensor)."""
 
     def __init__(self, padding_value: int | None = None, dtype=ember.long):
         super().__init__()
@@ -47,7 +48,9 @@ class ToTensor(nn.Module):
 
 
 class LabelToIndex(nn.Module):
-    """Label strings to indices, from a list of names or a file of one name per line.
+    """Label strings to indices, from a list of names (``label_names``) or a file of one name
+    per line (``label_path``), in that order or sorted when ``sort_names``
+    (torchtext.transforms.LabelToIndex).
 
     Raises:
         AssertionError: both or neither of ``label_names`` and ``label_path`` (torchtext's check).

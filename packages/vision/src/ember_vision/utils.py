@@ -94,8 +94,10 @@ def make_grid(tensor, nrow: int = 8, padding: int = 2, normalize: bool = False, 
 
 
 def save_image(tensor, fp, format: str | None = None, **kwargs) -> None:
-    """Save images (as ``make_grid`` takes them, with its keyword arguments) to an image
-    file ``fp`` (path or binary file object; ``format`` is needed for a file object).
+    """Save ``tensor`` (a float image ``[C, H, W]``, a batch ``[N, C, H, W]`` or a list of
+    images, as ``make_grid`` takes them, with its keyword arguments) to an image file ``fp``
+    (path or binary file object; ``format`` is needed for a file object;
+    torchvision.utils.save_image).
 
     Values in [0, 1] map to 0..255 rounded to nearest (``x * 255 + 0.5``, clamped).
     """

@@ -33,11 +33,14 @@ def mel_scale_scalar(freq: float) -> float:
 
 
 def mel_scale(freq):
-    """Kaldi's mel scale, ``1127 ln(1 + f / 700)`` (Hz -> mel)."""
+    """Kaldi's mel scale, ``1127 ln(1 + f / 700)``, of ``freq`` (a tensor of Hz) -> mel."""
     return 1127.0 * ember.log(1.0 + freq / 700.0)
 
 
 def inverse_mel_scale(mel_freq):
+    """The inverse of :func:`mel_scale`, ``700 (exp(m / 1127) - 1)``: ``mel_freq`` (a tensor of
+    mels) -> Hz (torchaudio.compliance.kaldi.inverse_mel_scale).
+    """
     return 700.0 * (ember.exp(mel_freq / 1127.0) - 1.0)
 
 
@@ -135,8 +138,30 @@ def spectrogram(waveform, blackman_coeff=0.42, channel=-1, dither=0.0, energy_fl
                 remove_dc_offset=True, round_to_power_of_two=True, sample_frequency=16000.0, snip_edges=True,
                 subtract_mean=False, window_type="povey"):
     """Kaldi's log power spectrogram of ``waveform [channels, time]``: ``[frames, padded // 2 + 1]``
-    where column 0 holds the frame's log energy.  ``frame_length``/``frame_shift`` in ms,
-    ``sample_frequency`` in Hz; the other options are Kaldi's (see the module docstring)."""
+    where column 0 holds the frame's log energy (Kaldi's compute-spectrogram-feats;
+    torchaudio.compliance.kaldi.spectrogram).
+
+    Args:
+        waveform: ``[channels, time]`` float samples.
+        blackman_coeff: the Blackman window's coefficient (``window_type="blackman"``).
+        channel: the channel used (negative: 0).
+        dither: standard deviation of the Gaussian noise added to each framed sample (0: none).
+        energy_floor: floor on the energy (linear; 0: none; default 1.0, as torchaudio's).
+        frame_length: window length, in milliseconds.
+        frame_shift: hop between frames, in milliseconds.
+        min_duration: shorter signals (seconds) give an empty tensor.
+        preemphasis_coefficient: ``x[n] -= c * x[n - 1]`` within each frame, c in [0, 1].
+        raw_energy: take the energy before preemphasis and windowing.
+        remove_dc_offset: subtract each frame's mean.
+        round_to_power_of_two: zero-pad each frame to a power of two for the FFT.
+        sample_frequency: of the waveform, in Hz.
+        snip_edges: only frames that fit in the signal; False reflects the ends and gives
+            ``(time + shift // 2) // shift`` frames.
+        subtract_mean: subtract each feature's mean over the frames.
+        window_type: "povey" (Hann ** 0.85), "hanning", "hamming", "rectangular" or "blackman".
+
+    Raises ValueError for bad options (a window longer than the signal, an unknown window type, ...).
+    """
     x, shift, size, padded = _properties(waveform, channel, sample_frequency, frame_shift, frame_length,
                                          round_to_power_of_two, preemphasis_coefficient)
     if x.shape[0] < min_duration * sample_frequency:
@@ -149,8 +174,15 @@ def spectrogram(waveform, blackman_coeff=0.42, channel=-1, dither=0.0, energy_fl
 
 
 def vtln_warp_freq(vtln_low_cutoff, vtln_high_cutoff, low_freq, high_freq, vtln_warp_factor, freq):
-    """Kaldi's piecewise-linear VTLN warp of frequencies ``freq`` (Hz): ``f / vtln_warp_factor``
-    between two inflection points, linear to the fixed ends ``low_freq`` and ``high_freq``."""
+    """Kaldi's piecewise-linear VTLN warp of frequencies ``freq`` (a tensor, Hz): ``f / vtln_warp_factor``
+    between two inflection points, linear to the fixed ends ``low_freq`` and ``high_freq`` (Hz);
+    frequencies outside them are unchanged (torchaudio.compliance.kaldi.vtln_warp_freq).
+
+    The inflection points are ``vtln_low_cutoff * max(1, vtln_warp_factor)`` and
+    ``vtln_high_cutoff * min(1, vtln_warp_factor)`` (Hz). Raises ValueError unless
+    ``low_freq < vtln_low_cutoff``, ``vtln_high_cutoff < high_freq`` and the inflection points
+    lie within them. ``vtln_warp_factor`` is the warp (1.0: identity).
+    """
     _check(vtln_low_cutoff > low_freq, "be sure to set the vtln_low option higher than low_freq")
     _check(vtln_high_cutoff < high_freq, "be sure to set the vtln_high option lower than high_freq [or negative]")
     lo = vtln_low_cutoff * max(1.0, vtln_warp_factor)
@@ -166,7 +198,10 @@ def vtln_warp_freq(vtln_low_cutoff, vtln_high_cutoff, low_freq, high_freq, vtln_
 
 
 def vtln_warp_mel_freq(vtln_low_cutoff, vtln_high_cutoff, low_freq, high_freq, vtln_warp_factor, mel_freq):
-    """``vtln_warp_freq`` applied to mel frequencies."""
+    """``vtln_warp_freq`` applied to mel frequencies ``mel_freq`` (a tensor of mels): converted to
+    Hz, warped with ``vtln_low_cutoff``, ``vtln_high_cutoff``, ``low_freq``, ``high_freq`` (Hz) and
+    ``vtln_warp_factor``, and back to mels (torchaudio.compliance.kaldi.vtln_warp_mel_freq).
+    """
     return mel_scale(vtln_warp_freq(vtln_low_cutoff, vtln_high_cutoff, low_freq, high_freq, vtln_warp_factor,
                                     inverse_mel_scale(mel_freq)))
 
@@ -174,7 +209,20 @@ def vtln_warp_mel_freq(vtln_low_cutoff, vtln_high_cutoff, low_freq, high_freq, v
 def get_mel_banks(num_bins, window_length_padded, sample_freq, low_freq, high_freq, vtln_low, vtln_high,
                   vtln_warp_factor):
     """Kaldi's triangular mel bins on the mel axis: ``(bins [num_bins, padded // 2], center_freqs
-    [num_bins])`` (Hz).  ``high_freq <= 0`` and ``vtln_high < 0`` are offsets from Nyquist."""
+    [num_bins])`` (Hz) (torchaudio.compliance.kaldi.get_mel_banks).
+
+    Args:
+        num_bins: mel bins (> 3).
+        window_length_padded: the FFT size ``padded`` in samples (even).
+        sample_freq: the sample rate, in Hz.
+        low_freq: lowest edge, in Hz.
+        high_freq: highest edge in Hz; <= 0 is an offset from the Nyquist frequency.
+        vtln_low: VTLN's lower inflection point, in Hz.
+        vtln_high: VTLN's upper inflection point in Hz; negative is an offset from the Nyquist frequency.
+        vtln_warp_factor: the VTLN warp (1.0: none).
+
+    Raises ValueError for bad values.
+    """
     _check(num_bins > 3, f"Must have at least 3 mel bins, got {num_bins}")
     _check(window_length_padded % 2 == 0, f"window_length_padded must be even, got {window_length_padded}")
     num_fft_bins = window_length_padded // 2
@@ -219,8 +267,40 @@ def fbank(waveform, blackman_coeff=0.42, channel=-1, dither=0.0, energy_floor=1.
           sample_frequency=16000.0, snip_edges=True, subtract_mean=False, use_energy=False, use_log_fbank=True,
           use_power=True, vtln_high=-500.0, vtln_low=100.0, vtln_warp=1.0, window_type="povey"):
     """Kaldi's (log) mel filter bank energies of ``waveform [channels, time]``:
-    ``[frames, num_mel_bins + use_energy]`` (the energy first, or last with ``htk_compat``).
-    Frequencies in Hz, lengths in ms."""
+    ``[frames, num_mel_bins + use_energy]`` (the energy first, or last with ``htk_compat``)
+    (Kaldi's compute-fbank-feats; torchaudio.compliance.kaldi.fbank).
+
+    Args:
+        waveform: ``[channels, time]`` float samples.
+        blackman_coeff: the Blackman window's coefficient (``window_type="blackman"``).
+        channel: the channel used (negative: 0).
+        dither: standard deviation of the Gaussian noise added to each framed sample (0: none).
+        energy_floor: floor on the energy (linear; 0: none; default 1.0, as torchaudio's).
+        frame_length: window length, in milliseconds.
+        frame_shift: hop between frames, in milliseconds.
+        high_freq: highest mel bin edge in Hz; <= 0 is an offset from the Nyquist frequency.
+        htk_compat: put the energy (or C0) last, as HTK does.
+        low_freq: lowest mel bin edge, in Hz.
+        min_duration: shorter signals (seconds) give an empty tensor.
+        num_mel_bins: triangular mel bins (> 3).
+        preemphasis_coefficient: ``x[n] -= c * x[n - 1]`` within each frame, c in [0, 1].
+        raw_energy: take the energy before preemphasis and windowing.
+        remove_dc_offset: subtract each frame's mean.
+        round_to_power_of_two: zero-pad each frame to a power of two for the FFT.
+        sample_frequency: of the waveform, in Hz.
+        snip_edges: only frames that fit in the signal; False reflects the ends and gives
+            ``(time + shift // 2) // shift`` frames.
+        subtract_mean: subtract each feature's mean over the frames.
+        use_energy: add the log energy as a feature.
+        use_log_fbank: log of the mel energies (else linear).
+        use_power: mel bins of the power spectrum (else of the magnitude).
+        vtln_high: VTLN's upper inflection point in Hz; negative is an offset from the Nyquist frequency.
+        vtln_low: VTLN's lower inflection point, in Hz.
+        vtln_warp: the VTLN warp factor (1.0: none).
+        window_type: "povey" (Hann ** 0.85), "hanning", "hamming", "rectangular" or "blackman".
+
+    Raises ValueError for bad options (a window longer than the signal, an unknown window type, ...).
+    """
     x, shift, size, padded = _properties(waveform, channel, sample_frequency, frame_shift, frame_length,
                                          round_to_power_of_two, preemphasis_coefficient)
     if x.shape[0] < min_duration * sample_frequency:
@@ -260,7 +340,40 @@ def mfcc(waveform, blackman_coeff=0.42, cepstral_lifter=22.0, channel=-1, dither
          use_energy=False, vtln_high=-500.0, vtln_low=100.0, vtln_warp=1.0, window_type="povey"):
     """Kaldi's MFCCs of ``waveform [channels, time]``: ``[frames, num_ceps]`` — the DCT of the log
     mel energies, liftered by ``1 + lifter / 2 * sin(pi i / lifter)``; with ``use_energy`` C0 is
-    replaced by the log energy; with ``htk_compat`` C0 goes last (times sqrt(2) without energy)."""
+    replaced by the log energy; with ``htk_compat`` C0 goes last (times sqrt(2) without energy)
+    (Kaldi's compute-mfcc-feats; torchaudio.compliance.kaldi.mfcc).
+
+    Args:
+        waveform: ``[channels, time]`` float samples.
+        blackman_coeff: the Blackman window's coefficient (``window_type="blackman"``).
+        cepstral_lifter: the lifter's L (0: no liftering).
+        channel: the channel used (negative: 0).
+        dither: standard deviation of the Gaussian noise added to each framed sample (0: none).
+        energy_floor: floor on the energy (linear; 0: none; default 1.0, as torchaudio's).
+        frame_length: window length, in milliseconds.
+        frame_shift: hop between frames, in milliseconds.
+        high_freq: highest mel bin edge in Hz; <= 0 is an offset from the Nyquist frequency.
+        htk_compat: put the energy (or C0) last, as HTK does.
+        low_freq: lowest mel bin edge, in Hz.
+        num_ceps: cepstral coefficients kept (<= ``num_mel_bins``).
+        min_duration: shorter signals (seconds) give an empty tensor.
+        num_mel_bins: triangular mel bins (> 3).
+        preemphasis_coefficient: ``x[n] -= c * x[n - 1]`` within each frame, c in [0, 1].
+        raw_energy: take the energy before preemphasis and windowing.
+        remove_dc_offset: subtract each frame's mean.
+        round_to_power_of_two: zero-pad each frame to a power of two for the FFT.
+        sample_frequency: of the waveform, in Hz.
+        snip_edges: only frames that fit in the signal; False reflects the ends and gives
+            ``(time + shift // 2) // shift`` frames.
+        subtract_mean: subtract each feature's mean over the frames.
+        use_energy: add the log energy as a feature.
+        vtln_high: VTLN's upper inflection point in Hz; negative is an offset from the Nyquist frequency.
+        vtln_low: VTLN's lower inflection point, in Hz.
+        vtln_warp: the VTLN warp factor (1.0: none).
+        window_type: "povey" (Hann ** 0.85), "hanning", "hamming", "rectangular" or "blackman".
+
+    Raises ValueError for bad options (a window longer than the signal, an unknown window type, ...).
+    """
     _check(num_ceps <= num_mel_bins, f"num_ceps cannot be larger than num_mel_bins: {num_ceps} vs {num_mel_bins}")
     feature = fbank(waveform, blackman_coeff=blackman_coeff, channel=channel, dither=dither,
                     energy_floor=energy_floor, frame_length=frame_length, frame_shift=frame_shift,

@@ -22,7 +22,8 @@ class AudioFolder(Dataset):
     Args:
         root: the folder of class folders (sorted names give indices 0, 1, ...).
         sample_rate: resample every file to this rate (Hz) when given; otherwise files keep theirs.
-        transform: applied to the waveform; target_transform: applied to the index.
+        transform: applied to the waveform.
+        target_transform: applied to the class index.
         extensions: file endings to include (case-insensitive).
 
     Attributes: ``classes``, ``class_to_idx``, ``samples`` (path, index) as ImageFolder's.
@@ -68,7 +69,8 @@ def pad_collate(batch, padding_value=0.0):
     """Collate ``(waveform [channels, time], *fields)`` items of different lengths into
     ``(waveforms [batch, channels, max_time], lengths [batch] int64, *fields collated)``:
     waveforms are right-padded with ``padding_value``; the other fields go through
-    ``default_collate``.  Raises ValueError when channel counts differ."""
+    ``default_collate``.  ``batch`` is the list of items (an item may also be a bare
+    waveform, giving ``(waveforms, lengths)``).  Raises ValueError when channel counts differ."""
     from ember.utils.data import default_collate
     waves = [item[0] if isinstance(item, (tuple, list)) else item for item in batch]
     channels = {tuple(w.shape[:-1]) for w in waves}

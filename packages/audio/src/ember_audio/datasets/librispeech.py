@@ -29,10 +29,19 @@ _CHECKSUMS = {
 
 
 class LIBRISPEECH(Dataset):
-    """Items are ``(waveform [1, time] float32, sample_rate, transcript, speaker_id, chapter_id,
-    utterance_id)``.  ``url`` names the subset ("train-clean-100", ...).  Raises ValueError for
-    an unknown subset when downloading, RuntimeError when the folder is missing,
-    FileNotFoundError when an utterance has no transcript line."""
+    """LibriSpeech (Panayotov et al., 2015; torchaudio.datasets.LIBRISPEECH): items are
+    ``(waveform [1, time] float32, sample_rate (16000 Hz), transcript, speaker_id, chapter_id,
+    utterance_id)``.
+
+    Args:
+        root: the folder holding ``folder_in_archive`` (and the downloaded archive).
+        url: the subset ("train-clean-100", "dev-clean", "test-other", ...).
+        folder_in_archive: the archive's top folder.
+        download: fetch and unpack the subset from openslr.org (sha256-checked) when missing.
+
+    Raises ValueError for an unknown subset when downloading, RuntimeError when the folder is
+    missing, FileNotFoundError when an utterance has no transcript line.
+    """
 
     _ext_txt = ".trans.txt"
     _ext_audio = ".flac"

@@ -18,7 +18,7 @@ __all__ = ["download_url", "extract_archive"]
 
 
 def download_url(url: str, root: str, filename: str | None = None, sha256: str | None = None) -> str:
-    """``url`` saved as ``root/filename`` (the URL's basename by default), checked against
+    """``url`` saved as ``root/filename`` (``filename`` defaults to the URL's basename), checked against
     ``sha256`` when given; an existing file with the right hash is reused.  Returns the path.
     Raises RuntimeError on a hash mismatch (the bad download is discarded)."""
     from ember.hub import download_url_to_file
@@ -45,7 +45,7 @@ def _inside(root: str, name: str) -> bool:
 
 
 def extract_archive(from_path: str, to_path: str | None = None) -> str:
-    """Extract a .tar(.gz/.bz2/.xz) or .zip archive into ``to_path`` (the archive's folder by
+    """Extract the .tar(.gz/.bz2/.xz) or .zip archive ``from_path`` into ``to_path`` (the archive's folder by
     default) and return ``to_path``.  Raises RuntimeError naming the member when one would be
     written outside ``to_path``, ValueError for an unknown archive type."""
     to_path = os.path.realpath(to_path or os.path.dirname(os.path.abspath(from_path)))

@@ -19,8 +19,17 @@ _SHA256 = "c3f49e0cca421f96b75b41640749167b52118f232498667ca7a5f9416aef8e73"
 
 
 class YESNO(Dataset):
-    """Items are ``(waveform [1, time] float32, sample_rate, labels: list of 8 ints (1 = yes))``.
-    Raises RuntimeError when ``root/folder_in_archive`` is missing and ``download`` is False."""
+    """YesNo (torchaudio.datasets.YESNO): 60 recordings of eight Hebrew yes/no words at 8 kHz;
+    items are ``(waveform [1, time] float32, sample_rate, labels: list of 8 ints (1 = yes))``.
+
+    Args:
+        root: the folder holding ``folder_in_archive`` (and the downloaded archive).
+        url: the archive's address (openslr.org's by default; only that one is sha256-checked).
+        folder_in_archive: the archive's top folder.
+        download: fetch and unpack the archive when the folder is missing.
+
+    Raises RuntimeError when ``root/folder_in_archive`` is missing and ``download`` is False.
+    """
 
     def __init__(self, root, url=_URL, folder_in_archive="waves_yesno", download=False):
         self._path = os.path.join(os.fspath(root), folder_in_archive)

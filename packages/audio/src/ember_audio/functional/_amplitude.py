@@ -16,7 +16,8 @@ def amplitude_to_DB(x, multiplier, amin, db_multiplier, top_db=None):
     floored at ``top_db`` below the maximum of each spectrogram (the max is taken over the last
     three dims when there are more than two, else over the last two).
 
-    ``multiplier`` is 10 for power, 20 for amplitude; ``db_multiplier`` is ``log10(max(ref, amin))``.
+    ``multiplier`` is 10 for power, 20 for amplitude; ``amin`` (> 0) is the floor that keeps the
+    log finite; ``db_multiplier`` is ``log10(max(ref, amin))``; ``top_db`` is in dB.
     Source: torchaudio 2.8 ``functional.amplitude_to_DB``.
     """
     x_db = multiplier * ember.log10(ember.clamp(x, min=amin))
@@ -31,8 +32,9 @@ def amplitude_to_DB(x, multiplier, amin, db_multiplier, top_db=None):
 
 
 def DB_to_amplitude(x, ref, power):
-    """The inverse of amplitude_to_DB: ``ref * (10 ** (0.1 * x)) ** power`` (``power`` 1 for
-    power, 0.5 for amplitude).  Source: torchaudio 2.8 ``functional.DB_to_amplitude``."""
+    """The inverse of amplitude_to_DB: ``ref * (10 ** (0.1 * x)) ** power`` for decibels ``x``
+    (any shape; ``power`` 1 for power, 0.5 for amplitude; ``ref`` the reference level).  Source: torchaudio 2.8
+    ``functional.DB_to_amplitude``."""
     return ref * ember.pow(ember.pow(10.0, 0.1 * x), power)
 
 
@@ -54,8 +56,9 @@ def mu_law_encoding(x, quantization_channels):
 
 
 def mu_law_decoding(x_mu, quantization_channels):
-    """The inverse of mu_law_encoding: integers 0 .. ``quantization_channels - 1`` to float
-    samples in [-1, 1].  Source: torchaudio 2.8."""
+    """The inverse of mu_law_encoding: ``x_mu``, integers 0 .. ``quantization_channels - 1`` (any
+    shape; integer tensors are computed in float32), to float samples in [-1, 1].
+    Source: torchaudio 2.8 ``functional.mu_law_decoding``."""
     if not x_mu.dtype.is_floating_point:
         x_mu = x_mu.to(ember.float32)
     mu = ember.tensor(quantization_channels - 1.0, dtype=x_mu.dtype, device=x_mu.device)

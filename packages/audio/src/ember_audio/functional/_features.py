@@ -70,8 +70,9 @@ def _median_smoothing(indices, win_length):
 
 def detect_pitch_frequency(waveform, sample_rate, frame_time=10 ** (-2), win_length=30, freq_low=85,
                            freq_high=3400):
-    """Pitch in Hz per frame of ``waveform [..., time]``: ``[..., frames]`` with frames of
-    ``ceil(sample_rate * frame_time)`` samples, from the lag maximizing the normalized
+    """Pitch in Hz per frame of ``waveform [..., time]`` sampled at ``sample_rate`` Hz:
+    ``[..., frames]`` with frames of ``frame_time`` seconds (``ceil(sample_rate * frame_time)`` samples), from the lag
+    maximizing the normalized
     cross-correlation between ``freq_low`` and ``freq_high`` Hz, median-smoothed over
     ``win_length`` frames.  Not differentiable (it picks indices).  Source: torchaudio 2.8."""
     shape = tuple(waveform.shape)
@@ -85,8 +86,9 @@ def detect_pitch_frequency(waveform, sample_rate, frame_time=10 ** (-2), win_len
 
 def add_noise(waveform, noise, snr, lengths=None):
     """``waveform + scale * noise`` with ``scale`` chosen so the signal-to-noise ratio is
-    ``snr`` dB.  Shapes: waveform and noise ``[..., L]``, snr ``[...]``, lengths ``[...]`` (valid
-    samples per example, for padded batches).  Raises ValueError for mismatched shapes.
+    ``snr`` dB.  Shapes: ``waveform`` and ``noise`` ``[..., L]``, ``snr`` ``[...]``, ``lengths``
+    ``[...]`` (valid samples per example, for padded batches; None: all ``L``).  Raises ValueError for mismatched
+    shapes.
     Source: torchaudio 2.8 ``functional.add_noise``."""
     if not (waveform.ndim - 1 == noise.ndim - 1 == snr.ndim and (lengths is None or lengths.ndim == snr.ndim)):
         raise ValueError(f"Input leading dimensions don't match: waveform {list(waveform.shape)}, noise "

@@ -114,11 +114,13 @@ def lfilter(waveform, a_coeffs, b_coeffs, clamp=True, batching=True):
 
 
 def filtfilt(waveform, a_coeffs, b_coeffs, clamp=True):
-    """Zero-phase filtering: ``lfilter`` forwards, then backwards over the reversed result.
+    """Zero-phase filtering: ``lfilter`` forwards, then backwards over the reversed result
+    (torchaudio.functional.filtfilt).
 
     As torchaudio's (and unlike ``scipy.signal.filtfilt``) it neither pads the ends nor sets
-    initial conditions: both passes start from a zero state.  Shapes as ``lfilter`` with
-    ``batching=True``.  Source: torchaudio 2.8 ``functional.filtfilt``.
+    initial conditions: both passes start from a zero state. ``waveform``, ``a_coeffs`` and
+    ``b_coeffs`` are shaped as ``lfilter``'s with ``batching=True``; ``clamp`` clips the final
+    output to [-1, 1] (the intermediate pass is not clipped). Raises ValueError as ``lfilter``.
     """
     forward = lfilter(waveform, a_coeffs, b_coeffs, clamp=False, batching=True)
     return lfilter(forward.flip(-1), a_coeffs, b_coeffs, clamp=clamp, batching=True).flip(-1)
@@ -130,7 +132,10 @@ def _as(value, like):
 
 def biquad(waveform, b0, b1, b2, a0, a1, a2):
     """A second-order IIR filter ``(b0 + b1 z^-1 + b2 z^-2) / (a0 + a1 z^-1 + a2 z^-2)`` over
-    ``waveform [..., time]`` (output clamped to [-1, 1], as lfilter's default)."""
+    ``waveform [..., time]`` (output clamped to [-1, 1], as lfilter's default;
+    torchaudio.functional.biquad). The coefficients ``b0``, ``b1``, ``b2`` (numerator) and
+    ``a0``, ``a1``, ``a2`` (denominator) are numbers or 0-d tensors (differentiable).
+    """
     coeffs = [_as(c, waveform) for c in (b0, b1, b2, a0, a1, a2)]
     return lfilter(waveform, ember.cat(coeffs[3:]), ember.cat(coeffs[:3]))
 
@@ -143,7 +148,9 @@ def _w0_alpha(waveform, sample_rate, freq, Q):
 
 
 def lowpass_biquad(waveform, sample_rate, cutoff_freq, Q=0.707):
-    """Second-order low-pass at ``cutoff_freq`` Hz with quality factor ``Q`` (RBJ cookbook)."""
+    """Second-order low-pass at ``cutoff_freq`` Hz (RBJ cookbook; torchaudio.functional.lowpass_biquad):
+    ``waveform`` ``[..., time]`` float, ``sample_rate`` in Hz, quality factor ``Q``; output clamped to [-1, 1].
+    """
     w0, alpha = _w0_alpha(waveform, sample_rate, cutoff_freq, Q)
     cos = ember.cos(w0)
     b0 = (1 - cos) / 2
@@ -151,7 +158,9 @@ def lowpass_biquad(waveform, sample_rate, cutoff_freq, Q=0.707):
 
 
 def highpass_biquad(waveform, sample_rate, cutoff_freq, Q=0.707):
-    """Second-order high-pass at ``cutoff_freq`` Hz with quality factor ``Q`` (RBJ cookbook)."""
+    """Second-order high-pass at ``cutoff_freq`` Hz (RBJ cookbook; torchaudio.functional.highpass_biquad):
+    ``waveform`` ``[..., time]`` float, ``sample_rate`` in Hz, quality factor ``Q``; output clamped to [-1, 1].
+    """
     w0, alpha = _w0_alpha(waveform, sample_rate, cutoff_freq, Q)
     cos = ember.cos(w0)
     b0 = (1 + cos) / 2
@@ -160,28 +169,38 @@ def highpass_biquad(waveform, sample_rate, cutoff_freq, Q=0.707):
 
 def bandpass_biquad(waveform, sample_rate, central_freq, Q=0.707, const_skirt_gain=False):
     """Second-order band-pass around ``central_freq`` Hz: 0 dB peak gain, or constant skirt
-    gain (peak gain Q) with ``const_skirt_gain=True`` (RBJ cookbook)."""
+    gain (peak gain Q) with ``const_skirt_gain=True`` (RBJ cookbook; torchaudio.functional.bandpass_biquad):
+    ``waveform`` ``[..., time]`` float, ``sample_rate`` in Hz, quality factor ``Q``; output clamped to [-1, 1].
+    """
     w0, alpha = _w0_alpha(waveform, sample_rate, central_freq, Q)
     temp = ember.sin(w0) / 2 if const_skirt_gain else alpha
     return biquad(waveform, temp, 0.0, -temp, 1 + alpha, -2 * ember.cos(w0), 1 - alpha)
 
 
 def bandreject_biquad(waveform, sample_rate, central_freq, Q=0.707):
-    """Second-order notch at ``central_freq`` Hz (RBJ cookbook)."""
+    """Second-order notch at ``central_freq`` Hz (RBJ cookbook; torchaudio.functional.bandreject_biquad):
+    ``waveform`` ``[..., time]`` float, ``sample_rate`` in Hz, quality factor ``Q``; output clamped to [-1, 1].
+    """
     w0, alpha = _w0_alpha(waveform, sample_rate, central_freq, Q)
     cos = ember.cos(w0)
     return biquad(waveform, 1.0, -2 * cos, 1.0, 1 + alpha, -2 * cos, 1 - alpha)
 
 
 def allpass_biquad(waveform, sample_rate, central_freq, Q=0.707):
-    """Second-order all-pass (unit gain, phase turning through -pi at ``central_freq`` Hz)."""
+    """Second-order all-pass (unit gain, phase turning through -pi at ``central_freq`` Hz; RBJ
+    cookbook; torchaudio.functional.allpass_biquad): ``waveform`` ``[..., time]`` float, ``sample_rate`` in Hz,
+    quality factor ``Q``; output clamped to [-1, 1].
+    """
     w0, alpha = _w0_alpha(waveform, sample_rate, central_freq, Q)
     cos = ember.cos(w0)
     return biquad(waveform, 1 - alpha, -2 * cos, 1 + alpha, 1 + alpha, -2 * cos, 1 - alpha)
 
 
 def equalizer_biquad(waveform, sample_rate, center_freq, gain, Q=0.707):
-    """Peaking equalizer: ``gain`` dB at ``center_freq`` Hz, 0 dB far from it (RBJ cookbook)."""
+    """Peaking equalizer: ``gain`` dB at ``center_freq`` Hz, 0 dB far from it (RBJ cookbook;
+    torchaudio.functional.equalizer_biquad): ``waveform`` ``[..., time]`` float, ``sample_rate`` in Hz, quality factor
+    ``Q``; output clamped to [-1, 1].
+    """
     w0, alpha = _w0_alpha(waveform, sample_rate, center_freq, Q)
     gain = ember.as_tensor(gain, dtype=waveform.dtype, device=waveform.device)
     A = ember.exp(gain / 40.0 * math.log(10))
@@ -190,13 +209,17 @@ def equalizer_biquad(waveform, sample_rate, center_freq, gain, Q=0.707):
 
 
 def preemphasis(waveform, coeff=0.97):
-    """``y[n] = x[n] - coeff * x[n - 1]`` along the last dim of ``waveform [..., time]``."""
+    """``y[n] = x[n] - coeff * x[n - 1]`` along the last dim of ``waveform [..., time]``; the first
+    sample is kept (torchaudio.functional.preemphasis). ``coeff`` is typically in [0.9, 1.0].
+    """
     return ember.cat([waveform[..., :1], waveform[..., 1:] - coeff * waveform[..., :-1]], -1)
 
 
 def deemphasis(waveform, coeff=0.97):
-    """The inverse of preemphasis, ``y[n] = x[n] + coeff * y[n - 1]`` (through lfilter, whose
-    default clamps the output to [-1, 1], as torchaudio's)."""
+    """The inverse of preemphasis, ``y[n] = x[n] + coeff * y[n - 1]`` (``coeff`` as given to
+    preemphasis) along the last dim of
+    ``waveform`` ``[..., time]`` (through lfilter, whose default clamps the output to [-1, 1],
+    as torchaudio.functional.deemphasis's)."""
     a = ember.tensor([1.0, -coeff], dtype=waveform.dtype, device=waveform.device)
     b = ember.tensor([1.0, 0.0], dtype=waveform.dtype, device=waveform.device)
     return lfilter(waveform, a, b)

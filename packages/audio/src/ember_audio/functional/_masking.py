@@ -20,7 +20,9 @@ def mask_along_axis_iid(specgrams, mask_param, mask_value, axis, p=1.0):
     """One mask per example and channel of ``specgrams [batch, channel, freq, time]`` (or any
     ``[..., freq, time]``): a band ``[v0, v0 + v)`` along ``axis`` (the last or second-to-last
     dim) with ``v ~ U(0, mask_param)``, ``v0 ~ U(0, size - v)``, set to ``mask_value``.
-    ``p`` caps the width at ``p * size``.  Source: torchaudio 2.8."""
+    ``mask_param`` is the widest band, in bins or frames; ``p`` (in [0, 1]) caps it at
+    ``p * size``. Raises ValueError for fewer than 3 dims,
+    another axis or ``p`` outside [0, 1].  Source: torchaudio 2.8 ``functional.mask_along_axis_iid``."""
     dim = specgrams.ndim
     if dim < 3:
         raise ValueError(f"Spectrogram must have at least three dimensions ({dim} given).")
@@ -44,7 +46,9 @@ def mask_along_axis_iid(specgrams, mask_param, mask_value, axis, p=1.0):
 def mask_along_axis(specgram, mask_param, mask_value, axis, p=1.0):
     """One mask shared by every example and channel of ``specgram [..., freq, time]``: the
     band ``[v0, v0 + v)`` along ``axis`` (``v ~ U(0, mask_param)``, ``v0 ~ U(0, size - v)``)
-    set to ``mask_value``.  Source: torchaudio 2.8."""
+    set to ``mask_value``; ``mask_param`` is the widest band, in bins or frames, and ``p`` (in
+    [0, 1]) caps it at ``p * size``. Raises ValueError for fewer than 2 dims, another axis or
+    ``p`` outside [0, 1].  Source: torchaudio 2.8 ``functional.mask_along_axis``."""
     dim = specgram.ndim
     if dim < 2:
         raise ValueError(f"Spectrogram must have at least two dimensions (time and frequency) ({dim} given).")

@@ -93,15 +93,17 @@ def melscale_fbanks(n_freqs, f_min, f_max, n_mels, sample_rate, norm=None, mel_s
 
 
 def linear_fbanks(n_freqs, f_min, f_max, n_filter, sample_rate):
-    """Triangular filters ``[n_freqs, n_filter]`` evenly spaced in Hz between ``f_min`` and
-    ``f_max`` (the LFCC front end).  Source: torchaudio 2.8 ``functional.linear_fbanks``."""
+    """``n_filter`` triangular filters ``[n_freqs, n_filter]`` evenly spaced in Hz between ``f_min``
+    and ``f_max`` (the LFCC front end), over ``n_freqs`` STFT bins from 0 to ``sample_rate // 2`` Hz.  Source:
+    torchaudio 2.8 ``functional.linear_fbanks``."""
     all_freqs = ember.linspace(0, sample_rate // 2, n_freqs)
     f_pts = ember.linspace(f_min, f_max, n_filter + 2)
     return _triangular_filterbank(all_freqs, f_pts)
 
 
 def create_dct(n_mfcc, n_mels, norm):
-    """The DCT-II matrix ``[n_mels, n_mfcc]`` (float32) applied along the mel axis; ``norm`` None
+    """The DCT-II matrix ``[n_mels, n_mfcc]`` (float32) taking ``n_mels`` mel bands to ``n_mfcc``
+    coefficients, applied along the mel axis; ``norm`` None
     (unscaled, times 2 as scipy's ``dct(type=2)``) or "ortho".  Source: torchaudio 2.8."""
     if norm is not None and norm != "ortho":
         raise ValueError(f'norm must be either "ortho" or None, got {norm!r}')

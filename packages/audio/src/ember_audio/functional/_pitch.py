@@ -18,8 +18,9 @@ __all__ = ["pitch_shift"]
 
 def pitch_shift(waveform, sample_rate, n_steps, bins_per_octave=12, n_fft=512, win_length=None, hop_length=None,
                 window=None):
-    """Shift the pitch of ``waveform [..., time]`` by ``n_steps`` steps of ``1 / bins_per_octave``
-    octave (semitones by default), keeping its length (``[..., time]``).  ``n_fft``,
+    """Shift the pitch of ``waveform [..., time]`` (sampled at ``sample_rate`` Hz) by ``n_steps``
+    steps of one ``bins_per_octave``-th of an octave (semitones by default), keeping its length
+    (``[..., time]``).  ``n_fft``,
     ``win_length`` (default ``n_fft``), ``hop_length`` (default ``n_fft // 4``) and ``window``
     (default Hann) configure the STFT of the phase vocoder.
 

@@ -116,8 +116,8 @@ def speed(waveform, orig_freq, factor, lengths=None):
     """Play ``waveform [..., time]`` ``factor`` times faster (pitch moves with it), keeping the
     sample rate ``orig_freq``: resamples from ``int(factor * orig_freq)`` to ``orig_freq``.
 
-    Returns ``(waveform [..., ceil(time / factor)], lengths or None)``, the valid lengths of a
-    padded batch scaled the same way.  Source: torchaudio 2.8 ``functional.speed``.
+    Returns ``(waveform [..., ceil(time / factor)], lengths or None)``: ``lengths`` ``[...]``, the
+    valid samples of each example of a padded batch, scaled the same way.  Source: torchaudio 2.8 ``functional.speed``.
     """
     source = int(factor * orig_freq)
     target = int(orig_freq)

@@ -35,9 +35,14 @@ def spectrogram(waveform, pad, window, n_fft, hop_length, win_length, power, nor
     Args:
         pad: zeros added on both sides of the signal (samples).
         window: ``[win_length]`` window tensor.
+        n_fft: FFT size (samples).
+        hop_length: samples between frames.
+        win_length: window size (samples, <= ``n_fft``).
         power: exponent of the magnitude (2.0 power, 1.0 magnitude); None returns the complex spectrum.
         normalized: True or "window" divides by the window's L2 norm; "frame_length" by sqrt(n_fft).
         center, pad_mode: pad ``n_fft // 2`` samples on both sides ("reflect", "constant", ...).
+        onesided: keep only the ``n_fft // 2 + 1`` non-negative frequencies.
+        return_complex: must not be False when ``power`` is None (ValueError); otherwise unused.
 
     Frames: ``1 + (time + 2 * pad) // hop_length`` when centred.  Raises ValueError for a bad
     ``normalized``.  Source: torchaudio 2.8 ``functional.spectrogram``.
@@ -67,6 +72,11 @@ def inverse_spectrogram(spectrogram, length, pad, window, n_fft, hop_length, win
     """The waveform ``[..., time]`` whose complex spectrogram is ``spectrogram [..., freq, n_frames]``
     (overlap-add of inverse FFTs; ``length`` trims or zero-pads the result to that many samples).
 
+    The other arguments are :func:`spectrogram`'s, for the forward transform to undo: ``pad``
+    samples removed from both ends (when ``length`` is given), ``window`` ``[win_length]``,
+    ``n_fft``, ``hop_length``, ``win_length`` (samples), ``normalized``, ``center`` and
+    ``onesided``.
+
     Raises ValueError when ``spectrogram`` is not complex.  ``pad_mode`` is accepted for
     torchaudio's signature (istft needs no padding mode).  Source: torchaudio 2.8
     ``functional.inverse_spectrogram``.
@@ -88,8 +98,10 @@ def inverse_spectrogram(spectrogram, length, pad, window, n_fft, hop_length, win
 
 def griffinlim(specgram, window, n_fft, hop_length, win_length, power, n_iter, momentum, length, rand_init):
     """A waveform ``[..., time]`` whose magnitude spectrogram approximates ``specgram
-    [..., freq, frames]`` (``|STFT| ** power``), by ``n_iter`` Griffin-Lim iterations with
+    [..., freq, frames]`` (``|STFT| ** power``, ``power`` > 0), by ``n_iter`` Griffin-Lim iterations with
     fast momentum (``momentum`` in [0, 1); ``rand_init`` starts from random phases, else zeros).
+    The STFT is ``n_fft``, ``hop_length``, ``win_length`` (samples) with ``window``
+    ``[win_length]``; ``length`` is the output's samples (None: as the STFT gives).
 
     Raises ValueError for a momentum outside [0, 1).  Source: torchaudio 2.8
     ``functional.griffinlim``; Perraudin, Balazs & Sondergaard, "A fast Griffin-Lim algorithm" (2013).
@@ -123,8 +135,8 @@ def griffinlim(specgram, window, n_fft, hop_length, win_length, power, n_iter, m
 
 
 def phase_vocoder(complex_specgrams, rate, phase_advance):
-    """Speed a complex spectrogram ``[..., freq, frames]`` up by ``rate`` without changing its
-    pitch: ``[..., freq, ceil(frames / rate)]``.  ``phase_advance`` is ``[freq, 1]``, the expected
+    """Speed ``complex_specgrams``, a complex spectrogram ``[..., freq, frames]``, up by ``rate``
+    without changing its pitch: ``[..., freq, ceil(frames / rate)]``.  ``phase_advance`` is ``[freq, 1]``, the expected
     phase advance per hop (``linspace(0, pi * hop_length, freq)[..., None]``).
 
     Source: torchaudio 2.8 ``functional.phase_vocoder``; Flanagan & Golden, "Phase vocoder" (1966).

@@ -37,9 +37,13 @@ _FORMATS = {"wav": "WAV", "flac": "FLAC", "ogg": "OGG", "vorbis": "OGG", "mp3": 
 class AudioMetaData:
     """What ``info`` reports (torchaudio.AudioMetaData).
 
-    sample_rate: Hz; num_frames: samples per channel; num_channels; bits_per_sample: 0 for lossy
-    codecs; encoding: "PCM_S", "PCM_U", "PCM_F", "ULAW", "ALAW", "FLAC", "VORBIS", "OPUS", "MP3"
-    or "UNKNOWN".
+    Args:
+        sample_rate: in Hz.
+        num_frames: samples per channel.
+        num_channels: channel count.
+        bits_per_sample: bits of one sample; 0 for lossy or ADPCM codecs.
+        encoding: "PCM_S", "PCM_U", "PCM_F", "ULAW", "ALAW", "FLAC", "VORBIS", "OPUS", "MP3"
+            or "UNKNOWN".
     """
 
     sample_rate: int
@@ -105,7 +109,13 @@ def _check_backend(backend):
 
 
 def info(uri, format=None, buffer_size=4096, backend=None) -> AudioMetaData:
-    """The metadata of an audio file (a path or a file-like object) without decoding it.
+    """The metadata of the audio file ``uri`` (a path or a file-like object) without decoding it,
+    as an :class:`AudioMetaData`.
+
+    ``format`` is validated (one of wav, flac, ogg, vorbis, mp3, sph, aiff, au, w64, caf,
+    opus; libsndfile tells containers apart from their headers); ``buffer_size`` is accepted
+    for torchaudio's signature and unused; ``backend`` must be None or "soundfile" (ValueError
+    otherwise).
 
     Raises FileNotFoundError for a missing path, RuntimeError naming the file for an
     unreadable or corrupt one.  Source: torchaudio 2.8 ``torchaudio.info`` (soundfile backend).
@@ -149,7 +159,10 @@ def load(uri, frame_offset=0, num_frames=-1, normalize=True, channels_first=True
             native dtype (uint8, int16, int32 for 24- and 32-bit, left-justified); other
             formats always come back as float32.
         channels_first: ``[channels, frames]`` when True, ``[frames, channels]`` when False.
-        format: the container ("wav", "flac", "ogg", ...) when it cannot be told from the data.
+        format: the container ("wav", "flac", "ogg", ...), validated; libsndfile reads the
+            container from the data's header.
+        buffer_size: accepted for torchaudio's signature; unused.
+        backend: None or "soundfile" (ValueError otherwise): the only backend.
 
     Returns:
         ``(Tensor [channels, frames], int sample rate in Hz)``.
@@ -249,10 +262,14 @@ def save(uri, src, sample_rate, channels_first=True, format=None, encoding=None,
     to a temporary name in the same folder and renamed, so a crash never leaves half a file.
     For a file-like object ``format`` is required.
 
+    ``uri`` is a path or a writable file-like object; ``encoding`` ("PCM_S", "PCM_U", "PCM_F",
+    "ULAW", "ALAW") and ``bits_per_sample`` pick the subtype; ``buffer_size`` is accepted for
+    torchaudio's signature and unused; ``backend`` must be None or "soundfile".
     ``compression`` must be None (libsndfile's default levels are used).
 
-    Raises ValueError for a bad shape, dtype, format or encoding; RuntimeError naming the
-    file when libsndfile refuses to write.  Source: torchaudio 2.8 ``torchaudio.save``.
+    Raises TypeError for a non-tensor ``src``; ValueError for a bad shape, dtype, format or
+    encoding; RuntimeError naming the file when libsndfile refuses to write, or for a file
+    object without ``format``.  Source: torchaudio 2.8 ``torchaudio.save``.
     """
     _check_backend(backend)
     if not isinstance(src, ember.Tensor):

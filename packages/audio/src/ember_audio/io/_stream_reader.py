@@ -154,6 +154,14 @@ class StreamReader:
     protocols and FFmpeg filter descriptions are out of scope.  Raises FileNotFoundError or
     RuntimeError naming the file when it cannot be opened.  Source: torchaudio 2.8
     ``torchaudio.io.StreamReader``.
+
+    Args:
+        src: a path or a seekable file-like object.
+        format: the container name, validated (ValueError for an unknown one); libsndfile
+            reads the container from the data's header.
+        option: FFmpeg demuxer options in torchaudio; accepted and ignored.
+        buffer_size: frames decoded per read (at least 256), and the chunk of a stream added
+            with ``frames_per_chunk=-1``.
     """
 
     def __init__(self, src, format=None, option=None, buffer_size=4096):

@@ -77,7 +77,20 @@ class ConvTasNet(nn.Module):
     """Mixture ``[batch, 1, time]`` -> separated sources ``[batch, num_sources, time]``.
     Raises ValueError for another input shape.  Defaults are the paper's (torchaudio's);
     a small configuration (e.g. ``enc_num_feats=64, msk_num_feats=32, msk_num_hidden_feats=64,
-    msk_num_layers=4, msk_num_stacks=2``) trains on a CPU."""
+    msk_num_layers=4, msk_num_stacks=2``) trains on a CPU.  Source: Luo & Mesgarani, 2019,
+    "Conv-TasNet", arXiv:1809.07454; torchaudio 2.8 ``models.ConvTasNet``.
+
+    Args:
+        num_sources: sources to separate.
+        enc_kernel_size: encoder/decoder kernel, in samples (stride half of it).
+        enc_num_feats: encoder channels.
+        msk_kernel_size: kernel of the mask generator's convolution blocks.
+        msk_num_feats: bottleneck channels of the mask generator.
+        msk_num_hidden_feats: hidden channels of each convolution block.
+        msk_num_layers: blocks per stack (dilations 1, 2, ..., 2 ** (layers - 1)).
+        msk_num_stacks: stacks of blocks.
+        msk_activate: the mask nonlinearity, "sigmoid" or "relu" (ValueError otherwise).
+    """
 
     def __init__(self, num_sources=2, enc_kernel_size=16, enc_num_feats=512, msk_kernel_size=3, msk_num_feats=128,
                  msk_num_hidden_feats=512, msk_num_layers=8, msk_num_stacks=3, msk_activate="sigmoid"):
@@ -116,7 +129,8 @@ class ConvTasNet(nn.Module):
 
 
 def conv_tasnet_base(num_sources=2):
-    """The paper's best configuration (ReLU masks), as torchaudio's ``conv_tasnet_base``."""
+    """The paper's best configuration (ReLU masks) for ``num_sources`` sources, as torchaudio's
+    ``conv_tasnet_base``."""
     return ConvTasNet(num_sources=num_sources, enc_kernel_size=16, enc_num_feats=512, msk_kernel_size=3,
                       msk_num_feats=128, msk_num_hidden_feats=512, msk_num_layers=8, msk_num_stacks=3,
                       msk_activate="relu")

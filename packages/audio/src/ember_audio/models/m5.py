@@ -16,7 +16,10 @@ __all__ = ["M5", "KWSNet"]
 class M5(nn.Module):
     """``[batch, n_input, time]`` waveform -> log-probabilities ``[batch, 1, n_output]``: four
     Conv1d/BatchNorm/ReLU/MaxPool(4) blocks (the first with an 80-sample kernel at ``stride``),
-    global average pooling, a linear layer and log_softmax."""
+    global average pooling, a linear layer and log_softmax (Dai et al., 2017, "Very deep
+    convolutional neural networks for raw waveforms", arXiv:1610.00087; torchaudio's speech
+    command tutorial model).  ``n_input``: input channels; ``n_output``: classes;
+    ``n_channel``: channels of the first two blocks (twice that for the last two)."""
 
     def __init__(self, n_input=1, n_output=35, stride=16, n_channel=32):
         super().__init__()
@@ -45,7 +48,9 @@ class M5(nn.Module):
 class KWSNet(nn.Module):
     """``[batch, 1, n_mfcc, frames]`` MFCCs -> logits ``[batch, n_classes]``: three
     Conv2d/BatchNorm/ReLU blocks (max-pooled by 2 after the first two), global average pooling,
-    dropout and a linear layer.  Any number of frames is accepted."""
+    dropout and a linear layer.  Any number of frames is accepted (ember's own small keyword
+    model).  ``n_classes``: outputs; ``channels``: output channels of each block; ``dropout``:
+    probability before the classifier."""
 
     def __init__(self, n_classes=10, channels=(16, 32, 64), dropout=0.2):
         super().__init__()

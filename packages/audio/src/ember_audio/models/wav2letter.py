@@ -16,7 +16,8 @@ class Wav2Letter(nn.Module):
     """``[batch, num_features, time]`` -> log-probabilities ``[batch, num_classes, frames]``
     (log_softmax over classes, for CTC).  ``input_type``: "waveform" (a strided conv front end,
     250-sample windows every 160 samples), "power_spectrum" or "mfcc" (``num_features`` bins).
-    Raises ValueError for another input type."""
+    ``num_classes``: output classes, the CTC blank included.  Raises ValueError for another input
+    type.  Source: Collobert et al., 2016, arXiv:1609.03193; torchaudio 2.8 ``models.Wav2Letter``."""
 
     def __init__(self, num_classes: int = 40, input_type: str = "waveform", num_features: int = 1) -> None:
         super().__init__()

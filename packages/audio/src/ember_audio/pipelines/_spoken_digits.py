@@ -22,7 +22,9 @@ class SpokenDigitFeatures(nn.Module):
     """Waveform ``[..., time]`` at 8 kHz -> model input ``[..., 1, 20, 101]``: centred and
     zero-padded (or centre-cropped) to ``duration`` seconds, 20 MFCCs (n_fft 256, hop 80, 40 HTK
     mels from 50 Hz), each coefficient normalized to zero mean and unit variance over the clip
-    (cepstral mean and variance normalization)."""
+    (cepstral mean and variance normalization).  ``sample_rate`` (Hz) is the input's and the
+    MFCC's; the filter settings are fixed, so 101 frames per clip hold for the default 8 kHz and
+    1 s only.  An ember pipeline (no torchaudio counterpart)."""
 
     def __init__(self, sample_rate=8000, duration=1.0):
         super().__init__()
@@ -51,7 +53,9 @@ class SpokenDigitFeatures(nn.Module):
 class SpokenDigitBundle:
     """A torchaudio-style pipeline bundle: ``sample_rate`` (Hz), ``get_labels()``, ``get_features()``
     (a ``SpokenDigitFeatures``) and ``get_model()`` (a ``KWSNet`` in eval mode with the packaged
-    weights; its outputs are logits ``[batch, 10]`` over ``get_labels()``)."""
+    weights; its outputs are logits ``[batch, 10]`` over ``get_labels()``).  ``weights_path``: the
+    state_dict file ``get_model`` loads (default the packaged one); ``get_model`` raises
+    FileNotFoundError when it is missing."""
 
     sample_rate = 8000
 

@@ -21,8 +21,22 @@ def _window(window_fn, win_length, wkwargs):
 
 class Spectrogram(nn.Module):
     """Waveform ``[..., time]`` -> spectrogram ``[..., n_fft // 2 + 1, frames]`` (see
-    ``functional.spectrogram``).  ``hop_length`` defaults to ``win_length // 2``, ``win_length``
-    to ``n_fft``.  Source: torchaudio 2.8 ``transforms.Spectrogram``."""
+    ``functional.spectrogram``).  Source: torchaudio 2.8 ``transforms.Spectrogram``.
+
+    Args:
+        n_fft: FFT size, in samples.
+        win_length: window size in samples (default ``n_fft``).
+        hop_length: samples between frames (default ``win_length // 2``).
+        pad: zeros added on both sides of the signal, in samples.
+        window_fn: builds the window from its length (default ``ember.hann_window``).
+        power: exponent of the magnitude (2.0 power, 1.0 magnitude; None: complex output).
+        normalized: True or "window" divides by the window's L2 norm; "frame_length" by sqrt(n_fft).
+        wkwargs: keyword arguments of ``window_fn``.
+        center: pad ``n_fft // 2`` samples on both sides, so frame ``t`` is centred on sample ``t * hop_length``.
+        pad_mode: the padding of ``center`` ("reflect", "constant", "replicate", "circular").
+        onesided: only the ``n_fft // 2 + 1`` non-negative frequencies.
+        return_complex: must not be False when ``power`` is None (ValueError at forward).
+    """
 
     def __init__(self, n_fft=400, win_length=None, hop_length=None, pad=0, window_fn=ember.hann_window,
                  power=2.0, normalized=False, wkwargs=None, center=True, pad_mode="reflect", onesided=True,
@@ -48,7 +62,25 @@ class Spectrogram(nn.Module):
 
 class InverseSpectrogram(nn.Module):
     """Complex spectrogram ``[..., freq, frames]`` -> waveform ``[..., time]`` (``forward(spec,
-    length=None)``).  Source: torchaudio 2.8 ``transforms.InverseSpectrogram``."""
+    length=None)``, ``length`` in samples).  Source: torchaudio 2.8 ``transforms.InverseSpectrogram``.
+
+    The arguments describe the forward STFT to undo:
+
+    Args:
+        n_fft: FFT size, in samples.
+        win_length: window size in samples (default ``n_fft``).
+        hop_length: samples between frames (default ``win_length // 2``).
+        pad: zeros added on both sides of the signal, in samples.
+        window_fn: builds the window from its length (default ``ember.hann_window``).
+        normalized: True or "window" divides by the window's L2 norm; "frame_length" by sqrt(n_fft).
+        wkwargs: keyword arguments of ``window_fn``.
+        center: pad ``n_fft // 2`` samples on both sides, so frame ``t`` is centred on sample ``t * hop_length``.
+        pad_mode: the padding of ``center`` ("reflect", "constant", "replicate", "circular").
+        onesided: only the ``n_fft // 2 + 1`` non-negative frequencies.
+
+    Raises ValueError at forward for a real input. ``pad_mode`` is kept for torchaudio's signature (the
+    inverse needs no padding).
+    """
 
     def __init__(self, n_fft=400, win_length=None, hop_length=None, pad=0, window_fn=ember.hann_window,
                  normalized=False, wkwargs=None, center=True, pad_mode="reflect", onesided=True):
@@ -70,8 +102,21 @@ class InverseSpectrogram(nn.Module):
 
 class GriffinLim(nn.Module):
     """Magnitude spectrogram ``[..., n_fft // 2 + 1, frames]`` -> waveform ``[..., time]`` by
-    Griffin-Lim (see ``functional.griffinlim``).  Raises ValueError for a momentum outside
-    [0, 1).  Source: torchaudio 2.8 ``transforms.GriffinLim``."""
+    Griffin-Lim with fast momentum (see ``functional.griffinlim``; Perraudin et al., 2013).
+    Raises ValueError for a momentum outside [0, 1).  Source: torchaudio 2.8 ``transforms.GriffinLim``.
+
+    Args:
+        n_fft: FFT size, in samples.
+        n_iter: Griffin-Lim iterations.
+        win_length: window size in samples (default ``n_fft``).
+        hop_length: samples between frames (default ``win_length // 2``).
+        window_fn: builds the window from its length (default ``ember.hann_window``).
+        power: the exponent the input spectrogram was raised to (2.0 power, 1.0 magnitude).
+        wkwargs: keyword arguments of ``window_fn``.
+        momentum: the fast Griffin-Lim momentum, in [0, 1).
+        length: output length in samples (None: as the STFT gives).
+        rand_init: start from random phases (else zero phases).
+    """
 
     def __init__(self, n_fft=400, n_iter=32, win_length=None, hop_length=None, window_fn=ember.hann_window,
                  power=2.0, wkwargs=None, momentum=0.99, length=None, rand_init=True):
@@ -115,8 +160,18 @@ class AmplitudeToDB(nn.Module):
 
 class MelScale(nn.Module):
     """Spectrogram ``[..., n_stft, time]`` -> mel spectrogram ``[..., n_mels, time]`` through the
-    ``fb`` buffer (``functional.melscale_fbanks``).  ``f_max`` defaults to ``sample_rate // 2``.
-    Raises ValueError when ``f_min > f_max``.  Source: torchaudio 2.8 ``transforms.MelScale``."""
+    ``fb`` buffer (``functional.melscale_fbanks``).  Raises ValueError when ``f_min > f_max``.
+    Source: torchaudio 2.8 ``transforms.MelScale``.
+
+    Args:
+        n_mels: mel bands.
+        sample_rate: of the input, in Hz.
+        f_min: lowest filter frequency, in Hz.
+        f_max: highest filter frequency, in Hz (default ``sample_rate // 2``).
+        n_stft: frequency bins of the input (``n_fft // 2 + 1``).
+        norm: None, or "slaney" to divide each triangle by its width (unit area).
+        mel_scale: "htk" or "slaney" mel formula.
+    """
 
     def __init__(self, n_mels=128, sample_rate=16000, f_min=0.0, f_max=None, n_stft=201, norm=None,
                  mel_scale="htk"):
@@ -139,7 +194,19 @@ class MelScale(nn.Module):
 class InverseMelScale(nn.Module):
     """Mel spectrogram ``[..., n_mels, time]`` -> linear spectrogram ``[..., n_stft, time]`` by
     least squares (``linalg.lstsq`` with ``driver``, then ReLU).  Raises ValueError for an
-    unknown driver or a wrong number of mel bins.  Source: torchaudio 2.8."""
+    unknown driver, ``f_min > f_max`` or (at forward) a wrong number of mel bins.
+    Source: torchaudio 2.8 ``transforms.InverseMelScale``.
+
+    Args:
+        n_stft: frequency bins of the output (``n_fft // 2 + 1``).
+        n_mels: mel bands.
+        sample_rate: of the input, in Hz.
+        f_min: lowest filter frequency, in Hz.
+        f_max: highest filter frequency, in Hz (default ``sample_rate // 2``).
+        norm: None, or "slaney" to divide each triangle by its width (unit area).
+        mel_scale: "htk" or "slaney" mel formula.
+        driver: the lstsq driver, "gels", "gelsy", "gelsd" or "gelss".
+    """
 
     def __init__(self, n_stft, n_mels=128, sample_rate=16000, f_min=0.0, f_max=None, norm=None, mel_scale="htk",
                  driver="gels"):
@@ -171,7 +238,27 @@ class InverseMelScale(nn.Module):
 class MelSpectrogram(nn.Module):
     """Waveform ``[..., time]`` -> mel spectrogram ``[..., n_mels, frames]``: a ``Spectrogram``
     (submodule ``spectrogram``) then a ``MelScale`` (submodule ``mel_scale``).
-    Source: torchaudio 2.8 ``transforms.MelSpectrogram``."""
+    Source: torchaudio 2.8 ``transforms.MelSpectrogram``.
+
+    Args:
+        sample_rate: of the input, in Hz.
+        n_fft: FFT size, in samples.
+        win_length: window size in samples (default ``n_fft``).
+        hop_length: samples between frames (default ``win_length // 2``).
+        f_min: lowest filter frequency, in Hz.
+        f_max: highest filter frequency, in Hz (default ``sample_rate // 2``).
+        pad: zeros added on both sides of the signal, in samples.
+        n_mels: mel bands.
+        window_fn: builds the window from its length (default ``ember.hann_window``).
+        power: exponent of the magnitude (2.0 power, 1.0 magnitude; None: complex output).
+        normalized: True or "window" divides by the window's L2 norm; "frame_length" by sqrt(n_fft).
+        wkwargs: keyword arguments of ``window_fn``.
+        center: pad ``n_fft // 2`` samples on both sides, so frame ``t`` is centred on sample ``t * hop_length``.
+        pad_mode: the padding of ``center`` ("reflect", "constant", "replicate", "circular").
+        onesided: deprecated and unused (a warning when given); the spectrogram is one-sided.
+        norm: None, or "slaney" to divide each triangle by its width (unit area).
+        mel_scale: "htk" or "slaney" mel formula.
+    """
 
     def __init__(self, sample_rate=16000, n_fft=400, win_length=None, hop_length=None, f_min=0.0, f_max=None,
                  pad=0, n_mels=128, window_fn=ember.hann_window, power=2.0, normalized=False, wkwargs=None,
@@ -205,7 +292,16 @@ class MFCC(nn.Module):
     """Waveform ``[..., time]`` -> MFCCs ``[..., n_mfcc, frames]``: mel spectrogram, then dB
     (``AmplitudeToDB("power", top_db=80)``) or ``log(x + 1e-6)`` with ``log_mels=True``, then
     DCT-II (``dct_mat`` buffer).  Raises ValueError for a DCT type other than 2 or more
-    coefficients than mel bins.  Source: torchaudio 2.8 ``transforms.MFCC``."""
+    coefficients than mel bins.  Source: torchaudio 2.8 ``transforms.MFCC``.
+
+    Args:
+        sample_rate: of the input, in Hz.
+        n_mfcc: coefficients kept.
+        dct_type: only 2 (DCT-II) is supported.
+        norm: the DCT's norm, "ortho" or None.
+        log_mels: natural log instead of decibels.
+        melkwargs: keyword arguments of the ``MelSpectrogram`` (``n_mels``, ``n_fft``, ...).
+    """
 
     def __init__(self, sample_rate=16000, n_mfcc=40, dct_type=2, norm="ortho", log_mels=False, melkwargs=None):
         super().__init__()
@@ -234,7 +330,19 @@ class LFCC(nn.Module):
     """Waveform ``[..., time]`` -> linear-frequency cepstral coefficients ``[..., n_lfcc, frames]``:
     spectrogram, ``n_filter`` linear triangular filters (``filter_mat``), dB or log, DCT-II.
     Raises ValueError for a DCT type other than 2 or more coefficients than FFT bins.
-    Source: torchaudio 2.8 ``transforms.LFCC``."""
+    Source: torchaudio 2.8 ``transforms.LFCC``.
+
+    Args:
+        sample_rate: of the input, in Hz.
+        n_filter: linear triangular filters.
+        f_min: lowest filter frequency, in Hz.
+        f_max: highest filter frequency, in Hz (default ``sample_rate // 2``).
+        n_lfcc: coefficients kept.
+        dct_type: only 2 (DCT-II) is supported.
+        norm: the DCT's norm, "ortho" or None.
+        log_lf: natural log instead of decibels.
+        speckwargs: keyword arguments of the ``Spectrogram`` (``n_fft``, ``hop_length``, ...).
+    """
 
     def __init__(self, sample_rate=16000, n_filter=128, f_min=0.0, f_max=None, n_lfcc=40, dct_type=2, norm="ortho",
                  log_lf=False, speckwargs=None):
@@ -269,7 +377,13 @@ class LFCC(nn.Module):
 class TimeStretch(nn.Module):
     """Complex spectrogram ``[..., n_freq, frames]`` -> ``[..., n_freq, ceil(frames / rate)]``
     by the phase vocoder (``forward(spec, overriding_rate=None)``).  Raises ValueError when
-    neither ``fixed_rate`` nor a rate is given.  Source: torchaudio 2.8 ``transforms.TimeStretch``."""
+    neither ``fixed_rate`` nor a rate is given.  Source: torchaudio 2.8 ``transforms.TimeStretch``.
+
+    Args:
+        hop_length: the STFT's hop in samples (default ``n_fft // 2`` with ``n_fft = 2 * (n_freq - 1)``).
+        n_freq: frequency bins of the input.
+        fixed_rate: the speed-up used when forward gets no rate (> 1 faster).
+    """
 
     def __init__(self, hop_length=None, n_freq=201, fixed_rate=None):
         super().__init__()

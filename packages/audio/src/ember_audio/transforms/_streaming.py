@@ -55,8 +55,24 @@ class StreamingMelSpectrogram(_Framed):
     """``MelSpectrogram`` (same arguments but ``center``, fixed to False) over a stream of
     chunks ``[..., time]``: each call returns the ``[..., n_mels, k]`` frames completed so far;
     concatenated along the last dim they equal ``MelSpectrogram(center=False)`` of the whole
-    signal.  ``reset()`` starts a new stream.  An ember extension (torchaudio has no streaming
-    features)."""
+    signal.  ``reset()`` starts a new stream; a chunk of another leading shape raises
+    ValueError.  An ember extension (torchaudio has no streaming features).
+
+    Args:
+        sample_rate: of the input, in Hz.
+        n_fft: FFT size, in samples.
+        win_length: window size in samples (default ``n_fft``).
+        hop_length: samples between frames (default ``win_length // 2``).
+        f_min: lowest filter frequency, in Hz.
+        f_max: highest filter frequency, in Hz (default ``sample_rate // 2``).
+        n_mels: mel bands.
+        window_fn: builds the window from its length (default ``ember.hann_window``).
+        power: exponent of the magnitude (2.0 power, 1.0 magnitude; None: complex output).
+        normalized: True or "window" divides by the window's L2 norm; "frame_length" by sqrt(n_fft).
+        wkwargs: keyword arguments of ``window_fn``.
+        norm: None, or "slaney" to divide each triangle by its width (unit area).
+        mel_scale: "htk" or "slaney" mel formula.
+    """
 
     def __init__(self, sample_rate=16000, n_fft=400, win_length=None, hop_length=None, f_min=0.0, f_max=None,
                  n_mels=128, window_fn=ember.hann_window, power=2.0, normalized=False, wkwargs=None, norm=None,
@@ -78,7 +94,16 @@ class StreamingMFCC(_Framed):
     signal, which a stream cannot know; this class uses ``top_db=None`` (no floor), so its
     frames equal those of ``MFCC(..., melkwargs={..., "center": False})`` whose
     ``amplitude_to_DB.top_db`` is None (or with ``log_mels=True``, where no floor applies).
-    An ember extension."""
+    An ember extension.
+
+    Args:
+        sample_rate: of the input, in Hz.
+        n_mfcc: coefficients kept.
+        dct_type: only 2 (DCT-II) is supported.
+        norm: the DCT's norm, "ortho" or None.
+        log_mels: natural log instead of decibels.
+        melkwargs: keyword arguments of the ``MelSpectrogram``.
+    """
 
     def __init__(self, sample_rate=16000, n_mfcc=40, dct_type=2, norm="ortho", log_mels=False, melkwargs=None):
         melkwargs = dict(melkwargs or {})

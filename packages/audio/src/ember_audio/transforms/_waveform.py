@@ -150,7 +150,18 @@ class MuLawDecoding(nn.Module):
 class Resample(nn.Module):
     """Resample ``[..., time]`` from ``orig_freq`` to ``new_freq`` Hz with the kernel computed once
     (a non-persistent ``kernel`` buffer; float64 arithmetic, stored as float32 unless ``dtype``).
-    See ``functional.resample``."""
+    See ``functional.resample``; source: torchaudio 2.8 ``transforms.Resample``.
+
+    Args:
+        orig_freq, new_freq: the rates, in Hz (integers).
+        resampling_method: "sinc_interp_hann" or "sinc_interp_kaiser".
+        lowpass_filter_width: zero crossings of the sinc on each side.
+        rolloff: cutoff as a fraction of the lower Nyquist frequency.
+        beta: the Kaiser window's shape (default 14.769656459379492).
+        dtype: the kernel's dtype (None: float32).
+
+    Raises ValueError as ``functional.resample`` for bad rates or method.
+    """
 
     def __init__(self, orig_freq=16000, new_freq=16000, resampling_method="sinc_interp_hann",
                  lowpass_filter_width=6, rolloff=0.99, beta=None, *, dtype=None):
@@ -231,7 +242,9 @@ class Speed(nn.Module):
 
 class SpeedPerturbation(nn.Module):
     """``Speed`` at a factor drawn uniformly from ``factors`` on each call (Ko et al., "Audio
-    augmentation for speech recognition", 2015)."""
+    augmentation for speech recognition", 2015; torchaudio 2.8 ``transforms.SpeedPerturbation``)
+    for audio sampled at ``orig_freq`` Hz; ``forward(waveform, lengths=None) -> (waveform,
+    lengths)``."""
 
     def __init__(self, orig_freq, factors):
         super().__init__()
@@ -243,7 +256,19 @@ class SpeedPerturbation(nn.Module):
 
 
 class PitchShift(nn.Module):
-    """``functional.pitch_shift`` by ``n_steps`` for audio at ``sample_rate`` Hz."""
+    """``functional.pitch_shift`` by ``n_steps`` for audio at ``sample_rate`` Hz
+    (torchaudio 2.8 ``transforms.PitchShift``).
+
+    Args:
+        sample_rate: of the input, in Hz.
+        n_steps: the shift, in steps of ``1 / bins_per_octave`` octave.
+        bins_per_octave: steps per octave (12: semitones).
+        n_fft: FFT size of the phase vocoder, in samples.
+        win_length: window size in samples (default ``n_fft``).
+        hop_length: samples between frames (default ``win_length // 4``).
+        window_fn: builds the window from its length (default ``ember.hann_window``).
+        wkwargs: keyword arguments of ``window_fn``.
+    """
 
     def __init__(self, sample_rate, n_steps, bins_per_octave=12, n_fft=512, win_length=None, hop_length=None,
                  window_fn=ember.hann_window, wkwargs=None):

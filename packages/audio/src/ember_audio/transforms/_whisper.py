@@ -24,7 +24,10 @@ class WhisperLogMelSpectrogram(nn.Module):
     (float32).  Whisper's models expect 30 s inputs (480000 samples, 3000 frames): pad or trim the
     waveform before calling this (it does neither), as ``WhisperFeatureExtractor`` does.
     The floor at ``max - 8`` is taken over each example's last two dims.
-    Raises ValueError for an ``n_mels`` other than 80 or 128.  An ember preset (not in torchaudio)."""
+    Raises ValueError for an ``n_mels`` other than 80 or 128.  An ember preset (not in torchaudio).
+
+    ``sample_rate`` (Hz), ``n_fft`` and ``hop_length`` (samples) are Whisper's 16000, 400 and 160;
+    other values give features Whisper's models were not trained on."""
 
     def __init__(self, n_mels=80, sample_rate=16000, n_fft=400, hop_length=160):
         super().__init__()

@@ -43,7 +43,11 @@ class LoadedArchive:
     Attributes: ``root`` (the folder), ``manifest`` (dict), ``config`` (ModelConfig),
     ``name``, ``version``, ``handler`` (a built-in name or ``module:Class``), ``source``
     (the path it was loaded from), ``hf_folder`` (the path of the packed Hugging Face folder,
-    or None). ``close()`` removes the folder when it was extracted."""
+    or None). ``close()`` removes the folder when it was extracted.
+
+    Built by the archive loader, not by hand: ``root``, ``manifest`` and ``source`` as above;
+    ``owns_root`` marks a folder extracted for this archive (``close()`` deletes it). Raises
+    ArchiveError for an invalid ``config.json``."""
 
     def __init__(self, root: str, manifest: dict, source: str, owns_root: bool):
         self.root, self.manifest, self.source, self._owns_root = root, manifest, source, owns_root
@@ -273,7 +277,8 @@ def load_archive(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_ARCHIV
 
 
 def manifest_of(path: str) -> dict:
-    """The manifest of an ``.emar`` file without extracting it (not verified); ArchiveError when unreadable."""
+    """The manifest of the ``.emar`` file at ``path`` without extracting it (not verified);
+    ArchiveError when unreadable or not an ember archive."""
     try:
         with zipfile.ZipFile(path) as zf:
             return read_manifest(zf.read(MANIFEST_NAME))

@@ -26,7 +26,8 @@ BUILTIN_HANDLERS: dict[str, str | None] = {
 
 
 def register_handler(name: str, target: str) -> None:
-    """Make ``name`` a built-in handler name for ``"package.module:Class"``."""
+    """Make ``name`` a built-in handler name for ``target``, a ``"package.module:Class"`` string
+    (imported when an archive asks for ``name``). Raises ValueError when ``target`` has no ``:``."""
     if ":" not in target:
         raise ValueError(f"handler target {target!r}: expected 'package.module:Class'")
     BUILTIN_HANDLERS[name] = target

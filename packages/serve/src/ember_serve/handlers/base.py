@@ -35,7 +35,8 @@ class Request:
     bytes and ``content_type`` their media type) or ``"openai"`` (the ``/v1`` routes: ``parsed``
     holds the texts). ``rows`` is how many batch rows it adds. ``outputs`` lists the output
     names asked for (None: all). ``parsed`` keeps what a handler read from the request
-    between ``rows`` and ``preprocess``."""
+    between ``rows`` and ``preprocess``. ``id`` is the request's id (the client's, or one the
+    server made); ``parameters`` the request's free-form parameters (a dict)."""
 
     id: str
     kind: str
@@ -50,8 +51,15 @@ class Request:
 
 @dataclasses.dataclass
 class HandlerContext:
-    """What ``initialize`` gets: the loaded archive, the effective config, the device, the
-    served name and version, and a prometheus ``CollectorRegistry`` for the handler's own metrics."""
+    """What ``initialize`` gets.
+
+    Args:
+        archive: the :class:`LoadedArchive` of the model.
+        config: the effective :class:`ModelConfig`.
+        device: where the model runs (an ember device string).
+        model_name, model_version: the served name and version.
+        metrics_registry: a prometheus ``CollectorRegistry`` for the handler's own metrics (or None).
+    """
 
     archive: Any
     config: Any

@@ -55,7 +55,24 @@ def is_loopback(host: str) -> bool:
 
 @dataclasses.dataclass
 class ServerOptions:
-    """Ports 0 pick free ones (printed once listening). ``models``: ``[(name, path)]``."""
+    """How :class:`Server` listens and what it loads. Ports 0 pick free ones (printed once listening).
+
+    Args:
+        host, port: the inference API's address (Open Inference Protocol, TorchServe and OpenAI routes).
+        management_host, management_port: the management API's address (register, scale, unregister).
+        metrics_host, metrics_port: the Prometheus ``/metrics`` address (host None: ``host``).
+        model_store: the folder of ``.emar`` archives that registration by name reads (None: none).
+        models: ``[(name, path)]`` archives loaded at start.
+        management_token: the bearer token the management API requires (needed beyond loopback).
+        max_request_bytes: default largest request body, in bytes (a model's config may set its own).
+        max_archive_bytes: largest archive accepted, in bytes.
+        graceful_timeout_s: seconds in-flight requests get at shutdown (None: no limit).
+        model_control: "none", or "explicit" for Triton's model repository extension on the
+            inference port.
+        log_level: uvicorn's and the server's log level ("debug", "info", "warning", ...).
+        grpc_port: the gRPC endpoint's port (None: no gRPC endpoint).
+        grpc_host: the gRPC endpoint's host (None: ``host``).
+    """
 
     host: str = "127.0.0.1"
     port: int = 8080
@@ -106,7 +123,12 @@ class _Uvicorn(uvicorn.Server):
 
 
 class Server:
-    """``Server(options).run()`` serves until a signal; ``urls`` holds the bound addresses."""
+    """``Server(options).run()`` serves until a signal; ``urls`` holds the bound addresses.
+
+    ``options`` is a :class:`ServerOptions`. Raises ValueError for a management API (or
+    ``model_control="explicit"``) beyond loopback without a token, an unknown ``model_control``,
+    or a ``grpc_port`` without the gRPC modules.
+    """
 
     def __init__(self, options: ServerOptions):
         if not is_loopback(options.management_host) and not options.management_token:

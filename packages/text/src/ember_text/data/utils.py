@@ -49,7 +49,9 @@ def get_tokenizer(tokenizer, language: str = "en"):
 
 
 def ngrams_iterator(token_list: list[str], ngrams: int):
-    """Yield the tokens, then every n-gram for n = 2..``ngrams`` joined by spaces (torchtext's order)."""
+    """Yield the tokens of ``token_list``, then every n-gram for n = 2..``ngrams`` joined by
+    spaces (torchtext.data.utils.ngrams_iterator, in its order).
+    """
     for x in token_list:
         yield x
     for n in range(2, ngrams + 1):

@@ -17,7 +17,8 @@ class MalformedRowError(ValueError):
 
 
 class ListDataset(Dataset):
-    """A map-style dataset over records held in memory (what ``to_map_style`` returns)."""
+    """A map-style dataset over ``records`` (a list held in memory; what ``to_map_style`` returns);
+    item ``i`` is ``transform(records[i])``, or the record itself when ``transform`` is None."""
 
     def __init__(self, records: list, transform=None):
         self.records = records

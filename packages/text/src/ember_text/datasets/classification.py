@@ -27,9 +27,12 @@ class CSVTextClassification(TextIterableDataset):
     """Rows of a CSV (or TSV) file with a header; the caller names the text and label columns.
 
     Args:
-        path: the file. delimiter: default "\\t" for ``.tsv`` files, "," otherwise.
+        path: the file; yields ``(label, text)`` per row.
         text_column, label_column: header names.
-        label_to_index: optional label -> int map. Other arguments: ``TextIterableDataset``.
+        delimiter: default "\\t" for ``.tsv`` files, "," otherwise.
+        label_to_index: optional label -> int map.
+        encoding: the file's text encoding.
+        shuffle_buffer, seed, transform: as ``TextIterableDataset``.
 
     Raises:
         MalformedRowError (a ValueError): a missing column in the header or a row with too few
@@ -65,7 +68,13 @@ class CSVTextClassification(TextIterableDataset):
 
 
 class JSONLTextClassification(TextIterableDataset):
-    """One JSON object per line; the caller names the text and label fields.
+    """One JSON object per line; the caller names the text and label fields; yields ``(label, text)``.
+
+    Args:
+        path: the ``.jsonl`` file (UTF-8); blank lines are skipped.
+        text_field, label_field: the keys of the text and of the label.
+        label_to_index: optional label -> int map.
+        shuffle_buffer, seed, transform: as ``TextIterableDataset``.
 
     Raises:
         MalformedRowError: invalid JSON, not an object, or a missing field (file and line named).
@@ -99,7 +108,12 @@ class FolderTextClassification(TextIterableDataset):
     """``root/<class>/<file>``: each file is one example of its folder's class (torchvision's ImageFolder layout).
 
     Classes are the sub-folders in sorted order (``classes``, ``class_to_idx``); labels are their
-    indices. Files are read whole as UTF-8 text.
+    indices. Files are read whole as UTF-8 text; yields ``(label, text)``.
+
+    Args:
+        root: the folder of class folders.
+        extensions: the file suffixes kept (others are ignored).
+        shuffle_buffer, seed, transform: as ``TextIterableDataset``.
 
     Raises:
         FileNotFoundError: ``root`` holds no class folder.
@@ -126,6 +140,12 @@ class FastTextDataset(TextIterableDataset):
     """fastText's supervised format: ``__label__a __label__b text`` per line; yields ``(labels, text)``.
 
     ``labels`` is a list (a line may carry several); with ``label_to_index`` the labels are ints.
+
+    Args:
+        path: the file (UTF-8).
+        label_prefix: the marker of a label word.
+        label_to_index: optional label -> int map.
+        shuffle_buffer, seed, transform: as ``TextIterableDataset``.
 
     Raises:
         MalformedRowError: a non-empty line without a ``__label__`` prefix (file and line named).

@@ -59,7 +59,9 @@ def batchify(data, batch_size: int):
 
 
 def get_batch(source, i: int, bptt: int):
-    """The BPTT window at step ``i``: ``data`` ``[L, B]`` and ``target`` ``[L * B]`` (the next tokens), L <= bptt."""
+    """The BPTT window at row ``i`` of ``source`` ``[T, B]`` (from ``batchify``): ``data`` ``[L, B]`` and
+    ``target`` ``[L * B]`` (the next tokens), ``L = min(``bptt``, T - 1 - i)`` (the PyTorch word
+    language model example's ``get_batch``). Raises IndexError when no target is left."""
     seq_len = min(bptt, source.shape[0] - 1 - i)
     if seq_len <= 0:
         raise IndexError(f"step {i} leaves no target in a source of {source.shape[0]} steps")
@@ -67,7 +69,8 @@ def get_batch(source, i: int, bptt: int):
 
 
 def bptt_windows(source, bptt: int):
-    """Every BPTT window of a batchified source, in order: ``(data, target)`` pairs."""
+    """Every BPTT window of ``source`` ``[T, B]`` (from ``batchify``), in order: ``(data, target)``
+    pairs of :func:`get_batch` at rows 0, ``bptt``, 2 * ``bptt``, ..."""
     for i in range(0, source.shape[0] - 1, bptt):
         yield get_batch(source, i, bptt)
 
@@ -76,6 +79,12 @@ class RandomWindowDataset(IterableDataset):
     """``samples`` random windows of a token stream per epoch: ``(x [block_size], y [block_size])``, y = x shifted.
 
     Worker processes split the samples between them and draw from the loader's worker seeds.
+
+    Args:
+        data: the token stream, a 1-D int tensor or array ``[N]`` (kept as int64).
+        block_size: tokens per window.
+        samples: windows per epoch (the dataset's length).
+        seed: the draws' seed; each epoch (each ``iter``) draws new windows from it.
 
     Raises:
         ValueError: a stream no longer than ``block_size``.

@@ -13,6 +13,8 @@ class TranslationDataset(TextIterableDataset):
     Args:
         source_path, target_path: aligned files, line ``i`` of one translating line ``i`` of the other;
         or ``tsv_path``: one file of ``source<TAB>target`` lines (give either form, not both).
+        strip: strip surrounding whitespace from each sentence (else only the newline).
+        shuffle_buffer, seed, transform: as ``TextIterableDataset``.
 
     Raises:
         MalformedRowError: files of different lengths (the first file to end and its line), or a TSV

@@ -35,6 +35,10 @@ def _pick(table: dict, model_type: str, what: str):
 
 
 class AutoConfig:
+    """The config class of a model folder, picked by its ``config.json``'s ``model_type``
+    (Hugging Face transformers' ``AutoConfig``): use ``AutoConfig.from_pretrained(folder,
+    **overrides)``. Constructing it directly raises OSError.
+    """
     def __init__(self):
         raise OSError("AutoConfig is designed to be instantiated using `AutoConfig.from_pretrained(folder)`.")
 

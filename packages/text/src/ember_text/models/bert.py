@@ -135,6 +135,9 @@ class BertModel(PreTrainedModel):
     Returns ``BaseModelOutputWithPoolingAndCrossAttentions`` with ``last_hidden_state``
     ``[B, S, hidden]``, ``pooler_output`` ``[B, hidden]`` (when ``add_pooling_layer``) and, with
     ``output_hidden_states=True``, the embeddings' and each layer's output.
+
+    ``config`` is a :class:`BertConfig`; ``add_pooling_layer`` adds the tanh pooler over the
+    first token (transformers' ``BertModel``; Devlin et al., 2019, arXiv:1810.04805).
     """
 
     config_class = BertConfig
@@ -196,7 +199,11 @@ def classification_loss(config, logits, labels):
 
 
 class BertForSequenceClassification(PreTrainedModel):
-    """BERT with a linear classifier over the pooled output: logits ``[B, num_labels]``; loss when labels are given."""
+    """BERT with a linear classifier over the pooled output: logits ``[B, num_labels]``; loss when labels are given.
+
+    ``config`` is a :class:`BertConfig`; its ``num_labels`` sets the classifier's outputs and,
+    with ``problem_type``, the loss (transformers' ``BertForSequenceClassification``).
+    """
 
     config_class = BertConfig
     base_model_prefix = "bert"

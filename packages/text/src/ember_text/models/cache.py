@@ -12,6 +12,11 @@ import ember
 
 
 class DynamicCache:
+    """A growing key/value cache for incremental decoding (Hugging Face transformers'
+    ``DynamicCache``): per layer, keys and values ``[batch, kv_heads, seq, head_dim]`` that
+    ``update`` extends along ``seq``. Created empty; ``cache[i]`` is layer ``i``'s ``(keys,
+    values)``. ``update`` raises IndexError when a layer is skipped.
+    """
     def __init__(self):
         self.key_cache: list = []
         self.value_cache: list = []

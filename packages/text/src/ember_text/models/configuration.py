@@ -100,6 +100,13 @@ class PretrainedConfig:
 
 
 class BertConfig(PretrainedConfig):
+    """BERT's hyper-parameters (Hugging Face transformers' ``BertConfig``; Devlin et al., 2019,
+    arXiv:1810.04805), with transformers' defaults (bert-base: ``vocab_size`` 30522,
+    ``hidden_size`` 768, ``num_hidden_layers`` 12, ``num_attention_heads`` 12,
+    ``intermediate_size`` 3072, ``max_position_embeddings`` 512, ``layer_norm_eps`` 1e-12, ...).
+    Every keyword argument becomes an attribute, unknown ones included (see
+    :class:`PretrainedConfig`).
+    """
     model_type = "bert"
     defaults = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
                 "intermediate_size": 3072, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
@@ -109,6 +116,13 @@ class BertConfig(PretrainedConfig):
 
 
 class GPT2Config(PretrainedConfig):
+    """GPT-2's hyper-parameters (Hugging Face transformers' ``GPT2Config``; Radford et al., 2019),
+    with transformers' defaults (the 124M model: ``vocab_size`` 50257, ``n_positions`` 1024,
+    ``n_embd`` 768, ``n_layer`` 12, ``n_head`` 12, ``layer_norm_epsilon`` 1e-5, ...).
+    ``hidden_size``, ``max_position_embeddings``, ``num_attention_heads`` and
+    ``num_hidden_layers`` are aliases of the ``n_*`` names. Every keyword argument becomes an
+    attribute (see :class:`PretrainedConfig`).
+    """
     model_type = "gpt2"
     attribute_map = {"hidden_size": "n_embd", "max_position_embeddings": "n_positions",
                      "num_attention_heads": "n_head", "num_hidden_layers": "n_layer"}
@@ -121,6 +135,14 @@ class GPT2Config(PretrainedConfig):
 
 
 class LlamaConfig(PretrainedConfig):
+    """Llama's hyper-parameters (Hugging Face transformers' ``LlamaConfig``; Touvron et al., 2023,
+    arXiv:2302.13971), with transformers' defaults (Llama-7B: ``vocab_size`` 32000,
+    ``hidden_size`` 4096, ``intermediate_size`` 11008, 32 layers and heads, ``rms_norm_eps``
+    1e-6, ``rope_theta`` 10000.0, untied embeddings, ...). ``num_key_value_heads`` defaults to
+    ``num_attention_heads`` (no grouped-query attention) and ``head_dim`` to
+    ``hidden_size // num_attention_heads``. Every keyword argument becomes an attribute (see
+    :class:`PretrainedConfig`).
+    """
     model_type = "llama"
     defaults = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
                 "num_attention_heads": 32, "num_key_value_heads": None, "hidden_act": "silu",

@@ -23,11 +23,23 @@ __all__ = ["DecodeBatch", "DecodingSequence"]
 
 
 class DecodingSequence:
-    """One sequence of a DecodeBatch.
+    """One sequence of a DecodeBatch (made by ``DecodeBatch.add``, not by hand).
 
     Attributes: ``prompt`` (ids), ``tokens`` (generated ids, the EOS included when it came),
     ``finished``, ``finish_reason`` ("stop": an EOS token; "length": ``max_new_tokens``;
-    "cancelled": ``DecodeBatch.cancel``), and the settings given to ``add``."""
+    "cancelled": ``DecodeBatch.cancel``), and the settings given to ``add``:
+
+    Args:
+        prompt: the prompt's token ids.
+        max_new_tokens: the most tokens to generate.
+        do_sample: sample (True) or pick the most likely token (greedy).
+        temperature: logits are divided by it before sampling.
+        top_k: sample among the ``top_k`` most likely tokens (None: all).
+        top_p: sample within the smallest set of probability mass >= ``top_p`` (nucleus).
+        repetition_penalty: the CTRL penalty on tokens already in the sequence (1.0: none).
+        eos: the collection of ids that end the sequence.
+        generator: the ``ember.Generator`` of the sampling draws (None: the global one).
+    """
 
     def __init__(self, prompt, max_new_tokens, do_sample, temperature, top_k, top_p, repetition_penalty, eos,
                  generator):
@@ -63,7 +75,8 @@ class DecodeBatch:
 
     ``add(prompt, ...)`` -> DecodingSequence (its first token picked); ``step()`` -> the
     sequences that got a token; ``cancel(seq)``; ``len(batch)``: sequences not finished.
-    Not thread-safe: one thread drives a batch.
+    Not thread-safe: one thread drives a batch. ``model`` is the causal LM, used as is (put
+    it in eval mode and on its device first).
     """
 
     def __init__(self, model):

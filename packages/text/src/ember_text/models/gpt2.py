@@ -100,7 +100,10 @@ class GPT2Block(nn.Module):
 
 class GPT2Model(PreTrainedModel):
     """GPT-2's decoder stack: ``forward(input_ids [B, L], attention_mask [B, past + L], position_ids [B, L],
-    past_key_values=DynamicCache, use_cache)`` -> last_hidden_state ``[B, L, n_embd]`` and the cache."""
+    past_key_values=DynamicCache, use_cache)`` -> last_hidden_state ``[B, L, n_embd]`` and the cache.
+
+    ``config`` is a :class:`GPT2Config` (transformers' ``GPT2Model``; Radford et al., 2019).
+    """
 
     config_class = GPT2Config
     base_model_prefix = "transformer"
@@ -176,7 +179,10 @@ class CausalLMHead:
 
 
 class GPT2LMHeadModel(CausalLMHead, PreTrainedModel, GenerationMixin):
-    """GPT-2 with its tied LM head: logits ``[B, L, vocab_size]``; ``loss`` when ``labels`` ``[B, L]`` are given."""
+    """GPT-2 with its tied LM head: logits ``[B, L, vocab_size]``; ``loss`` when ``labels`` ``[B, L]`` are given.
+
+    ``config`` is a :class:`GPT2Config` (transformers' ``GPT2LMHeadModel``).
+    """
 
     config_class = GPT2Config
     base_model_prefix = "transformer"

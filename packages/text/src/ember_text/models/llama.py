@@ -208,7 +208,11 @@ class LlamaDecoderLayer(nn.Module):
 
 
 class LlamaModel(PreTrainedModel):
-    """Llama's decoder stack; forward as ``GPT2Model``'s (input_ids, attention_mask, position_ids, cache)."""
+    """Llama's decoder stack; forward as ``GPT2Model``'s (input_ids, attention_mask, position_ids, cache).
+
+    ``config`` is a :class:`LlamaConfig` (transformers' ``LlamaModel``; Touvron et al., 2023,
+    arXiv:2302.13971).
+    """
 
     config_class = LlamaConfig
     base_model_prefix = "model"
@@ -263,7 +267,11 @@ class LlamaModel(PreTrainedModel):
 
 
 class LlamaForCausalLM(CausalLMHead, PreTrainedModel, GenerationMixin):
-    """Llama with its LM head: logits ``[B, L, vocab_size]``; ``loss`` when ``labels`` are given."""
+    """Llama with its LM head: logits ``[B, L, vocab_size]``; ``loss`` when ``labels`` are given.
+
+    ``config`` is a :class:`LlamaConfig`; the head is tied to the embeddings only when
+    ``tie_word_embeddings`` (transformers' ``LlamaForCausalLM``).
+    """
 
     config_class = LlamaConfig
     base_model_prefix = "model"

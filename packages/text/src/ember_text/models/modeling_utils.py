@@ -35,7 +35,8 @@ class PreTrainedModel(nn.Module):
     Subclasses set ``config_class``, ``base_model_prefix`` (the attribute holding the base model:
     "bert", "transformer", "model"), ``_tied_weights`` (parameter name -> the one it shares) and
     ``_head_prefixes`` (heads that may be missing from a base-model checkpoint and are then
-    freshly initialized, as for fine-tuning).
+    freshly initialized, as for fine-tuning). ``config`` is the model's
+    :class:`PretrainedConfig`, kept as ``self.config`` (transformers' ``PreTrainedModel``).
     """
 
     config_class = PretrainedConfig

@@ -12,9 +12,19 @@ from ember.nn import functional as F
 class LSTMLanguageModel(nn.Module):
     """An embedding, a multi-layer LSTM and a decoder to the vocabulary (PyTorch's word_language_model RNNModel).
 
-    ``forward(input [L, B] int64, hidden=None)`` returns logits ``[L, B, ntoken]`` and the new
-    hidden state ``(h, c)``, each ``[nlayers, B, nhid]``. ``tie_weights`` shares the embedding and
-    the decoder (Press & Wolf, 2017), which needs ``nhid == ninp``.
+    ``forward(input [L, B] int64, hidden=None)`` (``[B, L]`` when ``batch_first``) returns logits
+    ``[L, B, ntoken]`` (``[B, L, ntoken]``) and the new hidden state ``(h, c)``, each
+    ``[nlayers, B, nhid]``. ``tie_weights`` shares the embedding and the decoder (Press & Wolf,
+    2017, arXiv:1608.05859), which needs ``nhid == ninp``.
+
+    Args:
+        ntoken: vocabulary size.
+        ninp: embedding width.
+        nhid: LSTM hidden width.
+        nlayers: LSTM layers.
+        dropout: dropout on the embeddings, between LSTM layers and before the decoder.
+        tie_weights: share the embedding and decoder weights.
+        batch_first: inputs and logits are batch-major.
 
     Raises:
         ValueError: ``tie_weights`` with ``nhid != ninp``.
@@ -47,11 +57,21 @@ class LSTMLanguageModel(nn.Module):
 
 
 class TextCNN(nn.Module):
-    """Kim (2014), "Convolutional Neural Networks for Sentence Classification": parallel 1-d convolutions of
-    several widths over the embeddings, max-over-time pooling, dropout and a linear classifier.
+    """Kim (2014), "Convolutional Neural Networks for Sentence Classification" (arXiv:1408.5882):
+    parallel 1-d convolutions of several widths over the embeddings, max-over-time pooling,
+    dropout and a linear classifier.
 
     ``forward(input_ids [B, L])`` -> logits ``[B, num_classes]``. Inputs shorter than the widest
     kernel are right-padded with ``padding_idx``.
+
+    Args:
+        vocab_size: embedding rows.
+        num_classes: classifier outputs.
+        embed_dim: embedding width.
+        kernel_sizes: convolution widths, in tokens.
+        num_filters: output channels of each convolution.
+        dropout: dropout before the classifier.
+        padding_idx: the padding id (its embedding stays zero; None: no padding id, pads with 0).
     """
 
     def __init__(self, vocab_size: int, num_classes: int, embed_dim: int = 128, kernel_sizes=(3, 4, 5),
@@ -74,7 +94,14 @@ class TextCNN(nn.Module):
 
 
 class PositionalEncoding(nn.Module):
-    """Vaswani et al. (2017) sinusoidal encodings added to ``[B, L, d_model]`` inputs (a non-persistent buffer)."""
+    """Vaswani et al. (2017, arXiv:1706.03762) sinusoidal encodings added to ``[B, L, d_model]``
+    inputs (a non-persistent buffer), then dropout.
+
+    Args:
+        d_model: the feature width.
+        max_len: the longest sequence; a longer input raises ValueError.
+        dropout: dropout probability after the addition.
+    """
 
     def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.1):
         super().__init__()
@@ -97,6 +124,17 @@ class TransformerClassifier(nn.Module):
     mean-pooled over the real tokens, then a linear classifier.
 
     ``forward(input_ids [B, L], attention_mask [B, L] (1 = token) = None)`` -> logits ``[B, num_classes]``.
+
+    Args:
+        vocab_size: embedding rows.
+        num_classes: classifier outputs.
+        d_model: the model width (embeddings are scaled by ``sqrt(d_model)``).
+        nhead: attention heads.
+        num_layers: encoder layers.
+        dim_feedforward: hidden width of each layer's MLP.
+        dropout: dropout of the positions and of each layer.
+        max_len: the longest sequence (:class:`PositionalEncoding`).
+        padding_idx: the padding id, whose embedding stays zero (None: none).
     """
 
     def __init__(self, vocab_size: int, num_classes: int, d_model: int = 128, nhead: int = 4, num_layers: int = 2,

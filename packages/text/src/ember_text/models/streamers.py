@@ -73,7 +73,15 @@ class TextStreamer:
 
 
 class TextIteratorStreamer(TextStreamer):
-    """Yields the text pieces; run ``generate`` in a thread and iterate in the caller (``timeout`` in seconds)."""
+    """Yields the text pieces; run ``generate`` in a thread and iterate in the caller
+    (transformers' ``TextIteratorStreamer``).
+
+    Args:
+        tokenizer: decodes the generated ids (``decode``, with ``decode_kwargs``).
+        skip_prompt: leave the prompt's text out of the stream.
+        timeout: seconds a ``next`` waits for a piece before raising ``queue.Empty``
+            (None: forever).
+    """
 
     def __init__(self, tokenizer, skip_prompt: bool = False, timeout: float | None = None, **decode_kwargs):
         super().__init__(tokenizer, skip_prompt, **decode_kwargs)

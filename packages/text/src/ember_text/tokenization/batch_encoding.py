@@ -27,13 +27,23 @@ def as_tensor(value, tensor_type):
 
 
 class BatchEncoding(UserDict):
-    """The output of a tokenizer call: ``input_ids``, ``attention_mask``, ... as lists, numpy arrays or tensors.
+    """The output of a tokenizer call: ``input_ids``, ``attention_mask``, ... as lists, numpy arrays
+    or tensors (Hugging Face transformers' ``BatchEncoding``).
 
     Keys are read as items (``enc["input_ids"]``) or attributes (``enc.input_ids``);
     ``encodings`` holds the ``tokenizers.Encoding`` of each sequence (for ``tokens``,
     ``word_ids``, ``char_to_token``). With ``tensor_type`` "ember" (or "pt", which means
     ember tensors here so that Hugging Face-style code runs) values are int64 tensors of
     shape ``[batch, seq]``; with "np" int64 numpy arrays.
+
+    Args:
+        data: the mapping of names to values (lists of ids, arrays or tensors).
+        encoding: the backend ``tokenizers.Encoding`` list, or None.
+        tensor_type: None (keep the values), "np", "ember" or "pt".
+        n_sequences: sequences per example (1 for single texts, 2 for pairs), or None.
+
+    Raises ValueError for another ``tensor_type``, or for ragged lists that cannot become a
+    tensor.
     """
 
     def __init__(self, data=None, encoding=None, tensor_type=None, n_sequences=None):

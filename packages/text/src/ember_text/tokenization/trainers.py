@@ -63,22 +63,30 @@ def train_bpe(files=None, *, iterator: Iterable | None = None, vocab_size: int =
               special_tokens=("<unk>",), unk_token: str | None = "<unk>", lowercase: bool = False,
               suffix: str = "</w>", limit_alphabet: int = 1000, length: int | None = None,
               **token_kwargs) -> PreTrainedTokenizerFast:
-    """A character-level BPE tokenizer (Sennrich et al., 2016: "Neural Machine Translation of Rare Words").
+    """A character-level BPE tokenizer (Sennrich et al., 2016: "Neural Machine Translation of Rare
+    Words", arXiv:1508.07909; the ``tokenizers`` library's ``CharBPETokenizer`` pipeline).
 
     Words are split on whitespace and punctuation; ``suffix`` marks the end of a word, so decoding
     restores the spaces. Characters never seen in training map to ``unk_token``.
 
     Args:
-        files: a text file path or a list of them; or ``iterator``: strings, or lists of strings.
+        files: a text file path or a list of them (exclusive with ``iterator``).
+        iterator: strings, or lists of strings, to train on.
         vocab_size: the size of the final vocabulary, special tokens included.
         min_frequency: the fewest occurrences a pair needs to be merged.
         special_tokens: tokens that get the first ids and are never split.
+        unk_token: the token of unseen characters (None: they are dropped).
         lowercase: lowercase the text first (NFKC normalization is always applied).
+        suffix: the end-of-word marker appended to each word's last symbol.
+        limit_alphabet: the most distinct characters kept in the initial alphabet.
+        length: the number of items ``iterator`` yields (for the trainer's progress; optional).
         token_kwargs: special-token attributes of the result (``pad_token="<pad>"``, ...), and
             ``model_max_length``/``padding_side``/``chat_template``.
 
     Raises:
-        ValueError: neither or both of ``files`` and ``iterator``. FileNotFoundError: a missing file.
+        ValueError: neither or both of ``files`` and ``iterator``.
+        FileNotFoundError: a missing file.
+        TypeError: ``iterator`` is a single string, or an unknown keyword argument.
     """
     _check_kwargs(token_kwargs)
     token_kwargs.setdefault("unk_token", unk_token)
@@ -96,12 +104,24 @@ def train_bpe(files=None, *, iterator: Iterable | None = None, vocab_size: int =
 def train_byte_level_bpe(files=None, *, iterator: Iterable | None = None, vocab_size: int = 30000,
                          min_frequency: int = 2, special_tokens=("<|endoftext|>",), add_prefix_space: bool = False,
                          length: int | None = None, **token_kwargs) -> PreTrainedTokenizerFast:
-    """A byte-level BPE tokenizer, GPT-2's scheme (Radford et al., 2019): any text encodes, nothing maps to unk.
+    """A byte-level BPE tokenizer, GPT-2's scheme (Radford et al., 2019; the ``tokenizers``
+    library's ``ByteLevelBPETokenizer`` pipeline): any text encodes, nothing maps to unk.
 
     The 256 byte symbols are always in the vocabulary, so ``decode(encode(text)) == text`` for
-    every string. Arguments as ``train_bpe``; ``add_prefix_space`` treats the first word like
-    the others. When ``<|endoftext|>`` is among the special tokens, ``bos_token``, ``eos_token``
-    and ``unk_token`` default to it, as GPT-2's do.
+    every string. When ``<|endoftext|>`` is among the special tokens, ``bos_token``,
+    ``eos_token`` and ``unk_token`` default to it, as GPT-2's do.
+
+    Args:
+        files: a text file path or a list of them (exclusive with ``iterator``).
+        iterator: strings, or lists of strings, to train on.
+        vocab_size: the size of the final vocabulary, special tokens and bytes included.
+        min_frequency: the fewest occurrences a pair needs to be merged.
+        special_tokens: tokens that get the first ids and are never split.
+        add_prefix_space: prepend a space, so the first word is encoded like the others.
+        length: the number of items ``iterator`` yields (optional).
+        token_kwargs: as :func:`train_bpe`.
+
+    Raises the errors of :func:`train_bpe`.
     """
     _check_kwargs(token_kwargs)
     if "<|endoftext|>" in list(special_tokens):
@@ -122,11 +142,28 @@ def train_wordpiece(files=None, *, iterator: Iterable | None = None, vocab_size:
                     special_tokens=("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"), lowercase: bool = True,
                     strip_accents: bool | None = None, wordpieces_prefix: str = "##", limit_alphabet: int = 1000,
                     length: int | None = None, **token_kwargs) -> PreTrainedTokenizerFast:
-    """A BERT WordPiece tokenizer (Devlin et al., 2019): BERT's normalizer, ``[CLS] A [SEP] B [SEP]`` template.
+    """A BERT WordPiece tokenizer (Devlin et al., 2019, arXiv:1810.04805; the ``tokenizers``
+    library's ``BertWordPieceTokenizer`` pipeline): BERT's normalizer, ``[CLS] A [SEP] B [SEP]``
+    template.
 
     With the default special tokens, the result's ``pad_token``, ``unk_token``, ``cls_token``,
     ``sep_token`` and ``mask_token`` are set to them (BERT's names), and pairs get token type
-    ids 0 and 1. Other arguments as ``train_bpe``.
+    ids 0 and 1.
+
+    Args:
+        files: a text file path or a list of them (exclusive with ``iterator``).
+        iterator: strings, or lists of strings, to train on.
+        vocab_size: the size of the final vocabulary, special tokens included.
+        min_frequency: the fewest occurrences a pair needs to be merged.
+        special_tokens: tokens that get the first ids and are never split.
+        lowercase: lowercase the text (BERT's uncased models).
+        strip_accents: remove accents; None follows ``lowercase``.
+        wordpieces_prefix: the marker of a word's continuing pieces.
+        limit_alphabet: the most distinct characters kept in the initial alphabet.
+        length: the number of items ``iterator`` yields (optional).
+        token_kwargs: as :func:`train_bpe`.
+
+    Raises the errors of :func:`train_bpe`.
     """
     _check_kwargs(token_kwargs)
     specials = list(special_tokens)
@@ -158,13 +195,27 @@ def train_unigram(files=None, *, iterator: Iterable | None = None, vocab_size: i
                   special_tokens=("<unk>",), unk_token: str = "<unk>", replacement: str = "\u2581",
                   shrinking_factor: float = 0.75, max_piece_length: int = 16, n_sub_iterations: int = 2,
                   length: int | None = None, **token_kwargs) -> PreTrainedTokenizerFast:
-    """A Unigram language-model tokenizer, SentencePiece's default (Kudo, 2018: "Subword Regularization").
+    """A Unigram language-model tokenizer, SentencePiece's default (Kudo, 2018: "Subword
+    Regularization", arXiv:1804.10959; the ``tokenizers`` library's
+    ``SentencePieceUnigramTokenizer`` pipeline).
 
     Spaces become ``replacement`` (the "▁" of SentencePiece) so decoding restores them; NFKC
-    normalization. ``unk_token`` must be among ``special_tokens``. Other arguments as ``train_bpe``.
+    normalization.
 
-    Raises:
-        ValueError: ``unk_token`` is not one of the special tokens.
+    Args:
+        files: a text file path or a list of them (exclusive with ``iterator``).
+        iterator: strings, or lists of strings, to train on.
+        vocab_size: the size of the final vocabulary, special tokens included.
+        special_tokens: tokens that get the first ids and are never split.
+        unk_token: the unknown token; appended to the special tokens when it is not among them.
+        replacement: the symbol standing for a space.
+        shrinking_factor: the fraction of the vocabulary kept at each pruning step.
+        max_piece_length: the longest piece, in characters.
+        n_sub_iterations: EM iterations between pruning steps.
+        length: the number of items ``iterator`` yields (optional).
+        token_kwargs: as :func:`train_bpe`.
+
+    Raises the errors of :func:`train_bpe`.
     """
     _check_kwargs(token_kwargs)
     specials = _special_list(special_tokens, {**token_kwargs, "unk_token": unk_token})

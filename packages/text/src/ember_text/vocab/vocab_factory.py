@@ -28,11 +28,14 @@ def vocab(ordered_dict, min_freq: int = 1, specials: list[str] | None = None, sp
 
 def build_vocab_from_iterator(iterator: Iterable, min_freq: int = 1, specials: list[str] | None = None,
                               special_first: bool = True, max_tokens: int | None = None) -> Vocab:
-    """A Vocab of every token the iterator yields (each item a list of tokens), most frequent first.
+    """A Vocab of every token ``iterator`` yields (each item a list of tokens), most frequent
+    first (torchtext.vocab.build_vocab_from_iterator).
 
-    Ties in frequency are ordered lexicographically. ``max_tokens`` caps the size, specials
-    included: the ``max_tokens - len(specials)`` most frequent tokens are kept (as torchtext,
-    before the specials are taken out of them).
+    Ties in frequency are ordered lexicographically; tokens seen fewer than ``min_freq`` times
+    are left out. ``specials`` are added (whatever their count) before the others when
+    ``special_first``, else after them. ``max_tokens`` caps the size, specials included: the
+    ``max_tokens - len(specials)`` most frequent tokens are kept (as torchtext, before the
+    specials are taken out of them).
 
     Raises:
         AssertionError: ``len(specials) >= max_tokens`` (torchtext's check).

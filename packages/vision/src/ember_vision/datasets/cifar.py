@@ -103,7 +103,18 @@ class CIFAR10(VisionDataset):
 
 class CIFAR100(CIFAR10):
     """CIFAR-100: as :class:`CIFAR10` with 100 fine classes; ``targets`` are the fine
-    labels and ``classes`` the fine label names."""
+    labels and ``classes`` the fine label names (torchvision.datasets.CIFAR100).
+
+    Args:
+        root: directory holding ``cifar-100-python/``.
+        train: the 50,000 training images (True) or the 10,000 test images.
+        transform, target_transform: applied to the image and to the class.
+        download: fetch and unpack the archive (md5-checked) when the files are missing.
+
+    Raises:
+        RuntimeError: a file missing or failing its md5 check.
+        pickle.UnpicklingError: a file holding anything but plain data and arrays.
+    """
 
     base_folder = "cifar-100-python"
     url = "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz"

@@ -155,10 +155,19 @@ def default_loader(path) -> Image.Image:
 
 class ImageFolder(DatasetFolder):
     """Images in ``root/<class>/**/<file>`` with one of :data:`IMG_EXTENSIONS` (unless
-    ``is_valid_file`` is given), loaded as RGB PIL images by default.
+    ``is_valid_file`` is given), loaded as RGB PIL images by default (torchvision.datasets.ImageFolder).
 
-    Same arguments and attributes as :class:`DatasetFolder`, with ``imgs`` an alias of
-    ``samples``.
+    Args:
+        root: the folder of class folders (str or path-like).
+        transform, target_transform: applied to the image and to the class index.
+        loader: callable reading an image from its path (default :func:`default_loader`).
+        is_valid_file: predicate on a file's path, replacing the extension check.
+        allow_empty: accept class folders without any valid file.
+
+    Attributes are :class:`DatasetFolder`'s, with ``imgs`` an alias of ``samples``.
+
+    Raises:
+        FileNotFoundError: no class folder, or an empty class folder (unless ``allow_empty``).
     """
 
     def __init__(self, root, transform=None, target_transform=None, loader=default_loader,

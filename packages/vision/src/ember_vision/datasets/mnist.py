@@ -157,7 +157,18 @@ def _read_images(path: str) -> np.ndarray:
 
 class FashionMNIST(MNIST):
     """Fashion-MNIST: Zalando's 28x28 grayscale clothing images, 10 classes, same layout
-    and format as MNIST (a drop-in replacement)."""
+    and format as MNIST (a drop-in replacement; Xiao et al., 2017, arXiv:1708.07747;
+    torchvision.datasets.FashionMNIST).
+
+    Args:
+        root: directory holding ``FashionMNIST/raw/``.
+        train: the 60,000 training images (True) or the 10,000 test images.
+        transform, target_transform: applied to the image and to the label.
+        download: fetch the files (md5-checked) when they are missing.
+
+    Raises:
+        RuntimeError: files missing and ``download`` False, or a file corrupt/truncated.
+    """
 
     mirrors = ["http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"]
     resources = [
@@ -172,7 +183,17 @@ class FashionMNIST(MNIST):
 
 class KMNIST(MNIST):
     """Kuzushiji-MNIST: 28x28 grayscale cursive Japanese characters, 10 classes, in
-    MNIST's layout and format."""
+    MNIST's layout and format (Clanuwat et al., 2018, arXiv:1812.01718; torchvision.datasets.KMNIST).
+
+    Args:
+        root: directory holding ``KMNIST/raw/``.
+        train: the 60,000 training images (True) or the 10,000 test images.
+        transform, target_transform: applied to the image and to the label.
+        download: fetch the files (md5-checked) when they are missing.
+
+    Raises:
+        RuntimeError: files missing and ``download`` False, or a file corrupt/truncated.
+    """
 
     mirrors = ["http://codh.rois.ac.jp/kmnist/dataset/kmnist/"]
     resources = [

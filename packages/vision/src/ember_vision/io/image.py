@@ -94,9 +94,10 @@ def _as_bytes(data, what: str = "input") -> bytes:
 
 
 def write_file(filename, data: ember.Tensor) -> None:
-    """Write the bytes of a 1-D uint8 tensor to ``filename``.
+    """Write the bytes of ``data``, a 1-D uint8 tensor, to the file ``filename`` (str or PathLike;
+    torchvision.io.write_file).
 
-    Raises RuntimeError for another dtype or number of dimensions.
+    Raises TypeError for a non-tensor, RuntimeError for another dtype or number of dimensions.
     """
     if not isinstance(data, ember.Tensor):
         raise TypeError(f"data should be a uint8 Tensor of one dimension, got {type(data).__name__}")
@@ -171,23 +172,28 @@ def _jpeg_array(buf: bytes, mode: ImageReadMode, exif: bool) -> np.ndarray:
 
 
 def decode_png(input: ember.Tensor, mode=ImageReadMode.UNCHANGED, apply_exif_orientation: bool = False):
-    """Decode PNG bytes (uint8 ``[N]``) to a uint8 tensor ``[C, H, W]``.
+    """Decode the PNG bytes ``input`` (uint8 ``[N]``) to a uint8 tensor ``[C, H, W]``
+    (torchvision.io.decode_png).
 
-    UNCHANGED keeps the stored channels (gray 1, gray+alpha 2, RGB 3, RGBA 4; a palette
-    image gives its indices, 1 channel); other modes convert (see ``ImageReadMode``).
+    ``mode`` (an ``ImageReadMode`` or its name): UNCHANGED keeps the stored channels (gray 1,
+    gray+alpha 2, RGB 3, RGBA 4; a palette image gives its indices, 1 channel); other modes convert
+    (see ``ImageReadMode``). ``apply_exif_orientation`` rotates/flips by the file's EXIF
+    orientation tag.
 
     Raises RuntimeError for a non-uint8 or non-1-D input, data that is not a PNG, a
-    corrupt file or a 16-bit PNG.
+    corrupt file or a 16-bit PNG; KeyError for an unknown mode name.
     """
     mode = _mode(mode)
     return _to_tensor(_png_array(_as_bytes(input), mode, apply_exif_orientation))
 
 
 def decode_jpeg(input, mode=ImageReadMode.UNCHANGED, device="cpu", apply_exif_orientation: bool = False):
-    """Decode JPEG bytes (uint8 ``[N]``, or a list of them) to uint8 ``[C, H, W]`` tensor(s).
+    """Decode the JPEG bytes ``input`` (uint8 ``[N]``, or a list of them) to uint8 ``[C, H, W]``
+    tensor(s) (torchvision.io.decode_jpeg).
 
-    Modes: UNCHANGED (1 channel for gray files, 3 for colour, 4 for CMYK), GRAY, RGB. The
-    result is moved to ``device``.
+    ``mode``: UNCHANGED (1 channel for gray files, 3 for colour, 4 for CMYK), GRAY, RGB.
+    ``apply_exif_orientation`` rotates/flips by the file's EXIF orientation tag. The result is
+    moved to ``device`` (decoding itself runs on the CPU).
 
     Raises RuntimeError for a non-uint8 or non-1-D input, a corrupt file or an alpha mode;
     ValueError for an empty list or a list holding something other than tensors.
@@ -205,8 +211,10 @@ def decode_jpeg(input, mode=ImageReadMode.UNCHANGED, device="cpu", apply_exif_or
 
 
 def decode_gif(input: ember.Tensor) -> ember.Tensor:
-    """Decode GIF bytes to RGB uint8 ``[3, H, W]``, or ``[N, 3, H, W]`` for N > 1 frames
-    (frames as displayed, pillow composing them)."""
+    """Decode the GIF bytes ``input`` (uint8 ``[N]``) to RGB uint8 ``[3, H, W]``, or
+    ``[F, 3, H, W]`` for F > 1 frames (frames as displayed, pillow composing them;
+    torchvision.io.decode_gif). Raises RuntimeError for bad input or a corrupt file.
+    """
     buf = _as_bytes(input)
     img = _open(buf, "gif")
     frames = [_array(frame.convert("RGB")) for frame in ImageSequence.Iterator(img)]
@@ -216,8 +224,10 @@ def decode_gif(input: ember.Tensor) -> ember.Tensor:
 
 
 def decode_webp(input: ember.Tensor, mode=ImageReadMode.UNCHANGED) -> ember.Tensor:
-    """Decode WEBP bytes to uint8 ``[C, H, W]``: UNCHANGED gives RGB or RGBA as stored;
-    RGB and RGB_ALPHA convert. Raises RuntimeError for the gray modes."""
+    """Decode the WEBP bytes ``input`` (uint8 ``[N]``) to uint8 ``[C, H, W]``
+    (torchvision.io.decode_webp): ``mode`` UNCHANGED gives RGB or RGBA as stored; RGB and
+    RGB_ALPHA convert. Raises RuntimeError for the gray modes, bad input or a corrupt file.
+    """
     mode = _mode(mode)
     if mode in (ImageReadMode.GRAY, ImageReadMode.GRAY_ALPHA):
         raise RuntimeError(f"The provided mode is not supported for WEBP files: {mode.name}")
@@ -230,9 +240,10 @@ def decode_webp(input: ember.Tensor, mode=ImageReadMode.UNCHANGED) -> ember.Tens
 
 
 def decode_image(input, mode=ImageReadMode.UNCHANGED, apply_exif_orientation: bool = False) -> ember.Tensor:
-    """Decode JPEG, PNG, GIF or WEBP bytes (uint8 ``[N]``), or the file at a path, to uint8
-    ``[C, H, W]`` (``[N, C, H, W]`` for an animated GIF); the format is read from the
-    data's signature. ``mode`` and ``apply_exif_orientation`` apply to JPEG and PNG.
+    """Decode JPEG, PNG, GIF or WEBP bytes ``input`` (uint8 ``[N]``), or the file at a path, to
+    uint8 ``[C, H, W]`` (``[F, C, H, W]`` for an animated GIF); the format is read from the
+    data's signature (torchvision.io.decode_image). ``mode`` and ``apply_exif_orientation``
+    apply to JPEG and PNG (``mode`` also to WEBP).
 
     Raises RuntimeError for an unknown format or bad input (as torchvision).
     """
@@ -252,7 +263,10 @@ def decode_image(input, mode=ImageReadMode.UNCHANGED, apply_exif_orientation: bo
 
 
 def read_image(path, mode=ImageReadMode.UNCHANGED, apply_exif_orientation: bool = False) -> ember.Tensor:
-    """``decode_image(read_file(path), mode, apply_exif_orientation)``."""
+    """``decode_image(read_file(path), mode, apply_exif_orientation)``: the image file at
+    ``path`` (str or PathLike) as uint8 ``[C, H, W]``, with the ``mode`` and
+    ``apply_exif_orientation`` of ``decode_image`` (torchvision.io.read_image).
+    """
     return decode_image(read_file(path), mode, apply_exif_orientation=apply_exif_orientation)
 
 
@@ -279,7 +293,8 @@ def _encoded(img: Image.Image, **options) -> ember.Tensor:
 
 
 def encode_png(input: ember.Tensor, compression_level: int = 6) -> ember.Tensor:
-    """A uint8 image ``[C, H, W]`` (C = 1 or 3) as the bytes of a PNG file, uint8 ``[N]``.
+    """The uint8 image ``input`` ``[C, H, W]`` (C = 1 or 3) as the bytes of a PNG file, uint8 ``[N]``,
+    zlib ``compression_level`` 0..9 (torchvision.io.encode_png).
 
     Raises RuntimeError for ``compression_level`` outside 0..9, another dtype, number of
     dimensions or channels (torchvision's errors).
@@ -291,8 +306,8 @@ def encode_png(input: ember.Tensor, compression_level: int = 6) -> ember.Tensor:
 
 
 def encode_jpeg(input, quality: int = 75):
-    """A uint8 image ``[C, H, W]`` (C = 1 or 3), or a list of them, as JPEG file bytes
-    (uint8 ``[N]``, or a list).
+    """The uint8 image ``input`` ``[C, H, W]`` (C = 1 or 3), or a list of them, as JPEG file bytes
+    (uint8 ``[N]``, or a list) at ``quality`` 1..100 (torchvision.io.encode_jpeg).
 
     Raises ValueError for ``quality`` outside 1..100 or an empty list; RuntimeError for
     another dtype, number of dimensions or channels.
@@ -307,10 +322,14 @@ def encode_jpeg(input, quality: int = 75):
 
 
 def write_png(input: ember.Tensor, filename, compression_level: int = 6) -> None:
-    """Save a uint8 image ``[C, H, W]`` (C = 1 or 3) as a PNG file (errors of ``encode_png``)."""
+    """Save the uint8 image ``input`` ``[C, H, W]`` (C = 1 or 3) as a PNG file ``filename`` with
+    ``compression_level`` 0..9 (errors of ``encode_png``; torchvision.io.write_png).
+    """
     write_file(filename, encode_png(input, compression_level))
 
 
 def write_jpeg(input: ember.Tensor, filename, quality: int = 75) -> None:
-    """Save a uint8 image ``[C, H, W]`` (C = 1 or 3) as a JPEG file (errors of ``encode_jpeg``)."""
+    """Save the uint8 image ``input`` ``[C, H, W]`` (C = 1 or 3) as a JPEG file ``filename`` at
+    ``quality`` 1..100 (errors of ``encode_jpeg``; torchvision.io.write_jpeg).
+    """
     write_file(filename, encode_jpeg(input, quality))

@@ -156,7 +156,10 @@ def get_model_builder(name: str) -> Callable[..., Any]:
 
 
 def get_model(name: str, **config: Any):
-    """``get_model_builder(name)(**config)``: the model, e.g. ``get_model("resnet18", weights=None)``."""
+    """``get_model_builder(name)(**config)``: the model registered under ``name``
+    (case-insensitive) built with the keyword arguments ``config``, e.g.
+    ``get_model("resnet18", weights=None)`` (torchvision.models.get_model). Raises ValueError
+    for an unknown name."""
     return get_model_builder(name)(**config)
 
 
@@ -177,7 +180,8 @@ def _weights_enum_of(fn: Callable[..., Any]) -> type[WeightsEnum]:
 
 
 def get_model_weights(name: Callable[..., Any] | str) -> type[WeightsEnum]:
-    """The ``WeightsEnum`` subclass of a builder, given the builder or its registered name.
+    """The ``WeightsEnum`` subclass of a builder, ``name`` being the builder or its registered
+    name (torchvision.models.get_model_weights).
 
     Raises ValueError for an unknown name or a builder without a typed ``weights`` argument.
     """
@@ -185,7 +189,8 @@ def get_model_weights(name: Callable[..., Any] | str) -> type[WeightsEnum]:
 
 
 def get_weight(name: str) -> WeightsEnum:
-    """A weights member from its full name, e.g. ``"ResNet50_Weights.IMAGENET1K_V1"``.
+    """A weights member from its full ``name``, e.g. ``"ResNet50_Weights.IMAGENET1K_V1"``
+    (torchvision.models.get_weight).
 
     The enum is looked up in ``ember_vision.models`` and its sub-packages.
 

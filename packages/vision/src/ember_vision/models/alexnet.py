@@ -17,9 +17,13 @@ __all__ = ["AlexNet", "AlexNet_Weights", "alexnet"]
 
 
 class AlexNet(nn.Module):
-    """AlexNet: five convolutions, adaptive pooling to 6x6, three linear layers.
+    """AlexNet: five convolutions, adaptive pooling to 6x6, three linear layers (Krizhevsky,
+    2014, "One weird trick for parallelizing convolutional neural networks", arXiv:1404.5997;
+    torchvision.models.AlexNet).
 
-    Input ``[N, 3, H, W]`` float (H, W >= 63), output logits ``[N, num_classes]``.
+    Input ``[N, 3, H, W]`` float (H, W >= 63), output logits ``[N, num_classes]``; ``dropout``
+    is the probability of the two dropout layers of the classifier, ``num_classes`` the
+    number of outputs.
     """
 
     def __init__(self, num_classes: int = 1000, dropout: float = 0.5) -> None:
@@ -46,6 +50,12 @@ class AlexNet(nn.Module):
 
 
 class AlexNet_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`alexnet` (torchvision's checkpoint,
+    torchvision.models.AlexNet_Weights): ``IMAGENET1K_V1`` (acc@1 56.522 %, acc@5 79.066 %;
+    resize 256, crop 224); ``DEFAULT`` is ``IMAGENET1K_V1``. Presets are ImageClassification
+    (bilinear resize in pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` =
+    61,100,840 and the categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/alexnet-owt-7be5be79.pth",
         transforms=partial(ImageClassification, crop_size=224),

@@ -24,7 +24,16 @@ __all__ = ["ConvNeXt", "CNBlockConfig", "LayerNorm2d", "ConvNeXt_Tiny_Weights", 
 
 
 class LayerNorm2d(nn.LayerNorm):
-    """LayerNorm over the channels of ``[N, C, H, W]`` (``normalized_shape`` is ``C``)."""
+    """LayerNorm over the channels of ``[N, C, H, W]`` (``normalized_shape`` is ``C``;
+    torchvision.models.convnext.LayerNorm2d): ``nn.LayerNorm``'s arguments.
+
+    Args:
+        normalized_shape: C, the channel count.
+        eps: added to the variance.
+        elementwise_affine: learn a per-channel scale (and ``bias``, when True).
+        bias: learn a per-channel shift.
+        device, dtype: of the parameters.
+    """
 
     def forward(self, x):
         x = x.permute(0, 2, 3, 1)
@@ -69,8 +78,13 @@ class CNBlock(nn.Module):
 
 
 class CNBlockConfig:
-    """One stage: its width, the width after its downsampling layer (None for the last
-    stage), and its number of blocks."""
+    """One ConvNeXt stage (torchvision.models.convnext.CNBlockConfig).
+
+    Args:
+        input_channels: the stage's width.
+        out_channels: the width after the stage's downsampling layer (None for the last stage).
+        num_layers: the stage's number of blocks.
+    """
 
     def __init__(self, input_channels: int, out_channels: Optional[int], num_layers: int) -> None:
         self.input_channels = input_channels
@@ -83,9 +97,18 @@ class CNBlockConfig:
 
 
 class ConvNeXt(nn.Module):
-    """ConvNeXt classifier: input ``[N, 3, H, W]`` float (H, W >= 32), output logits
-    ``[N, num_classes]``. Block ``i`` of ``n`` drops its branch with probability
-    ``stochastic_depth_prob * i / (n - 1)``.
+    """ConvNeXt classifier (Liu et al., 2022, "A ConvNet for the 2020s", arXiv:2201.03545;
+    torchvision.models.ConvNeXt): input ``[N, 3, H, W]`` float (H, W >= 32), output logits
+    ``[N, num_classes]``.
+
+    Args:
+        block_setting: one :class:`CNBlockConfig` per stage.
+        stochastic_depth_prob: block ``i`` of ``n`` drops its branch with probability
+            ``stochastic_depth_prob * i / (n - 1)``.
+        layer_scale: initial value of each block's learned residual scale.
+        num_classes: classifier outputs.
+        block: block factory (default the ConvNeXt block).
+        norm_layer: normalization factory (default :class:`LayerNorm2d` with eps 1e-6).
 
     Raises ValueError for an empty ``block_setting`` and TypeError when it is not a sequence
     of :class:`CNBlockConfig`.

@@ -86,13 +86,16 @@ class MBConv(nn.Module):
 
 
 class EfficientNet(nn.Module):
-    """EfficientNet classifier: input ``[N, 3, H, W]`` float, output logits ``[N, num_classes]``.
+    """EfficientNet classifier (Tan & Le, 2019, arXiv:1905.11946; torchvision.models.EfficientNet):
+    input ``[N, 3, H, W]`` float, output logits ``[N, num_classes]``.
 
     Args:
         inverted_residual_setting: the stages, a sequence of :class:`MBConvConfig`.
         dropout: dropout before the classifier.
-        stochastic_depth_prob: drop rate of the last block; block ``i`` of ``n`` uses ``p * i / n``.
-        num_classes, norm_layer (default BatchNorm2d), last_channel (default 4x the last stage).
+        stochastic_depth_prob: drop-rate scale ``p``; block ``i`` (from 0) of ``n`` uses ``p * i / n``.
+        num_classes: classifier outputs.
+        norm_layer: normalization factory (default BatchNorm2d).
+        last_channel: width of the final 1x1 convolution (default 4x the last stage's).
         activation_layer: the nonlinearity everywhere (SiLU; the Lite models use ReLU6).
         block_kwargs: extra keyword arguments of every block (the Lite models pass ``se_layer=None``).
 
@@ -219,6 +222,7 @@ def efficientnet_lite0_state_dict_from_efficientnet_pytorch(state_dict) -> dict:
 
     Block ``N`` of the flat list goes to stage ``S`` and position ``B`` by Lite0's depths
     (1, 2, 2, 3, 3, 4, 1); a block without ``_expand_conv`` has its layers numbered from 0.
+    ``state_dict`` maps names to tensors; the values are kept, a new dict is returned.
     Raises KeyError naming the first key it cannot place.
     """
     depths = [cnf.num_layers for cnf in _lite_setting()]

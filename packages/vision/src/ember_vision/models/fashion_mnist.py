@@ -51,9 +51,10 @@ class BasicBlock(nn.Module):
 
 class FashionResNet(nn.Module):
     """A 3x3 stem, three stages of one basic block each (``widths`` channels, the last two
-    halving the resolution), global average pooling and a linear classifier.
+    halving the resolution), global average pooling and a linear classifier (ember's own
+    small model, no torchvision counterpart).
     Input ``[N, 1, 28, 28]`` (normalised by :class:`FashionMNISTClassification`), output
-    logits ``[N, num_classes]``."""
+    logits ``[N, num_classes]`` (``num_classes`` classifier outputs, 10 for Fashion-MNIST)."""
 
     def __init__(self, widths=(24, 48, 96), num_classes: int = 10):
         super().__init__()

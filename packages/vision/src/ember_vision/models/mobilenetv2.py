@@ -86,11 +86,20 @@ class InvertedResidual(nn.Module):
 
 
 class MobileNetV2(nn.Module):
-    """MobileNetV2 classifier: input ``[N, 3, H, W]`` float, output logits ``[N, num_classes]``.
+    """MobileNetV2 classifier (Sandler et al., 2018, arXiv:1801.04381; torchvision.models.MobileNetV2):
+    input ``[N, 3, H, W]`` float, output logits ``[N, num_classes]``.
 
-    ``inverted_residual_setting`` is a list of ``[t, c, n, s]`` rows (expansion, channels,
-    repeats, first stride); channel counts are scaled by ``width_mult`` and rounded to a
-    multiple of ``round_nearest``. Raises ValueError for a malformed setting.
+    Args:
+        num_classes: classifier outputs.
+        width_mult: channel multiplier.
+        inverted_residual_setting: a list of ``[t, c, n, s]`` rows (expansion, channels,
+            repeats, first stride); default the paper's table.
+        round_nearest: channel counts (scaled by ``width_mult``) are rounded to a multiple of it.
+        block: block factory (default the inverted residual block).
+        norm_layer: normalization factory (default BatchNorm2d).
+        dropout: dropout before the classifier.
+
+    Raises ValueError for a malformed setting.
     """
 
     def __init__(self, num_classes: int = 1000, width_mult: float = 1.0, inverted_residual_setting=None,

@@ -99,7 +99,17 @@ class InvertedResidual(nn.Module):
 
 
 class MobileNetV3(nn.Module):
-    """MobileNetV3 classifier: input ``[N, 3, H, W]`` float, output logits ``[N, num_classes]``.
+    """MobileNetV3 classifier (Howard et al., 2019, "Searching for MobileNetV3",
+    arXiv:1905.02244; torchvision.models.MobileNetV3): input ``[N, 3, H, W]`` float, output
+    logits ``[N, num_classes]``.
+
+    Args:
+        inverted_residual_setting: the blocks, a sequence of :class:`InvertedResidualConfig`.
+        last_channel: width of the classifier's hidden linear layer.
+        num_classes: classifier outputs.
+        block: block factory (default the inverted residual block).
+        norm_layer: normalization factory (default BatchNorm2d, eps 0.001, momentum 0.01).
+        dropout: dropout before the last linear layer.
 
     Raises ValueError for an empty ``inverted_residual_setting`` and TypeError when it is not
     a sequence of :class:`InvertedResidualConfig`.
@@ -241,7 +251,13 @@ def mobilenet_v3_large(*, weights: Optional[MobileNet_V3_Large_Weights] = None, 
 @handle_legacy_interface(weights=("pretrained", MobileNet_V3_Small_Weights.IMAGENET1K_V1))
 def mobilenet_v3_small(*, weights: Optional[MobileNet_V3_Small_Weights] = None, progress: bool = True,
                        **kwargs) -> MobileNetV3:
-    """MobileNetV3-Small (torchvision.models.mobilenet_v3_small); arguments as
-    :func:`mobilenet_v3_large`, weights :class:`MobileNet_V3_Small_Weights`."""
+    """MobileNetV3-Small (torchvision.models.mobilenet_v3_small).
+
+    Args:
+        weights: a :class:`MobileNet_V3_Small_Weights` member or its name, or None (random init).
+        progress: show a download progress bar.
+        **kwargs: ``width_mult``, ``reduced_tail``, ``dilated`` shape the table; the rest go to
+            :class:`MobileNetV3`.
+    """
     weights = MobileNet_V3_Small_Weights.verify(weights)
     return _mobilenet_v3("mobilenet_v3_small", weights, progress, **kwargs)

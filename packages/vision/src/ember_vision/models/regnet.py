@@ -93,7 +93,17 @@ class AnyStage(nn.Sequential):
 
 
 class BlockParams:
-    """Per-stage depths, widths, group widths, bottleneck multipliers and strides."""
+    """The stages of a RegNet (torchvision.models.regnet.BlockParams), one entry per stage in
+    each list.
+
+    Args:
+        depths: blocks per stage.
+        widths: output channels per stage.
+        group_widths: channels per group of each stage's 3x3 group convolution.
+        bottleneck_multipliers: bottleneck width over output width per stage.
+        strides: stride of each stage's first block.
+        se_ratio: squeeze-and-excitation ratio of the blocks (None: no SE).
+    """
 
     def __init__(self, depths: List[int], widths: List[int], group_widths: List[int],
                  bottleneck_multipliers: List[float], strides: List[int], se_ratio: Optional[float] = None) -> None:
@@ -108,8 +118,9 @@ class BlockParams:
     def from_init_params(cls, depth: int, w_0: int, w_a: float, w_m: float, group_width: int,
                          bottleneck_multiplier: float = 1.0, se_ratio: Optional[float] = None,
                          **kwargs) -> "BlockParams":
-        """The stages of the quantized linear width rule ``w_j = w_0 * w_m ** round(log(w_0 + j * w_a) / w_0, w_m)``
-        (rounded to multiples of 8), grouped into stages of equal width.
+        """The stages of the quantized linear width rule
+        ``w_j = w_0 * w_m ** round(log((w_0 + j * w_a) / w_0) / log(w_m))`` (rounded to multiples
+        of 8), grouped into stages of equal width.
 
         The arithmetic runs in float32 tensors, as torchvision's does, so that the rounding
         lands the same way. Raises ValueError for ``w_a < 0``, ``w_0 <= 0``, ``w_m <= 1`` or
@@ -147,8 +158,20 @@ class BlockParams:
 
 
 class RegNet(nn.Module):
-    """RegNet classifier: input ``[N, 3, H, W]`` float, output logits ``[N, num_classes]``;
-    modules ``stem``, ``trunk_output`` (stages ``block1`` ...), ``avgpool``, ``fc``."""
+    """RegNet classifier (Radosavovic et al., 2020, "Designing Network Design Spaces",
+    arXiv:2003.13678; torchvision.models.RegNet): input ``[N, 3, H, W]`` float, output logits
+    ``[N, num_classes]``; modules ``stem``, ``trunk_output`` (stages ``block1`` ...),
+    ``avgpool``, ``fc``.
+
+    Args:
+        block_params: the stages, a :class:`BlockParams`.
+        num_classes: classifier outputs.
+        stem_width: output channels of the stem.
+        stem_type: stem factory (default a strided 3x3 conv, norm, activation).
+        block_type: block factory (default the residual bottleneck block).
+        norm_layer: normalization factory (default BatchNorm2d).
+        activation: activation factory (default ReLU).
+    """
 
     def __init__(self, block_params: BlockParams, num_classes: int = 1000, stem_width: int = 32,
                  stem_type: Optional[Callable[..., nn.Module]] = None,

@@ -36,7 +36,19 @@ def conv1x1(in_planes: int, out_planes: int, stride: int = 1) -> nn.Conv2d:
 
 
 class BasicBlock(nn.Module):
-    """Two 3x3 convolutions with a shortcut (ResNet-18/34). Output channels: ``planes``."""
+    """Two 3x3 convolutions with a shortcut (ResNet-18/34; He et al., 2015, arXiv:1512.03385;
+    torchvision.models.resnet.BasicBlock). ``[N, inplanes, H, W]`` -> ``[N, planes, H / stride,
+    W / stride]``.
+
+    Args:
+        inplanes: input channels.
+        planes: output channels.
+        stride: stride of the first convolution.
+        downsample: module applied to the shortcut when the shape changes (None: identity).
+        groups, base_width: must be 1 and 64 (ValueError otherwise).
+        dilation: must be 1 (NotImplementedError otherwise).
+        norm_layer: normalization layer factory (default ``nn.BatchNorm2d``).
+    """
 
     expansion: int = 1
 
@@ -67,7 +79,19 @@ class BasicBlock(nn.Module):
 
 class Bottleneck(nn.Module):
     """1x1 reduce, 3x3 (grouped for ResNeXt, strided when downsampling), 1x1 expand, with a
-    shortcut. Output channels: ``planes * 4``."""
+    shortcut (He et al., 2015, arXiv:1512.03385; torchvision.models.resnet.Bottleneck).
+    ``[N, inplanes, H, W]`` -> ``[N, planes * 4, H / stride, W / stride]``.
+
+    Args:
+        inplanes: input channels.
+        planes: base channels; the inner width is ``int(planes * base_width / 64) * groups``.
+        stride: stride of the 3x3 convolution.
+        downsample: module applied to the shortcut when the shape changes (None: identity).
+        groups: groups of the 3x3 convolution (ResNeXt's cardinality).
+        base_width: width of each group at ``planes = 64``.
+        dilation: dilation of the 3x3 convolution.
+        norm_layer: normalization layer factory (default ``nn.BatchNorm2d``).
+    """
 
     expansion: int = 4
 
@@ -191,6 +215,12 @@ _COMMON_META = {
 
 
 class ResNet18_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`resnet18` (torchvision's checkpoint,
+    torchvision.models.ResNet18_Weights): ``IMAGENET1K_V1`` (acc@1 69.758 %, acc@5 89.078 %;
+    resize 256, crop 224); ``DEFAULT`` is ``IMAGENET1K_V1``. Presets are ImageClassification
+    (bilinear resize in pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` =
+    11,689,512 and the categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/resnet18-f37072fd.pth",
         transforms=partial(ImageClassification, crop_size=224),
@@ -207,6 +237,12 @@ class ResNet18_Weights(WeightsEnum):
 
 
 class ResNet34_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`resnet34` (torchvision's checkpoint,
+    torchvision.models.ResNet34_Weights): ``IMAGENET1K_V1`` (acc@1 73.314 %, acc@5 91.42 %;
+    resize 256, crop 224); ``DEFAULT`` is ``IMAGENET1K_V1``. Presets are ImageClassification
+    (bilinear resize in pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` =
+    21,797,672 and the categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/resnet34-b627a593.pth",
         transforms=partial(ImageClassification, crop_size=224),
@@ -223,6 +259,13 @@ class ResNet34_Weights(WeightsEnum):
 
 
 class ResNet50_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`resnet50` (torchvision's checkpoints,
+    torchvision.models.ResNet50_Weights): ``IMAGENET1K_V1`` (acc@1 76.13 %, acc@5 92.862 %;
+    resize 256, crop 224), ``IMAGENET1K_V2`` (acc@1 80.858 %, acc@5 95.434 %; resize 232, crop
+    224); ``DEFAULT`` is ``IMAGENET1K_V2``. Presets are ImageClassification (bilinear resize in
+    pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` = 25,557,032 and the
+    categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/resnet50-0676ba61.pth",
         transforms=partial(ImageClassification, crop_size=224),
@@ -251,6 +294,13 @@ class ResNet50_Weights(WeightsEnum):
 
 
 class ResNet101_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`resnet101` (torchvision's checkpoints,
+    torchvision.models.ResNet101_Weights): ``IMAGENET1K_V1`` (acc@1 77.374 %, acc@5 93.546 %;
+    resize 256, crop 224), ``IMAGENET1K_V2`` (acc@1 81.886 %, acc@5 95.78 %; resize 232, crop
+    224); ``DEFAULT`` is ``IMAGENET1K_V2``. Presets are ImageClassification (bilinear resize in
+    pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` = 44,549,160 and the
+    categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/resnet101-63fe2227.pth",
         transforms=partial(ImageClassification, crop_size=224),
@@ -279,6 +329,13 @@ class ResNet101_Weights(WeightsEnum):
 
 
 class ResNet152_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`resnet152` (torchvision's checkpoints,
+    torchvision.models.ResNet152_Weights): ``IMAGENET1K_V1`` (acc@1 78.312 %, acc@5 94.046 %;
+    resize 256, crop 224), ``IMAGENET1K_V2`` (acc@1 82.284 %, acc@5 96.002 %; resize 232, crop
+    224); ``DEFAULT`` is ``IMAGENET1K_V2``. Presets are ImageClassification (bilinear resize in
+    pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` = 60,192,808 and the
+    categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/resnet152-394f9c45.pth",
         transforms=partial(ImageClassification, crop_size=224),
@@ -307,6 +364,13 @@ class ResNet152_Weights(WeightsEnum):
 
 
 class ResNeXt50_32X4D_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`resnext50_32x4d` (torchvision's checkpoints,
+    torchvision.models.ResNeXt50_32X4D_Weights): ``IMAGENET1K_V1`` (acc@1 77.618 %, acc@5 93.698
+    %; resize 256, crop 224), ``IMAGENET1K_V2`` (acc@1 81.198 %, acc@5 95.34 %; resize 232, crop
+    224); ``DEFAULT`` is ``IMAGENET1K_V2``. Presets are ImageClassification (bilinear resize in
+    pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` = 25,028,904 and the
+    categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/resnext50_32x4d-7cdf4587.pth",
         transforms=partial(ImageClassification, crop_size=224),
@@ -335,6 +399,13 @@ class ResNeXt50_32X4D_Weights(WeightsEnum):
 
 
 class Wide_ResNet50_2_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`wide_resnet50_2` (torchvision's checkpoints,
+    torchvision.models.Wide_ResNet50_2_Weights): ``IMAGENET1K_V1`` (acc@1 78.468 %, acc@5 94.086
+    %; resize 256, crop 224), ``IMAGENET1K_V2`` (acc@1 81.602 %, acc@5 95.758 %; resize 232,
+    crop 224); ``DEFAULT`` is ``IMAGENET1K_V2``. Presets are ImageClassification (bilinear
+    resize in pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` = 68,883,240
+    and the categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/wide_resnet50_2-95faca4d.pth",
         transforms=partial(ImageClassification, crop_size=224),

@@ -82,11 +82,17 @@ class InvertedResidual(nn.Module):
 
 
 class ShuffleNetV2(nn.Module):
-    """ShuffleNetV2 classifier: input ``[N, 3, H, W]`` float, output logits ``[N, num_classes]``.
+    """ShuffleNetV2 classifier (Ma et al., 2018, arXiv:1807.11164; torchvision.models.ShuffleNetV2):
+    input ``[N, 3, H, W]`` float, output logits ``[N, num_classes]``.
 
-    ``stages_repeats``: units in stages 2-4 (3 ints); ``stages_out_channels``: widths of
-    conv1, the three stages and conv5 (5 ints). Raises ValueError for other lengths.
-    Parameters keep the layers' default initialisation, as torchvision does.
+    Args:
+        stages_repeats: units in stages 2-4 (3 ints).
+        stages_out_channels: widths of conv1, the three stages and conv5 (5 ints).
+        num_classes: classifier outputs.
+        inverted_residual: unit factory ``(in_channels, out_channels, stride)``.
+
+    Raises ValueError for other lengths. Parameters keep the layers' default initialisation, as
+    torchvision does.
     """
 
     def __init__(self, stages_repeats: List[int], stages_out_channels: List[int], num_classes: int = 1000,

@@ -286,13 +286,28 @@ class SwinTransformerBlock(nn.Module):
 
 
 class SwinTransformer(nn.Module):
-    """Swin Transformer (https://arxiv.org/abs/2103.14030), torchvision's layout.
+    """Swin Transformer (Liu et al., 2021, arXiv:2103.14030), torchvision's layout
+    (torchvision.models.SwinTransformer).
 
     Input ``[N, 3, H, W]`` (any H, W: windows pad as needed), output ``[N, num_classes]``.
     ``features`` holds the patch embedding (``features.0``), then alternately a stage of
     blocks and a ``PatchMerging``; block ``i`` of a stage shifts its windows by half a
     window when ``i`` is odd. Stochastic depth grows linearly from 0 to
     ``stochastic_depth_prob`` over all blocks.
+
+    Args:
+        patch_size: [ph, pw] pixels of the patch embedding (its convolution's kernel and stride).
+        embed_dim: channels after the patch embedding; stage ``i`` has ``embed_dim * 2**i``.
+        depths: blocks per stage.
+        num_heads: attention heads per stage.
+        window_size: [wh, ww] attention window, in patches.
+        mlp_ratio: MLP hidden width over the block width.
+        dropout: dropout after attention and in the MLP.
+        attention_dropout: dropout on the attention weights.
+        num_classes: classifier outputs.
+        norm_layer: normalization factory (default LayerNorm, eps 1e-5).
+        block: block factory (default the Swin block).
+        downsample_layer: merging factory between stages (default ``PatchMerging``).
     """
 
     def __init__(

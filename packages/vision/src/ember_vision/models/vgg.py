@@ -24,8 +24,10 @@ __all__ = ["VGG", "VGG11_Weights", "VGG11_BN_Weights", "VGG13_Weights", "VGG13_B
 class VGG(nn.Module):
     """VGG: a convolutional ``features`` stack, adaptive pooling to 7x7, three linear layers.
 
-    Input ``[N, 3, H, W]`` float (H, W >= 32), output logits ``[N, num_classes]``.
-    ``init_weights``: Kaiming-normal convolutions, N(0, 0.01) linear weights, zero biases.
+    Input ``[N, 3, H, W]`` float (H, W >= 32), output logits ``[N, num_classes]``
+    (Simonyan & Zisserman, 2014, arXiv:1409.1556; torchvision.models.VGG).
+    ``init_weights``: Kaiming-normal convolutions, N(0, 0.01) linear weights, zero biases;
+    ``dropout``: probability of the classifier's two dropout layers; ``num_classes``: outputs.
     """
 
     def __init__(self, features: nn.Module, num_classes: int = 1000, init_weights: bool = True,
@@ -97,6 +99,12 @@ _COMMON_META = {
 
 
 class VGG11_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`vgg11` (torchvision's checkpoint,
+    torchvision.models.VGG11_Weights): ``IMAGENET1K_V1`` (acc@1 69.02 %, acc@5 88.628 %; resize
+    256, crop 224); ``DEFAULT`` is ``IMAGENET1K_V1``. Presets are ImageClassification (bilinear
+    resize in pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` = 132,863,336
+    and the categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/vgg11-8a719046.pth",
         transforms=partial(ImageClassification, crop_size=224),
@@ -113,6 +121,12 @@ class VGG11_Weights(WeightsEnum):
 
 
 class VGG11_BN_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`vgg11_bn` (torchvision's checkpoint,
+    torchvision.models.VGG11_BN_Weights): ``IMAGENET1K_V1`` (acc@1 70.37 %, acc@5 89.81 %;
+    resize 256, crop 224); ``DEFAULT`` is ``IMAGENET1K_V1``. Presets are ImageClassification
+    (bilinear resize in pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` =
+    132,868,840 and the categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/vgg11_bn-6002323d.pth",
         transforms=partial(ImageClassification, crop_size=224),
@@ -129,6 +143,12 @@ class VGG11_BN_Weights(WeightsEnum):
 
 
 class VGG13_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`vgg13` (torchvision's checkpoint,
+    torchvision.models.VGG13_Weights): ``IMAGENET1K_V1`` (acc@1 69.928 %, acc@5 89.246 %; resize
+    256, crop 224); ``DEFAULT`` is ``IMAGENET1K_V1``. Presets are ImageClassification (bilinear
+    resize in pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` = 133,047,848
+    and the categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/vgg13-19584684.pth",
         transforms=partial(ImageClassification, crop_size=224),
@@ -145,6 +165,12 @@ class VGG13_Weights(WeightsEnum):
 
 
 class VGG13_BN_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`vgg13_bn` (torchvision's checkpoint,
+    torchvision.models.VGG13_BN_Weights): ``IMAGENET1K_V1`` (acc@1 71.586 %, acc@5 90.374 %;
+    resize 256, crop 224); ``DEFAULT`` is ``IMAGENET1K_V1``. Presets are ImageClassification
+    (bilinear resize in pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` =
+    133,053,736 and the categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/vgg13_bn-abd245e5.pth",
         transforms=partial(ImageClassification, crop_size=224),
@@ -161,6 +187,13 @@ class VGG13_BN_Weights(WeightsEnum):
 
 
 class VGG16_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`vgg16` (torchvision's checkpoints,
+    torchvision.models.VGG16_Weights): ``IMAGENET1K_V1`` (acc@1 71.592 %, acc@5 90.382 %; resize
+    256, crop 224), ``IMAGENET1K_FEATURES`` (the SSD feature extractor's weights, no classifier:
+    the preset keeps pixel values in [0, 255] minus the mean); ``DEFAULT`` is ``IMAGENET1K_V1``.
+    Presets are ImageClassification (bilinear resize in pixels, center crop, ImageNet mean/std);
+    ``meta`` has ``num_params`` = 138,357,544 and the categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/vgg16-397923af.pth",
         transforms=partial(ImageClassification, crop_size=224),
@@ -192,6 +225,12 @@ class VGG16_Weights(WeightsEnum):
 
 
 class VGG16_BN_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`vgg16_bn` (torchvision's checkpoint,
+    torchvision.models.VGG16_BN_Weights): ``IMAGENET1K_V1`` (acc@1 73.36 %, acc@5 91.516 %;
+    resize 256, crop 224); ``DEFAULT`` is ``IMAGENET1K_V1``. Presets are ImageClassification
+    (bilinear resize in pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` =
+    138,365,992 and the categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/vgg16_bn-6c64b313.pth",
         transforms=partial(ImageClassification, crop_size=224),
@@ -208,6 +247,12 @@ class VGG16_BN_Weights(WeightsEnum):
 
 
 class VGG19_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`vgg19` (torchvision's checkpoint,
+    torchvision.models.VGG19_Weights): ``IMAGENET1K_V1`` (acc@1 72.376 %, acc@5 90.876 %; resize
+    256, crop 224); ``DEFAULT`` is ``IMAGENET1K_V1``. Presets are ImageClassification (bilinear
+    resize in pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` = 143,667,240
+    and the categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/vgg19-dcbb9e9d.pth",
         transforms=partial(ImageClassification, crop_size=224),
@@ -224,6 +269,12 @@ class VGG19_Weights(WeightsEnum):
 
 
 class VGG19_BN_Weights(WeightsEnum):
+    """ImageNet-1k weights of :func:`vgg19_bn` (torchvision's checkpoint,
+    torchvision.models.VGG19_BN_Weights): ``IMAGENET1K_V1`` (acc@1 74.218 %, acc@5 91.842 %;
+    resize 256, crop 224); ``DEFAULT`` is ``IMAGENET1K_V1``. Presets are ImageClassification
+    (bilinear resize in pixels, center crop, ImageNet mean/std); ``meta`` has ``num_params`` =
+    143,678,248 and the categories.
+    """
     IMAGENET1K_V1 = Weights(
         url="https://download.pytorch.org/models/vgg19_bn-c79401a0.pth",
         transforms=partial(ImageClassification, crop_size=224),

@@ -45,9 +45,10 @@ def _from_xyxy(boxes, fmt: str):
 
 
 def box_convert(boxes, in_fmt: str, out_fmt: str):
-    """Convert ``[..., 4]`` boxes between ``'xyxy'``, ``'xywh'`` (corner, width, height)
-    and ``'cxcywh'`` (centre, width, height). Same dtype (true division for the centre
-    follows torch's promotion). Same formats return a clone.
+    """Convert ``boxes`` ``[..., 4]`` from ``in_fmt`` to ``out_fmt``, each one of ``'xyxy'``,
+    ``'xywh'`` (corner, width, height) and ``'cxcywh'`` (centre, width, height)
+    (torchvision.ops.box_convert). Same dtype (true division for the centre follows torch's
+    promotion). Same formats return a clone.
 
     Raises:
         ValueError: a format outside torchvision's list.
@@ -65,7 +66,8 @@ def box_convert(boxes, in_fmt: str, out_fmt: str):
 
 
 def box_area(boxes, fmt: str = "xyxy"):
-    """Areas ``[...]`` of ``[..., 4]`` boxes in ``fmt`` (``'xyxy'``, ``'xywh'``, ``'cxcywh'``).
+    """Areas ``[...]`` of ``boxes`` ``[..., 4]`` in ``fmt`` (``'xyxy'``, ``'xywh'``, ``'cxcywh'``)
+    (torchvision.ops.box_area).
 
     float16/bfloat16 boxes give float32, int8/int16/uint8 give int32 (overflow guard).
     Raises ValueError for another format.
@@ -101,8 +103,10 @@ def _box_inter_union(boxes1, boxes2, fmt: str = "xyxy"):
 
 
 def box_iou(boxes1, boxes2, fmt: str = "xyxy"):
-    """Pairwise intersection over union: ``[..., N, 4]`` and ``[..., M, 4]`` -> ``[..., N, M]``
-    (floating; integer boxes give float32). Degenerate pairs (zero union) give NaN.
+    """Pairwise intersection over union of ``boxes1`` ``[..., N, 4]`` and ``boxes2``
+    ``[..., M, 4]``, both in ``fmt`` (``'xyxy'``, ``'xywh'``, ``'cxcywh'``) -> ``[..., N, M]``
+    (floating; integer boxes give float32; torchvision.ops.box_iou). Degenerate pairs (zero
+    union) give NaN.
 
     Raises:
         ValueError: an unknown format.
@@ -119,8 +123,10 @@ def box_iou(boxes1, boxes2, fmt: str = "xyxy"):
 
 
 def generalized_box_iou(boxes1, boxes2):
-    """Pairwise generalized IoU (https://arxiv.org/abs/1902.09630) of ``xyxy`` boxes:
-    ``[..., N, 4]`` and ``[..., M, 4]`` -> ``[..., N, M]``, values in ``[-1, 1]``."""
+    """Pairwise generalized IoU (Rezatofighi et al., 2019, arXiv:1902.09630;
+    torchvision.ops.generalized_box_iou) of ``xyxy`` ``boxes1`` ``[..., N, 4]`` and ``boxes2``
+    ``[..., M, 4]`` -> ``[..., N, M]``, values in ``[-1, 1]``.
+    """
     inter, union = _box_inter_union(boxes1, boxes2)
     iou = inter / union
     lti = ember.minimum(boxes1[..., :, None, :2], boxes2[..., None, :, :2])
@@ -131,8 +137,10 @@ def generalized_box_iou(boxes1, boxes2):
 
 
 def clip_boxes_to_image(boxes, size):
-    """Clamp ``[..., 4]`` ``xyxy`` boxes into an image of ``size = (height, width)``:
-    x to ``[0, width]``, y to ``[0, height]``. Same shape and dtype."""
+    """Clamp ``xyxy`` ``boxes`` ``[..., 4]`` into an image of ``size = (height, width)``
+    pixels: x to ``[0, width]``, y to ``[0, height]``. Same shape and dtype
+    (torchvision.ops.clip_boxes_to_image).
+    """
     height, width = size
     x = boxes[..., 0::2].clamp(min=0, max=width)
     y = boxes[..., 1::2].clamp(min=0, max=height)
@@ -140,8 +148,9 @@ def clip_boxes_to_image(boxes, size):
 
 
 def remove_small_boxes(boxes, min_size: float):
-    """int64 indices ``[K]`` of the ``xyxy`` boxes whose width and height are both at
-    least ``min_size``."""
+    """int64 indices ``[K]`` of the ``xyxy`` ``boxes`` ``[N, 4]`` whose width and height are
+    both at least ``min_size`` (torchvision.ops.remove_small_boxes).
+    """
     ws = boxes[..., 2] - boxes[..., 0]
     hs = boxes[..., 3] - boxes[..., 1]
     return ember.where((ws >= min_size) & (hs >= min_size))[0]
@@ -212,12 +221,17 @@ def _greedy_nms(b: np.ndarray, s: np.ndarray, iou_threshold: float) -> np.ndarra
 def batched_nms(boxes, scores, idxs, iou_threshold: float):
     """:func:`nms` within each category: boxes of different ``idxs`` never suppress each
     other (up to 1000 boxes, every category is moved apart by an offset larger than all
-    coordinates and one scan runs; above, one scan per category).
+    coordinates and one scan runs; above, one scan per category; torchvision.ops.batched_nms).
 
     Args:
-        boxes: ``[N, 4]`` ``xyxy``; scores: ``[N]``; idxs: ``[N]`` integer categories.
+        boxes: ``[N, 4]`` ``xyxy`` boxes (floating).
+        scores: ``[N]`` scores.
+        idxs: ``[N]`` integer categories.
+        iou_threshold: IoU above which the lower-scored box of a category is discarded.
     Returns:
         int64 ``[K]`` indices of the kept boxes by decreasing score.
+    Raises:
+        RuntimeError: boxes not ``[N, 4]``, scores not ``[N]``.
     """
     if boxes.numel() == 0:
         return ember.empty((0,), dtype=ember.int64, device=boxes.device)

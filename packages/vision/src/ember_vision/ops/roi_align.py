@@ -155,7 +155,16 @@ def roi_align(input, boxes, output_size, spatial_scale: float = 1.0, sampling_ra
 
 
 class RoIAlign(nn.Module):
-    """Module form of :func:`roi_align`; ``forward(input, rois)``."""
+    """Module form of :func:`roi_align` (torchvision.ops.RoIAlign); ``forward(input, rois)``
+    with ``input`` ``[N, C, H, W]`` and ``rois`` ``[K, 5]`` (or a list of ``[L, 4]``) gives
+    ``[K, C, PH, PW]``.
+
+    Args:
+        output_size: ``int`` or ``(PH, PW)`` bins per box.
+        spatial_scale: factor from box coordinates to ``input`` pixels (e.g. 1/16).
+        sampling_ratio: samples per bin along each axis; ``<= 0`` adapts to each box.
+        aligned: shift box coordinates by -0.5 pixel (the pixel-centre convention).
+    """
 
     def __init__(self, output_size, spatial_scale: float, sampling_ratio: int, aligned: bool = False):
         super().__init__()

@@ -94,7 +94,14 @@ def roi_pool(input, boxes, output_size, spatial_scale: float = 1.0):
 
 
 class RoIPool(nn.Module):
-    """Module form of :func:`roi_pool`; ``forward(input, rois)``."""
+    """Module form of :func:`roi_pool` (torchvision.ops.RoIPool); ``forward(input, rois)``
+    with ``input`` ``[N, C, H, W]`` and ``rois`` ``[K, 5]`` (or a list of ``[L, 4]``) gives
+    ``[K, C, PH, PW]``.
+
+    Args:
+        output_size: ``int`` or ``(PH, PW)`` bins per box.
+        spatial_scale: factor from box coordinates to ``input`` pixels (e.g. 1/16).
+    """
 
     def __init__(self, output_size, spatial_scale: float):
         super().__init__()

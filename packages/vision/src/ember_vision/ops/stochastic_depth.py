@@ -35,7 +35,11 @@ def stochastic_depth(input, p: float, mode: str, training: bool = True):
 
 
 class StochasticDepth(nn.Module):
-    """Module form of :func:`stochastic_depth`; active only in training mode."""
+    """Module form of :func:`stochastic_depth` (torchvision.ops.StochasticDepth; Huang et al.,
+    2016, arXiv:1603.09382); active only in training mode. Drops with probability ``p`` in
+    [0, 1], per sample (``mode="row"``) or for the whole batch (``mode="batch"``); errors are
+    raised at the first forward.
+    """
 
     def __init__(self, p: float, mode: str) -> None:
         super().__init__()

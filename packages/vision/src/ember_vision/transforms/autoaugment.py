@@ -168,7 +168,11 @@ def _rand_augment_space(num_bins: int, image_size, identity: bool):
 
 
 class AutoAugment(nn.Module):
-    """Apply one random sub-policy of ``policy`` (two ops, each with its probability)."""
+    """Apply one random sub-policy of ``policy`` (two ops, each with its probability and
+    magnitude; Cubuk et al., 2019, arXiv:1805.09501; torchvision.transforms.AutoAugment).
+    ``interpolation`` samples the geometric ops, ``fill`` (a number or one per channel) fills the
+    area they uncover. Raises ValueError for an unknown policy.
+    """
 
     def __init__(self, policy=AutoAugmentPolicy.IMAGENET, interpolation=InterpolationMode.NEAREST, fill=None):
         super().__init__()
@@ -207,7 +211,10 @@ class AutoAugment(nn.Module):
 
 
 class RandAugment(nn.Module):
-    """Apply ``num_ops`` ops drawn uniformly, each at bin ``magnitude`` of ``num_magnitude_bins``."""
+    """Apply ``num_ops`` ops drawn uniformly, each at bin ``magnitude`` of ``num_magnitude_bins``
+    (Cubuk et al., 2020, arXiv:1909.13719; torchvision.transforms.RandAugment). ``interpolation``
+    samples the geometric ops, ``fill`` (a number or one per channel) fills the area they uncover.
+    """
 
     def __init__(self, num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation=InterpolationMode.NEAREST,
                  fill=None):
@@ -239,7 +246,11 @@ class RandAugment(nn.Module):
 
 
 class TrivialAugmentWide(nn.Module):
-    """Apply one op drawn uniformly at a magnitude bin drawn uniformly (the wide ranges)."""
+    """Apply one op drawn uniformly at a magnitude bin drawn uniformly from
+    ``num_magnitude_bins`` (the wide ranges; Müller & Hutter, 2021, arXiv:2103.10158;
+    torchvision.transforms.TrivialAugmentWide). ``interpolation`` samples the geometric ops,
+    ``fill`` (a number or one per channel) fills the area they uncover.
+    """
 
     def __init__(self, num_magnitude_bins=31, interpolation=InterpolationMode.NEAREST, fill=None):
         super().__init__()
@@ -282,7 +293,14 @@ class TrivialAugmentWide(nn.Module):
 
 class AugMix(nn.Module):
     """Mix ``mixture_width`` random op chains (Dirichlet(``alpha``) weights) with the image
-    (Beta(``alpha``, ``alpha``) weight). Raises ValueError for severity outside [1, 10]."""
+    (Beta(``alpha``, ``alpha``) weight) (Hendrycks et al., 2020, arXiv:1912.02781;
+    torchvision.transforms.AugMix).
+
+    Each chain has ``chain_depth`` ops (drawn from 1..3 when it is -1); each op's magnitude bin is
+    drawn below ``severity`` (1..10) of 10 bins; ``all_ops`` adds brightness, color, contrast and
+    sharpness to the op set. ``interpolation`` samples the geometric ops, ``fill`` fills the area
+    they uncover. Raises ValueError for severity outside [1, 10].
+    """
 
     _PARAMETER_MAX = 10
 

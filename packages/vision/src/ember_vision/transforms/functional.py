@@ -67,22 +67,25 @@ def _is_tensor(img) -> bool:
 
 
 def get_dimensions(img) -> list[int]:
-    """``[channels, height, width]`` of a PIL image or tensor."""
+    """``[channels, height, width]`` of ``img`` (a PIL image or a tensor ``[..., C, H, W]``)."""
     return F_t.get_dimensions(img) if _is_tensor(img) else F_pil.get_dimensions(img)
 
 
 def get_image_size(img) -> list[int]:
-    """``[width, height]`` of a PIL image or tensor."""
+    """``[width, height]`` in pixels of ``img`` (a PIL image or a tensor ``[..., C, H, W]``)."""
     return F_t.get_image_size(img) if _is_tensor(img) else F_pil.get_image_size(img)
 
 
 def get_image_num_channels(img) -> int:
+    """The channel count C of ``img``: ``shape[-3]`` of a tensor ``[..., C, H, W]`` (1 for a
+    2-d tensor), the band count of a PIL image (torchvision.transforms.functional.get_image_num_channels).
+    """
     return F_t.get_image_num_channels(img) if _is_tensor(img) else F_pil.get_image_num_channels(img)
 
 
 def to_tensor(pic) -> ember.Tensor:
-    """A PIL image or a numpy array ``[H, W, C]`` / ``[H, W]`` as a tensor ``[C, H, W]``;
-    uint8 values become float32 in [0.0, 1.0], other dtypes are kept.
+    """A PIL image or a numpy array ``pic`` (``[H, W, C]`` / ``[H, W]``) as a tensor ``[C, H, W]``;
+    uint8 values become float32 in [0.0, 1.0], other dtypes are kept (mode ``'1'`` becomes 0/1.0).
 
     Raises TypeError for other inputs and ValueError for arrays that are not 2-d or 3-d.
     """
@@ -106,7 +109,9 @@ def to_tensor(pic) -> ember.Tensor:
 
 
 def pil_to_tensor(pic) -> ember.Tensor:
-    """A PIL image as a tensor ``[C, H, W]`` of its own dtype (uint8 for 8-bit modes), unscaled."""
+    """The PIL image ``pic`` as a tensor ``[C, H, W]`` of its own dtype (uint8 for 8-bit modes),
+    unscaled. Raises TypeError when ``pic`` is not a PIL image.
+    """
     if not _is_pil_image(pic):
         raise TypeError(f"pic should be PIL Image. Got {type(pic)}")
     arr = np.array(pic, copy=True)
@@ -116,9 +121,9 @@ def pil_to_tensor(pic) -> ember.Tensor:
 
 
 def to_pil_image(pic, mode=None):
-    """A tensor ``[C, H, W]`` / ``[H, W]`` or ndarray ``[H, W, C]`` as a PIL image.
+    """A tensor ``[C, H, W]`` / ``[H, W]`` or an ndarray ``[H, W, C]`` ``pic`` as a PIL image.
 
-    Float data (unless ``mode='F'``) is scaled by 255 and truncated to uint8. The mode is
+    Float data (unless ``mode='F'``) is scaled by 255 and truncated to uint8. ``mode`` is
     inferred from channels and dtype (L, I;16, I, F, LA, RGB, RGBA) when not given.
     Raises TypeError for other inputs or unsupported dtypes, ValueError for bad shapes/modes.
     """
@@ -159,7 +164,7 @@ def to_pil_image(pic, mode=None):
 
 
 def convert_image_dtype(image, dtype=ember.float32):
-    """Convert a tensor image to ``dtype``, rescaling values (uint8 255 <-> float 1.0).
+    """Convert the tensor ``image`` to ``dtype``, rescaling values (uint8 255 <-> float 1.0).
 
     Float -> int multiplies by ``max + 1 - 1e-3``; raises RuntimeError for unsafe float32 ->
     int32/int64 and float64 -> int64 casts; TypeError for a non-tensor input.
@@ -170,7 +175,8 @@ def convert_image_dtype(image, dtype=ember.float32):
 
 
 def normalize(tensor, mean, std, inplace: bool = False):
-    """(tensor - mean) / std per channel of a float tensor ``[..., C, H, W]``.
+    """``(tensor - mean) / std`` per channel of a float ``tensor`` ``[..., C, H, W]``; ``mean`` and
+    ``std`` are sequences of one value per channel; ``inplace`` writes into ``tensor``.
 
     Raises TypeError for non-tensor or non-float input, ValueError for ``ndim < 3`` or a zero std.
     """
@@ -199,9 +205,11 @@ def _compute_resized_output_size(image_size, size, max_size=None) -> list[int]:
 
 
 def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
-    """Resize to ``size`` ([h, w]; or an int / [int] for the smaller edge, keeping the aspect
-    ratio, capped by ``max_size``). Tensors support NEAREST, NEAREST_EXACT, BILINEAR, BICUBIC;
-    ``antialias`` applies to bilinear/bicubic tensors (PIL always antialiases).
+    """Resize ``img`` to ``size`` ([h, w]; or an int / [int] for the smaller edge, keeping the
+    aspect ratio, the longer edge capped at ``max_size`` pixels). ``interpolation`` is an
+    ``InterpolationMode`` or a pillow integer constant; tensors support NEAREST, NEAREST_EXACT,
+    BILINEAR, BICUBIC. ``antialias`` applies to bilinear/bicubic tensors (PIL always antialiases).
+    An image already of the output size is returned as is.
 
     Raises TypeError for a bad interpolation, ValueError for a bad size or max_size.
     """
@@ -227,15 +235,19 @@ def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, a
 
 
 def pad(img, padding, fill=0, padding_mode: str = "constant"):
-    """Pad by ``padding`` (int, [all], [left/right, top/bottom] or [l, t, r, b]) with
-    ``padding_mode`` constant (``fill``), edge, reflect or symmetric."""
+    """Pad ``img`` by ``padding`` pixels (int, [all], [left/right, top/bottom] or
+    [left, top, right, bottom]) with ``padding_mode`` constant (value ``fill``, a number or one per
+    channel), edge, reflect or symmetric. Raises TypeError/ValueError for malformed arguments.
+    """
     if not _is_tensor(img):
         return F_pil.pad(img, padding=padding, fill=fill, padding_mode=padding_mode)
     return F_t.pad(img, padding=padding, fill=fill, padding_mode=padding_mode)
 
 
 def crop(img, top: int, left: int, height: int, width: int):
-    """Crop the box at (top, left) of size (height, width); out-of-image parts are zeros."""
+    """Crop ``img`` to the box whose top-left corner is (``top``, ``left``) and whose size is
+    ``height`` x ``width`` pixels; parts outside the image are zeros.
+    """
     if not _is_tensor(img):
         return F_pil.crop(img, top, left, height, width)
     return F_t.crop(img, top, left, height, width)
@@ -250,7 +262,9 @@ def _pair(size):
 
 
 def center_crop(img, output_size):
-    """Crop the center ``output_size`` ([h, w] or int); pads with zeros if the image is smaller."""
+    """Crop the center ``output_size`` ([h, w] or int) of ``img``; pads with zeros if the image
+    is smaller.
+    """
     crop_h, crop_w = _pair(output_size)
     _, h, w = get_dimensions(img)
     if crop_w > w or crop_h > h:
@@ -270,18 +284,20 @@ def center_crop(img, output_size):
 
 
 def resized_crop(img, top, left, height, width, size, interpolation=InterpolationMode.BILINEAR, antialias=True):
-    """``crop`` then ``resize`` to ``size``."""
+    """``crop`` ``img`` to (``top``, ``left``, ``height``, ``width``), then ``resize`` it to
+    ``size`` with ``interpolation`` and ``antialias``.
+    """
     img = crop(img, top, left, height, width)
     return resize(img, size, interpolation, antialias=antialias)
 
 
 def hflip(img):
-    """Mirror left-right."""
+    """Mirror ``img`` left-right (last axis of a tensor ``[..., C, H, W]``)."""
     return F_pil.hflip(img) if not _is_tensor(img) else F_t.hflip(img)
 
 
 def vflip(img):
-    """Mirror top-bottom."""
+    """Mirror ``img`` top-bottom (axis -2 of a tensor ``[..., C, H, W]``)."""
     return F_pil.vflip(img) if not _is_tensor(img) else F_t.vflip(img)
 
 
@@ -302,7 +318,10 @@ def _get_perspective_coeffs(startpoints, endpoints) -> list[float]:
 
 
 def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BILINEAR, fill=None):
-    """Warp so that ``startpoints`` (4 [x, y] corners) land on ``endpoints``."""
+    """Warp ``img`` so that ``startpoints`` (4 [x, y] corners, pixels) land on ``endpoints``;
+    ``interpolation`` for sampling, ``fill`` for the area outside the input (a number or one per
+    channel; None is 0). Raises ValueError unless exactly four points are given.
+    """
     coeffs = _get_perspective_coeffs(startpoints, endpoints)
     interpolation = _interp(interpolation)
     if not _is_tensor(img):
@@ -311,7 +330,8 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
 
 
 def five_crop(img, size):
-    """Four corner crops and the center crop of ``size``: (tl, tr, bl, br, center).
+    """Four corner crops and the center crop of ``img``, each ``size`` ([h, w] or int):
+    (top-left, top-right, bottom-left, bottom-right, center).
 
     Raises ValueError if ``size`` is larger than the image.
     """
@@ -332,7 +352,9 @@ def five_crop(img, size):
 
 
 def ten_crop(img, size, vertical_flip: bool = False):
-    """``five_crop`` of the image and of its horizontal (or vertical) flip."""
+    """``five_crop`` of ``img`` with ``size``, then of its horizontal flip (a vertical flip if
+    ``vertical_flip``): a tuple of 10 images. Raises ValueError for a bad ``size``.
+    """
     size = _pair(size)
     if len(size) != 2:
         raise ValueError("Please provide only two dimensions (h, w) for size.")
@@ -341,35 +363,45 @@ def ten_crop(img, size, vertical_flip: bool = False):
 
 
 def adjust_brightness(img, brightness_factor: float):
-    """Multiply by ``brightness_factor`` (>= 0), clamped to the dtype range."""
+    """Multiply ``img`` by ``brightness_factor`` (>= 0), clamped to the dtype range.
+    Raises ValueError for a negative factor.
+    """
     if not _is_tensor(img):
         return F_pil.adjust_brightness(img, brightness_factor)
     return F_t.adjust_brightness(img, brightness_factor)
 
 
 def adjust_contrast(img, contrast_factor: float):
-    """Blend with the mean gray level: 0 gives a gray image, 1 the original."""
+    """Blend ``img`` with its mean gray level by ``contrast_factor`` (>= 0): 0 gives a gray
+    image, 1 the original, 2 doubles the contrast. Raises ValueError for a negative factor.
+    """
     if not _is_tensor(img):
         return F_pil.adjust_contrast(img, contrast_factor)
     return F_t.adjust_contrast(img, contrast_factor)
 
 
 def adjust_saturation(img, saturation_factor: float):
-    """Blend with the grayscale image: 0 gives gray, 1 the original."""
+    """Blend ``img`` with its grayscale version by ``saturation_factor`` (>= 0): 0 gives gray,
+    1 the original. Raises ValueError for a negative factor.
+    """
     if not _is_tensor(img):
         return F_pil.adjust_saturation(img, saturation_factor)
     return F_t.adjust_saturation(img, saturation_factor)
 
 
 def adjust_hue(img, hue_factor: float):
-    """Rotate the hue by ``hue_factor`` in [-0.5, 0.5] turns (ValueError otherwise)."""
+    """Rotate the hue of ``img`` (RGB, via HSV) by ``hue_factor`` in [-0.5, 0.5] turns
+    (ValueError otherwise).
+    """
     if not _is_tensor(img):
         return F_pil.adjust_hue(img, hue_factor)
     return F_t.adjust_hue(img, hue_factor)
 
 
 def adjust_gamma(img, gamma: float, gain: float = 1):
-    """``gain * img ** gamma`` on values scaled to [0, 1]."""
+    """``gain * img ** gamma`` for ``img`` scaled to [0, 1], clamped to [0, 1], then back to the
+    dtype; ``gamma`` >= 0. Raises ValueError for a negative gamma.
+    """
     if not _is_tensor(img):
         return F_pil.adjust_gamma(img, gamma, gain)
     return F_t.adjust_gamma(img, gamma, gain)
@@ -399,9 +431,11 @@ def _get_inverse_affine_matrix(center, angle, translate, scale, shear, inverted:
 
 
 def rotate(img, angle: float, interpolation=InterpolationMode.NEAREST, expand: bool = False, center=None, fill=None):
-    """Rotate counter-clockwise by ``angle`` degrees about ``center`` ([x, y], default the
-    image center); ``expand`` grows the output to hold the whole rotated image; ``fill`` for
-    the area outside. Raises TypeError for a non-number angle or non-sequence center."""
+    """Rotate ``img`` counter-clockwise by ``angle`` degrees about ``center`` ([x, y] pixels,
+    default the image center); ``interpolation`` for sampling; ``expand`` grows the output to hold
+    the whole rotated image; ``fill`` for the area outside. Raises TypeError for a non-number angle
+    or non-sequence center.
+    """
     interpolation = _interp(interpolation)
     if not isinstance(angle, (int, float)):
         raise TypeError("Argument angle should be int or float")
@@ -421,9 +455,11 @@ def rotate(img, angle: float, interpolation=InterpolationMode.NEAREST, expand: b
 
 def affine(img, angle: float, translate, scale: float, shear, interpolation=InterpolationMode.NEAREST, fill=None,
            center=None):
-    """Affine warp keeping the center invariant: rotation ``angle`` (degrees, clockwise as
-    torchvision), ``translate`` [tx, ty] pixels, ``scale`` > 0, ``shear`` (a number, or
-    [sx, sy] degrees). Raises TypeError/ValueError for malformed arguments."""
+    """Affine warp of ``img`` keeping ``center`` ([x, y] pixels, default the image center)
+    invariant: rotation ``angle`` (degrees, clockwise as torchvision), ``translate`` [tx, ty]
+    pixels, ``scale`` > 0, ``shear`` (a number for x, or [sx, sy] degrees); ``interpolation`` for
+    sampling, ``fill`` for the area outside. Raises TypeError/ValueError for malformed arguments.
+    """
     interpolation = _interp(interpolation)
     if not isinstance(angle, (int, float)):
         raise TypeError("Argument angle should be int or float")
@@ -460,30 +496,38 @@ def affine(img, angle: float, translate, scale: float, shear, interpolation=Inte
 
 
 def to_grayscale(img, num_output_channels: int = 1):
-    """PIL image to grayscale (1 or 3 channels). Raises TypeError for non-PIL input."""
+    """The PIL image ``img`` in grayscale with ``num_output_channels`` 1 (mode L) or 3 (the gray
+    copied to RGB). Raises TypeError for non-PIL input, ValueError for another channel count.
+    """
     if _is_pil_image(img):
         return F_pil.to_grayscale(img, num_output_channels)
     raise TypeError("Input should be PIL Image")
 
 
 def rgb_to_grayscale(img, num_output_channels: int = 1):
-    """RGB to grayscale ``[..., 1 or 3, H, W]`` with luma 0.2989 R + 0.587 G + 0.114 B."""
+    """RGB ``img`` to grayscale ``[..., 1 or 3, H, W]`` (``num_output_channels``) with luma
+    0.2989 R + 0.587 G + 0.114 B. Raises ValueError if ``num_output_channels`` is not 1 or 3.
+    """
     if not _is_tensor(img):
         return F_pil.to_grayscale(img, num_output_channels)
     return F_t.rgb_to_grayscale(img, num_output_channels)
 
 
 def erase(img, i: int, j: int, h: int, w: int, v, inplace: bool = False):
-    """Set the box (i, j, h, w) of a tensor ``[..., C, H, W]`` to ``v`` (broadcast)."""
+    """Set the box at row ``i``, column ``j`` of ``h`` x ``w`` pixels of a tensor ``img``
+    ``[..., C, H, W]`` to ``v`` (broadcast); ``inplace`` writes into ``img``, else a copy is
+    changed. Raises TypeError for a non-tensor.
+    """
     if not isinstance(img, ember.Tensor):
         raise TypeError(f"img should be Tensor Image. Got {type(img)}")
     return F_t.erase(img, i, j, h, w, v, inplace=inplace)
 
 
 def gaussian_blur(img, kernel_size, sigma=None):
-    """Gaussian blur with odd ``kernel_size`` ([kx, ky] or int) and ``sigma`` ([sx, sy] or a
-    number; default ``0.15 * k + 0.35``), reflect padding. PIL inputs are
-    blurred as uint8 tensors and converted back. Raises TypeError/ValueError for bad sizes."""
+    """Gaussian blur of ``img`` with odd ``kernel_size`` ([kx, ky] or int) and ``sigma`` ([sx, sy]
+    or a number; default ``0.15 * k + 0.35``), reflect padding. PIL inputs are blurred as uint8
+    tensors and converted back. Raises TypeError/ValueError for bad sizes.
+    """
     if not isinstance(kernel_size, (int, list, tuple)):
         raise TypeError(f"kernel_size should be int or a sequence of integers. Got {type(kernel_size)}")
     if isinstance(kernel_size, int):
@@ -515,43 +559,53 @@ def gaussian_blur(img, kernel_size, sigma=None):
 
 
 def invert(img):
-    """``max - img`` (255 for uint8, 1.0 for floats)."""
+    """``max - img`` for ``img`` (max 255 for uint8, 1.0 for floats)."""
     return F_pil.invert(img) if not _is_tensor(img) else F_t.invert(img)
 
 
 def posterize(img, bits: int):
-    """Keep the top ``bits`` (0..8) bits of each uint8 value. Raises TypeError for non-uint8."""
+    """Keep the top ``bits`` (0..8) bits of each uint8 value of ``img``. Raises ValueError for
+    ``bits`` outside 0..8, TypeError for a non-uint8 tensor.
+    """
     if not (0 <= bits <= 8):
         raise ValueError(f"The number if bits should be between 0 and 8. Got {bits}")
     return F_pil.posterize(img, bits) if not _is_tensor(img) else F_t.posterize(img, bits)
 
 
 def solarize(img, threshold: float):
-    """Invert the values >= ``threshold``."""
+    """Invert the values of ``img`` that are >= ``threshold``. Raises TypeError if ``threshold``
+    exceeds the dtype's maximum.
+    """
     return F_pil.solarize(img, threshold) if not _is_tensor(img) else F_t.solarize(img, threshold)
 
 
 def adjust_sharpness(img, sharpness_factor: float):
-    """Blend with a smoothed image: 0 blurs, 1 keeps, 2 sharpens (PIL's rule)."""
+    """Blend ``img`` with a smoothed copy by ``sharpness_factor`` (>= 0): 0 blurs, 1 keeps,
+    2 sharpens (PIL's rule). Raises ValueError for a negative factor.
+    """
     if not _is_tensor(img):
         return F_pil.adjust_sharpness(img, sharpness_factor)
     return F_t.adjust_sharpness(img, sharpness_factor)
 
 
 def autocontrast(img):
-    """Rescale each channel so its darkest pixel is 0 and its lightest the maximum."""
+    """Rescale each channel of ``img`` so its darkest pixel is 0 and its lightest the maximum."""
     return F_pil.autocontrast(img) if not _is_tensor(img) else F_t.autocontrast(img)
 
 
 def equalize(img):
-    """Histogram equalization per channel (uint8 tensors ``[C, H, W]`` / ``[N, C, H, W]``)."""
+    """Histogram equalization per channel of ``img`` (uint8 tensors ``[C, H, W]`` /
+    ``[N, C, H, W]``, or a PIL image). Raises TypeError for other dtypes or ranks.
+    """
     return F_pil.equalize(img) if not _is_tensor(img) else F_t.equalize(img)
 
 
 def elastic_transform(img, displacement, interpolation=InterpolationMode.BILINEAR, fill=None):
-    """Displace every pixel by ``displacement`` ``[1, H, W, 2]`` (grid units, [-1, 1] spans
-    the image). PIL inputs go through the tensor kernel. Raises TypeError for a non-tensor
-    displacement, ValueError for a wrong displacement shape."""
+    """Displace every pixel of ``img`` by ``displacement`` ``[1, H, W, 2]`` (grid units, [-1, 1]
+    spans the image); ``interpolation`` for sampling, ``fill`` for the area outside. PIL inputs
+    go through the tensor kernel. Raises TypeError for a non-tensor displacement, ValueError for a
+    wrong displacement shape.
+    """
     interpolation = _interp(interpolation)
     if not isinstance(displacement, ember.Tensor):
         raise TypeError("Argument displacement should be a Tensor")

@@ -151,7 +151,10 @@ class ConvertImageDtype(nn.Module):
 
 
 class Normalize(nn.Module):
-    """Per-channel ``(x - mean) / std`` on float tensors ``[..., C, H, W]``."""
+    """Per-channel ``(x - mean) / std`` on float tensors ``[..., C, H, W]``
+    (torchvision.transforms.Normalize); ``mean`` and ``std`` hold one value per channel, ``inplace``
+    writes into the input. Errors are ``F.normalize``'s.
+    """
 
     def __init__(self, mean, std, inplace=False):
         super().__init__()
@@ -165,7 +168,10 @@ class Normalize(nn.Module):
 
 
 class Resize(nn.Module):
-    """Resize to ``size`` (see ``F.resize``). Raises TypeError/ValueError for a bad size."""
+    """Resize to ``size`` (see ``F.resize``): [h, w], or an int for the smaller edge with the longer
+    edge capped at ``max_size``; ``interpolation`` an ``InterpolationMode`` or pillow int;
+    ``antialias`` for bilinear/bicubic tensors. Raises TypeError/ValueError for a bad size.
+    """
 
     def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
         super().__init__()
@@ -186,6 +192,10 @@ class Resize(nn.Module):
 
 
 class CenterCrop(nn.Module):
+    """Crop the center ``size`` ([h, w] or int) of the image, zero-padding a smaller image
+    (torchvision.transforms.CenterCrop; see ``F.center_crop``). Raises ValueError for a size of
+    more than two values.
+    """
     def __init__(self, size):
         super().__init__()
         self.size = _setup_size(size, _SIZE_MSG)
@@ -198,7 +208,10 @@ class CenterCrop(nn.Module):
 
 
 class Pad(nn.Module):
-    """Pad by ``padding`` with ``padding_mode`` constant/edge/reflect/symmetric."""
+    """Pad by ``padding`` pixels (int, [all], [left/right, top/bottom] or [l, t, r, b]) with
+    ``padding_mode`` constant (value ``fill``, a number or one per channel), edge, reflect or
+    symmetric. Raises TypeError/ValueError for malformed arguments.
+    """
 
     def __init__(self, padding, fill=0, padding_mode="constant"):
         super().__init__()
@@ -222,7 +235,7 @@ class Pad(nn.Module):
 
 
 class Lambda:
-    """Apply a user function."""
+    """Apply the user function ``lambd`` to the input. Raises TypeError if it is not callable."""
 
     def __init__(self, lambd):
         if not callable(lambd):
@@ -300,7 +313,10 @@ class RandomChoice(RandomTransforms):
 
 
 class RandomCrop(nn.Module):
-    """Crop a random ``size`` box, after optional ``padding`` / ``pad_if_needed`` padding."""
+    """Crop a random ``size`` box ([h, w] or int), after optional ``padding`` (as ``F.pad``) and,
+    with ``pad_if_needed``, padding of an image smaller than ``size``; the padding uses
+    ``padding_mode`` and ``fill``. Raises ValueError if the crop does not fit.
+    """
 
     @staticmethod
     def get_params(img, output_size):
@@ -349,31 +365,41 @@ class _RandomP(nn.Module):
 
 
 class RandomHorizontalFlip(_RandomP):
+    """Mirror the image left-right with probability ``p`` (torchvision.transforms.RandomHorizontalFlip)."""
     def _apply_to(self, img):
         return F.hflip(img)
 
 
 class RandomVerticalFlip(_RandomP):
+    """Mirror the image top-bottom with probability ``p`` (torchvision.transforms.RandomVerticalFlip)."""
     def _apply_to(self, img):
         return F.vflip(img)
 
 
 class RandomInvert(_RandomP):
+    """With probability ``p``, ``F.invert`` the image (torchvision.transforms.RandomInvert)."""
     def _apply_to(self, img):
         return F.invert(img)
 
 
 class RandomAutocontrast(_RandomP):
+    """With probability ``p``, ``F.autocontrast`` the image (torchvision.transforms.RandomAutocontrast)."""
     def _apply_to(self, img):
         return F.autocontrast(img)
 
 
 class RandomEqualize(_RandomP):
+    """With probability ``p``, ``F.equalize`` the image (uint8 tensors or PIL;
+    torchvision.transforms.RandomEqualize).
+    """
     def _apply_to(self, img):
         return F.equalize(img)
 
 
 class RandomPosterize(_RandomP):
+    """With probability ``p``, keep the top ``bits`` bits of each uint8 value (``F.posterize``;
+    torchvision.transforms.RandomPosterize).
+    """
     def __init__(self, bits, p=0.5):
         super().__init__(p)
         self.bits = bits
@@ -386,6 +412,9 @@ class RandomPosterize(_RandomP):
 
 
 class RandomSolarize(_RandomP):
+    """With probability ``p``, invert the values >= ``threshold`` (``F.solarize``;
+    torchvision.transforms.RandomSolarize).
+    """
     def __init__(self, threshold, p=0.5):
         super().__init__(p)
         self.threshold = threshold
@@ -398,6 +427,9 @@ class RandomSolarize(_RandomP):
 
 
 class RandomAdjustSharpness(_RandomP):
+    """With probability ``p``, ``F.adjust_sharpness`` by ``sharpness_factor`` (0 blurs, 1 keeps,
+    2 sharpens; torchvision.transforms.RandomAdjustSharpness).
+    """
     def __init__(self, sharpness_factor, p=0.5):
         super().__init__(p)
         self.sharpness_factor = sharpness_factor
@@ -411,7 +443,9 @@ class RandomAdjustSharpness(_RandomP):
 
 class RandomPerspective(nn.Module):
     """With probability ``p``, a random perspective warp moving each corner by up to
-    ``distortion_scale`` of half the image size."""
+    ``distortion_scale`` of half the image size; ``interpolation`` for sampling, ``fill`` (a number
+    or one per channel) for the area outside. Raises TypeError for a bad fill.
+    """
 
     def __init__(self, distortion_scale=0.5, p=0.5, interpolation=InterpolationMode.BILINEAR, fill=0):
         super().__init__()
@@ -447,7 +481,10 @@ class RandomPerspective(nn.Module):
 
 
 class RandomResizedCrop(nn.Module):
-    """Crop a random area fraction in ``scale`` with aspect ratio in ``ratio``, resize to ``size``."""
+    """Crop a random area fraction in ``scale`` with aspect ratio (w / h) in ``ratio``, resize to
+    ``size`` with ``interpolation`` and ``antialias`` (Szegedy et al., 2014, "Going Deeper with
+    Convolutions", arXiv:1409.4842). Raises TypeError if scale or ratio is not a sequence.
+    """
 
     def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
                  interpolation=InterpolationMode.BILINEAR, antialias=True):
@@ -496,6 +533,9 @@ class RandomResizedCrop(nn.Module):
 
 
 class FiveCrop(nn.Module):
+    """The four corner crops and the center crop of ``size`` ([h, w] or int), as a tuple of 5
+    images (torchvision.transforms.FiveCrop; see ``F.five_crop``).
+    """
     def __init__(self, size):
         super().__init__()
         self.size = _setup_size(size, _SIZE_MSG)
@@ -508,6 +548,9 @@ class FiveCrop(nn.Module):
 
 
 class TenCrop(nn.Module):
+    """``FiveCrop`` of the image and of its horizontal flip (vertical if ``vertical_flip``): a
+    tuple of 10 images of ``size`` (torchvision.transforms.TenCrop).
+    """
     def __init__(self, size, vertical_flip=False):
         super().__init__()
         self.size = _setup_size(size, _SIZE_MSG)
@@ -557,8 +600,10 @@ class LinearTransformation(nn.Module):
 class ColorJitter(nn.Module):
     """Random brightness, contrast, saturation and hue changes, applied in a random order.
 
-    Each argument is a max deviation ``v`` (factor drawn from [max(0, 1 - v), 1 + v]; hue
-    from [-v, v], v <= 0.5) or a ``(min, max)`` range.
+    Each of ``brightness``, ``contrast``, ``saturation`` is a max deviation ``v`` (factor drawn
+    from [max(0, 1 - v), 1 + v]) or a ``(min, max)`` range; ``hue`` a deviation v <= 0.5 (shift
+    drawn from [-v, v] turns) or a range within [-0.5, 0.5]. Raises TypeError/ValueError for other
+    values.
     """
 
     def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
@@ -610,7 +655,11 @@ class ColorJitter(nn.Module):
 
 
 class RandomRotation(nn.Module):
-    """Rotate by an angle drawn uniformly from ``degrees`` ((min, max) or [-d, d])."""
+    """Rotate by an angle drawn uniformly from ``degrees`` ((min, max) or [-d, d]),
+    counter-clockwise about ``center`` ([x, y] pixels, default the image center); ``expand`` grows
+    the output to hold the whole image; ``interpolation`` for sampling, ``fill`` for the area
+    outside. Raises TypeError/ValueError for malformed arguments.
+    """
 
     def __init__(self, degrees, interpolation=InterpolationMode.NEAREST, expand=False, center=None, fill=0):
         super().__init__()
@@ -646,7 +695,10 @@ class RandomRotation(nn.Module):
 
 class RandomAffine(nn.Module):
     """Random affine warp: angle from ``degrees``, translation up to ``translate`` fractions
-    of width/height, scale from ``scale``, shear from ``shear`` (2 values: x only; 4: x and y)."""
+    of width/height, scale from ``scale``, shear from ``shear`` (2 values: x only; 4: x and y),
+    about ``center`` ([x, y] pixels, default the image center); ``interpolation`` for sampling,
+    ``fill`` for the area outside. Raises TypeError/ValueError for malformed arguments.
+    """
 
     def __init__(self, degrees, translate=None, scale=None, shear=None, interpolation=InterpolationMode.NEAREST,
                  fill=0, center=None):
@@ -710,6 +762,9 @@ class RandomAffine(nn.Module):
 
 
 class Grayscale(nn.Module):
+    """RGB to grayscale with ``num_output_channels`` 1 or 3 (``F.rgb_to_grayscale``;
+    torchvision.transforms.Grayscale).
+    """
     def __init__(self, num_output_channels=1):
         super().__init__()
         self.num_output_channels = num_output_channels
@@ -739,9 +794,12 @@ class RandomGrayscale(nn.Module):
 
 
 class RandomErasing(nn.Module):
-    """With probability ``p``, erase a random box of a tensor image (Zhong et al., 2017,
-    "Random Erasing Data Augmentation"); ``value`` a number, per-channel sequence, or
-    ``'random'`` (standard normal noise)."""
+    """With probability ``p``, erase a random box of a tensor image ``[..., C, H, W]`` (Zhong et
+    al., 2017, "Random Erasing Data Augmentation", arXiv:1708.04896): area fraction in ``scale``,
+    aspect ratio in ``ratio``; ``value`` a number, per-channel sequence, or ``'random'`` (standard
+    normal noise); ``inplace`` writes into the input. Raises TypeError/ValueError for malformed
+    arguments.
+    """
 
     def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace=False):
         super().__init__()
@@ -837,7 +895,10 @@ class GaussianBlur(nn.Module):
 
 class ElasticTransform(nn.Module):
     """Random elastic displacement: uniform noise in [-1, 1] blurred by ``sigma``, scaled by
-    ``alpha`` (Simard et al., 2003, "Best Practices for Convolutional Neural Networks")."""
+    ``alpha`` (Simard et al., 2003, "Best Practices for Convolutional Neural Networks");
+    ``interpolation`` for sampling, ``fill`` for the area outside. Raises TypeError/ValueError for
+    malformed alpha, sigma or fill.
+    """
 
     def __init__(self, alpha=50.0, sigma=5.0, interpolation=InterpolationMode.BILINEAR, fill=0):
         super().__init__()

@@ -62,7 +62,8 @@ def _add(beams, prefix, pb, pnb, steps):
 class GreedyCTCDecoder:
     """Best token per frame, repeats merged, blanks removed.  ``__call__(emissions [B, T, N],
     lengths=None)`` -> one ``[CTCHypothesis]`` per example (score: the best path's log-probability,
-    with emissions taken as log-probabilities)."""
+    with emissions taken as log-probabilities).  ``blank`` is the blank token's id.  ``lengths``
+    ``[B]`` gives each example's valid frames."""
 
     def __init__(self, blank: int = 0):
         self.blank = blank
@@ -87,7 +88,16 @@ class GreedyCTCDecoder:
 class CTCDecoder:
     """Lexicon-free CTC prefix beam search over log-probabilities ``emissions [B, T, N]``.
     ``__call__(emissions, lengths=None)`` -> for each example, the ``nbest`` best
-    ``CTCHypothesis`` (highest score first).  ``idxs_to_tokens`` maps ids to token strings."""
+    ``CTCHypothesis`` (highest score first).  ``idxs_to_tokens`` maps ids to token strings.
+
+    Args:
+        tokens: the token strings, in id order.
+        blank_token: the blank's string (ValueError when not among ``tokens``).
+        nbest: hypotheses returned per example.
+        beam_size: prefixes kept after each frame.
+        beam_threshold: prefixes scoring more than this below the best (log-probability) are
+            pruned.
+    """
 
     def __init__(self, tokens, blank_token="-", nbest=1, beam_size=50, beam_threshold=math.inf):
         self.tokens = list(tokens)
@@ -137,9 +147,16 @@ class CTCDecoder:
 def ctc_decoder(lexicon, tokens, lm=None, lm_dict=None, nbest=1, beam_size=50, beam_size_token=None,
                 beam_threshold=math.inf, lm_weight=2, word_score=0, unk_score=-math.inf, sil_score=0,
                 log_add=False, blank_token="-", sil_token="|", unk_word="<unk>"):
-    """torchaudio's factory for the lexicon-free case: ``lexicon`` and ``lm`` must be None;
-    ``tokens`` is a list of token strings or a file with one per line.  Raises ValueError for
-    a lexicon or LM (not supported: no flashlight)."""
+    """torchaudio's factory (``models.decoder.ctc_decoder``) for the lexicon-free case: ``lexicon``
+    and ``lm`` must be None; ``tokens`` is a list of token strings or a file with one per line.
+    Raises ValueError for a lexicon or LM (not supported: no flashlight).
+
+    Used: ``nbest``, ``beam_size``, ``beam_threshold`` and ``blank_token`` (see
+    :class:`CTCDecoder`).  Accepted for torchaudio's signature and ignored, as they only
+    matter with a lexicon, an LM or flashlight's token beam: ``lm_dict``, ``beam_size_token``,
+    ``lm_weight``, ``word_score``, ``unk_score``, ``sil_score``, ``log_add`` (the score always
+    sums alignments), ``sil_token`` and ``unk_word``.
+    """
     if lexicon is not None or lm is not None:
         raise ValueError("ember_audio's CTC decoder is lexicon-free and has no language model: pass lexicon=None, "
                          "lm=None")

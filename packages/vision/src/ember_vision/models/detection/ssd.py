@@ -32,8 +32,8 @@ def _xavier_init(conv: nn.Module) -> None:
 
 class SSDScoringHead(nn.Module):
     """Runs ``module_list[i]`` on feature map ``i`` (``[N, A_i * K, H_i, W_i]`` out) and
-    concatenates all as ``[N, sum_i H_i * W_i * A_i, K]``, ``K = num_columns`` (order: map, row,
-    column, anchor)."""
+    concatenates all as ``[N, sum_i H_i * W_i * A_i, K]``, with ``num_columns`` = K the values
+    per anchor (order: map, row, column, anchor; torchvision.models.detection.ssd.SSDScoringHead)."""
 
     def __init__(self, module_list: nn.ModuleList, num_columns: int) -> None:
         super().__init__()
@@ -51,7 +51,9 @@ class SSDScoringHead(nn.Module):
 
 
 class SSDClassificationHead(SSDScoringHead):
-    """One 3x3 convolution per map giving ``num_classes`` logits per anchor."""
+    """One 3x3 convolution per map giving ``num_classes`` logits per anchor: map ``i`` has
+    ``in_channels[i]`` channels and ``num_anchors[i]`` anchors per location; output
+    ``[N, A, num_classes]`` (torchvision.models.detection.ssd.SSDClassificationHead)."""
 
     def __init__(self, in_channels: List[int], num_anchors: List[int], num_classes: int) -> None:
         convs = nn.ModuleList(nn.Conv2d(c, num_classes * a, kernel_size=3, padding=1)
@@ -61,7 +63,9 @@ class SSDClassificationHead(SSDScoringHead):
 
 
 class SSDRegressionHead(SSDScoringHead):
-    """One 3x3 convolution per map giving 4 box codes per anchor."""
+    """One 3x3 convolution per map giving 4 box codes per anchor: map ``i`` has
+    ``in_channels[i]`` channels and ``num_anchors[i]`` anchors per location; output ``[N, A, 4]``
+    (torchvision.models.detection.ssd.SSDRegressionHead)."""
 
     def __init__(self, in_channels: List[int], num_anchors: List[int]) -> None:
         convs = nn.ModuleList(nn.Conv2d(c, 4 * a, kernel_size=3, padding=1) for c, a in zip(in_channels, num_anchors))
@@ -70,7 +74,10 @@ class SSDRegressionHead(SSDScoringHead):
 
 
 class SSDHead(nn.Module):
-    """SSD's head: ``{"bbox_regression": [N, A, 4], "cls_logits": [N, A, num_classes]}``."""
+    """SSD's head (torchvision.models.detection.ssd.SSDHead): a list of feature maps ->
+    ``{"bbox_regression": [N, A, 4], "cls_logits": [N, A, num_classes]}``; map ``i`` has
+    ``in_channels[i]`` channels and ``num_anchors[i]`` anchors per location, and
+    ``num_classes`` counts the background class."""
 
     def __init__(self, in_channels: List[int], num_anchors: List[int], num_classes: int) -> None:
         super().__init__()

@@ -1,6 +1,8 @@
 """ember.nn.functional against torch.nn.functional on the same inputs: values, gradients,
 dtypes and errors; gradcheck in float64; dropout statistics."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -457,3 +459,32 @@ def test_float32_stays_float32():
                 F.cross_entropy(x.flatten(1)[:, :5], ember.tensor([0, 1])), F.linear(x, ember.randn(2, 8))):
         assert out.dtype is ember.float32
         assert out._data.dtype == np.float32
+
+
+# enough channels that a mask constant along a dim by chance is out of reach (below 1e-12)
+@pytest.mark.parametrize("shape", [(6, 12, 50), (40, 50), (6, 12, 4, 5, 6), (8, 12, 3, 3)])
+def test_dropout2d_drops_along_torchs_dims_with_its_warnings(shape):
+    ey, ty = [], []
+    for lib, f, out in ((ember, F, ey), (torch, TF, ty)):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            y = f.dropout2d(lib.ones(shape), 0.5).numpy()
+        out.append([str(m.message) for m in w])
+        out.append([bool((y == y[(slice(None),) * d + (slice(0, 1),)]).all()) for d in range(len(shape))])
+    assert ey == ty  # the warnings, and the dims along which the mask is constant
+
+
+def test_dropout2d_of_one_dim_raises_as_torch():
+    with pytest.raises(RuntimeError) as theirs, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        TF.dropout2d(torch.ones(7))
+    with pytest.raises(RuntimeError, match=theirs.value.args[0]), pytest.warns(UserWarning, match="1-D input"):
+        F.dropout2d(ember.ones(7))
+
+
+def test_one_hot_of_an_empty_tensor_needs_num_classes_as_torch():
+    with pytest.raises(RuntimeError) as theirs:
+        TF.one_hot(torch.tensor([], dtype=torch.int64))
+    with pytest.raises(RuntimeError, match=theirs.value.args[0]):
+        F.one_hot(ember.tensor([], dtype=ember.int64))
+    assert F.one_hot(ember.tensor([], dtype=ember.int64), 3).shape == TF.one_hot(torch.tensor([]).long(), 3).shape

@@ -2,6 +2,7 @@
 modes, conversion, default initialisation, and whole-model forward/backward parity."""
 
 import math
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -423,3 +424,38 @@ INPLACE_CAPABLE = ["ReLU", "ReLU6", "SELU", "CELU", "Hardtanh", "Hardsigmoid", "
 def test_inplace_reprs_match_torch(name):
     """torch prints inplace=True for most of these, and nothing for Hardsigmoid/Hardswish."""
     assert repr(getattr(nn, name)(inplace=True)) == repr(getattr(tnn, name)(inplace=True))
+
+
+def _truncated_normal_moments(mean, std, a, b):
+    """Mean and standard deviation of N(mean, std^2) truncated to [a, b] (closed form)."""
+    alpha, beta = (a - mean) / std, (b - mean) / std
+    pdf = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+    r2 = math.sqrt(2)
+    if alpha > 0:  # the mass between two points of one tail, without cancellation
+        z = (math.erfc(alpha / r2) - math.erfc(beta / r2)) / 2
+    elif beta < 0:
+        z = (math.erfc(-beta / r2) - math.erfc(-alpha / r2)) / 2
+    else:
+        z = (math.erf(beta / r2) - math.erf(alpha / r2)) / 2
+    m = (pdf(alpha) - pdf(beta)) / z
+    var = 1 + (alpha * pdf(alpha) - beta * pdf(beta)) / z - m * m
+    return mean + std * m, std * math.sqrt(var)
+
+
+@pytest.mark.parametrize("mean, std, a, b", [(0.0, 1.0, -2.0, 2.0), (0.5, 2.0, -1.0, 3.0), (0.0, 0.02, -0.04, 0.04),
+                                             (0.0, 1.0, 8.0, 9.0), (3.0, 0.5, -1.0, 0.0)])
+def test_trunc_normal_has_the_truncated_distributions_moments_even_far_in_the_tail(mean, std, a, b):
+    t = ember.empty(100_000)
+    far = mean < a - 2 * std or mean > b + 2 * std
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        init.trunc_normal_(t, mean, std, a, b)  # the far tails once took unbounded time
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        tnn.init.trunc_normal_(torch.empty(10), mean, std, a, b)
+    assert [str(w.message) for w in ours] == [str(w.message) for w in theirs] and bool(ours) == far
+    x = t.numpy().astype(np.float64)
+    want_mean, want_std = _truncated_normal_moments(mean, std, a, b)
+    assert x.min() >= np.float32(a) and x.max() <= np.float32(b)
+    assert x.mean() == pytest.approx(want_mean, abs=0.02 * want_std)
+    assert x.std() == pytest.approx(want_std, rel=0.02)

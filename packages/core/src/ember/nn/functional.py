@@ -195,15 +195,17 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 def one_hot(tensor, num_classes: int = -1):
     """int64 one-hot encoding: ``tensor``, int64 class indices ``[*]``, to ``[*, num_classes]``
     (torch.nn.functional.one_hot).  ``num_classes=-1`` takes the largest index + 1.
-    RuntimeError for a tensor not of int64, or indices negative or not below
-    ``num_classes``."""
+    RuntimeError for a tensor not of int64, indices negative or not below ``num_classes``,
+    or an empty tensor with ``num_classes=-1``."""
     from .. import _dtype as D
     from ..ops._helpers import be, wrap
     if tensor.dtype is not D.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     arr = tensor._data
     if num_classes == -1:
-        num_classes = int(arr.max()) + 1 if arr.size else 0
+        if not arr.size:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(arr.max()) + 1
     if arr.size and (arr.min() < 0 or arr.max() >= num_classes):
         raise RuntimeError("Class values must be smaller than num_classes." if arr.min() >= 0
                            else "Class values must be non-negative.")

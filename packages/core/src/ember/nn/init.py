@@ -76,23 +76,47 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Fill with samples of N(mean, std^2) truncated to [a, b]: normal samples of mean
-    ``mean`` and standard deviation ``std``, those outside the bounds ``a`` and ``b`` redrawn
-    (``torch.nn.init.trunc_normal_``; same distribution, ember's own stream).
-    ``tensor`` (any shape) is filled in place and returned, outside autograd.
-    ``generator``: the Generator to draw from (ember's default when None)."""
+    """Fill with samples of N(``mean``, ``std``^2) truncated to [``a``, ``b``]
+    (``torch.nn.init.trunc_normal_``'s method, ember's own stream): by rejection, redrawing normal samples outside [a, b] while
+    the interval holds more than 0.3 of the mass, else drawing uniformly in [a, b] and
+    keeping each draw with probability ``pdf(x) / max pdf`` (so far tails end quickly too).
+    Warns, as torch, when ``mean`` is more than 2 ``std`` outside [a, b]. ``tensor`` (a float
+    tensor of any shape) is filled in place and returned, outside autograd. ``generator``:
+    the Generator to draw from (ember's default when None)."""
+    import math
+    import warnings
+
     import numpy
 
     from ..ops.creation import _gen
+    from ..ops.creation import tensor as _tensor
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may "
+                      "be incorrect.", stacklevel=2)
+
+    def cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
     g = _gen(generator, tensor.device)
     n = tensor.numel()
-    out = numpy.empty(0)
-    while out.size < n:
-        s = numpy.asarray(g.normal(mean, std, size=2 * n + 16))
-        out = numpy.concatenate([out, s[(s >= a) & (s <= b)]])
-    from ..ops.creation import tensor as _tensor
+    lo, hi = (numpy.asarray([a, b]).astype(numpy.dtype(tensor.dtype.name)).tolist()  # as the tensor holds them
+              if tensor.is_floating_point() else (a, b))
+    by_normal = cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3
+    log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+    kept = []
+    count = 0
+    while count < n:
+        if by_normal:
+            s = numpy.asarray(g.normal(mean, std, size=n))
+            s = s[(s >= lo) & (s <= hi)]
+        else:
+            s = numpy.asarray(g.uniform(a, b, size=n))
+            keep = numpy.log(numpy.asarray(g.random(size=n))) <= -0.5 * ((s - mean) / std) ** 2 - log_peak
+            s = s[keep]
+        kept.append(s)
+        count += s.size
     with no_grad():
-        return tensor.copy_(_tensor(out[:n].reshape(tuple(tensor.shape))))
+        return tensor.copy_(_tensor(numpy.concatenate(kept)[:n].reshape(tuple(tensor.shape))))
 
 
 def constant_(tensor, val):

@@ -325,19 +325,30 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels: input ``[N, C, H, W]`` (or ``[C, H, W]``), each channel kept with
-    probability ``1-p`` and scaled by ``1/(1-p)`` (torch.nn.functional.dropout2d)."""
+    """Zero whole channels: input ``[N, C, H, W]`` (a 3-d input is read as ``[N, C, L]``, with
+    torch's warning), each channel kept with probability ``1-p`` and scaled by ``1/(1-p)``
+    (torch.nn.functional.dropout2d). Other dims warn, as torch's, and drop along the first
+    two dims; RuntimeError below 2 dims."""
+    import warnings
     _check_p(p)
-    if not training or p == 0.0:
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
+                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
+                      "dropout1d instead.", stacklevel=2)
+    elif input.ndim != 4:
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, please use "
+                      "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                      "inputs).", stacklevel=2)
+    if not training or p == 0.0 or input.numel() == 0:
         return input
+    if input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     shape = input._data.shape
-    if input.ndim == 4:
-        mshape = shape[:2] + (1, 1)
-    elif input.ndim == 3:
-        mshape = shape[:1] + (1, 1)
-    else:
-        mshape = shape[:2] + (1,) * max(0, input.ndim - 2)
-    r = _mask_dropout(input, p, mshape, "MulBackward0")
+    r = _mask_dropout(input, p, shape[:2] + (1,) * (input.ndim - 2), "MulBackward0")
     return _write_back(input, r) if inplace else r
 
 

@@ -64,9 +64,12 @@ def _arrays(kernel_name):
 
 
 def gelu(input, approximate="none"):
-    """Gaussian error linear unit ``x * Phi(x)`` (``approximate='none'``, through erf) or
-    its tanh approximation ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``
-    (torch.nn.functional.gelu)."""
+    """Gaussian error linear unit ``x * Phi(x)``, ``Phi`` the standard normal CDF
+    (torch.nn.functional.gelu; Hendrycks and Gimpel, arXiv:1606.08415).
+
+    ``input``: a float tensor of any shape; the result has its shape and dtype. ``approximate``:
+    'none' (exact, through erf) or 'tanh' (``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``).
+    RuntimeError for another ``approximate`` or an integer input."""
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     if not input.dtype.is_floating_point:
@@ -117,7 +120,10 @@ def _silu_rule(g, x):
 
 
 def mish(input, inplace=False):
-    """``x * tanh(softplus(x))`` (torch.nn.functional.mish; Misra, 2019): any shape."""
+    """Mish ``x * tanh(softplus(x))`` (torch.nn.functional.mish; Misra, arXiv:1908.08681).
+
+    ``input``: a float tensor of any shape; the result has its shape and dtype. ``inplace``:
+    write the result into ``input`` and return it."""
     from .elementwise import tanh
     if inplace:
         return _inplace(input, mish)
@@ -132,8 +138,12 @@ def _mish_rule(g, x):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """``x`` where positive, ``negative_slope * x`` elsewhere
-    (torch.nn.functional.leaky_relu): any shape."""
+    """Leaky ReLU: ``x`` where positive, ``negative_slope * x`` elsewhere
+    (torch.nn.functional.leaky_relu; Maas et al., 2013).
+
+    ``input``: a float tensor of any shape; the result has its shape and dtype.
+    ``negative_slope``: the slope below zero (default 0.01). ``inplace``: write the result into
+    ``input`` and return it."""
     from .elementwise import where
     if inplace:
         return _inplace(input, leaky_relu, negative_slope)
@@ -163,8 +173,12 @@ def _elu_rule(g, x, alpha, scale, input_scale):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere (torch.nn.functional.elu;
-    Clevert et al., 2015): any shape."""
+    """Exponential linear unit: ``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere
+    (torch.nn.functional.elu; Clevert et al., arXiv:1511.07289).
+
+    ``input``: a float tensor of any shape; the result has its shape and dtype. ``alpha``: the
+    negative saturation value (default 1.0). ``inplace``: write the result into ``input`` and
+    return it."""
     if inplace:
         return _inplace(input, elu, alpha)
     return _elu_like(input, "EluBackward0", alpha, 1.0, 1.0)
@@ -175,16 +189,24 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input, inplace=False):
-    """``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with the self-normalizing
-    alpha and scale of Klambauer et al., 2017 (torch.nn.functional.selu): any shape."""
+    """Scaled ELU ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with the fixed
+    self-normalizing constants ``alpha = 1.6732632...`` and ``scale = 1.0507009...``
+    (torch.nn.functional.selu; Klambauer et al., arXiv:1706.02515).
+
+    ``input``: a float tensor of any shape; the result has its shape and dtype. ``inplace``:
+    write the result into ``input`` and return it."""
     if inplace:
         return _inplace(input, selu)
     return _elu_like(input, "EluBackward0", _SELU_ALPHA, _SELU_SCALE, 1.0)
 
 
 def celu(input, alpha=1.0, inplace=False):
-    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (torch.nn.functional.celu;
-    Barron, 2017): any shape.  RuntimeError when ``alpha`` is 0."""
+    """Continuously differentiable ELU ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``
+    (torch.nn.functional.celu; Barron, arXiv:1704.07483).
+
+    ``input``: a float tensor of any shape; the result has its shape and dtype. ``alpha``: the
+    negative saturation value (default 1.0); RuntimeError when 0. ``inplace``: write the result
+    into ``input`` and return it."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     if inplace:
@@ -194,8 +216,12 @@ def celu(input, alpha=1.0, inplace=False):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    """``input`` clamped into [min_val, max_val]. Its gradient is 1 strictly between the
-    bounds and 0 at them (torch's hardtanh_backward; clamp's is 1 at the bounds)."""
+    """``input`` clamped into ``[min_val, max_val]`` (torch.nn.functional.hardtanh).
+
+    ``input``: a float tensor of any shape; the result has its shape and dtype. ``min_val``,
+    ``max_val``: the bounds (default -1 and 1); ValueError when ``min_val > max_val``.
+    ``inplace``: write the result into ``input`` and return it. The gradient is 1 strictly
+    between the bounds and 0 at them (torch's hardtanh_backward; clamp's is 1 at the bounds)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     if inplace:
@@ -212,8 +238,12 @@ def _hardtanh_rule(g, x, min_val, max_val):
 
 
 def hardswish(input, inplace=False):
-    """``x * relu6(x + 3) / 6`` (Howard et al., "Searching for MobileNetV3", 2019). Its
-    gradient is torch's: 0 up to -3, ``x / 3 + 1/2`` strictly between -3 and 3, 1 from 3 on."""
+    """Hard swish ``x * relu6(x + 3) / 6`` (torch.nn.functional.hardswish; Howard et al.,
+    "Searching for MobileNetV3", arXiv:1905.02244).
+
+    ``input``: a float tensor of any shape; the result has its shape and dtype. ``inplace``:
+    write the result into ``input`` and return it. The gradient is torch's: 0 up to -3, ``x / 3
+    + 1/2`` strictly between -3 and 3, 1 from 3 on."""
     if inplace:
         return _inplace(input, hardswish)
     x = input._data
@@ -236,8 +266,12 @@ _SIXTH_F32 = float(numpy.float32(1 / 6))  # torch's gradient factor, 1/6 rounded
 
 
 def hardsigmoid(input, inplace=False):
-    """``relu6(x + 3) / 6`` (torch.nn.functional.hardsigmoid): any shape.  Its gradient is
-    1/6 strictly between -3 and 3, else 0."""
+    """Hard sigmoid ``relu6(x + 3) / 6`` (torch.nn.functional.hardsigmoid; as used in MobileNetV3,
+    arXiv:1905.02244).
+
+    ``input``: a float tensor of any shape; the result has its shape and dtype. ``inplace``:
+    write the result into ``input`` and return it. The gradient is 1/6 strictly between -3 and
+    3, else 0."""
     if inplace:
         return _inplace(input, hardsigmoid)
     return _single(input, "HardsigmoidBackward0", _hardsigmoid_rule, (), "hardsigmoid",
@@ -251,8 +285,12 @@ def _hardsigmoid_rule(g, x):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    """``log(1 + exp(beta x)) / beta``, and ``x`` where ``beta x > threshold``
-    (torch.nn.functional.softplus): any shape."""
+    """Softplus ``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``
+    (torch.nn.functional.softplus), a smooth ReLU.
+
+    ``input``: a float tensor of any shape; the result has its shape and dtype. ``beta``: the
+    sharpness (default 1.0). ``threshold``: above it (in ``beta * x``) the function is linear,
+    for numerical stability (default 20.0)."""
     return _single(input, "SoftplusBackward0", _softplus_rule, (beta, threshold), "softplus", _softplus_composed)
 
 
@@ -312,9 +350,14 @@ def _dropout_rule(g, scaled):
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
-    """Zero each element with probability ``p`` (drawn from the default generator) and
-    scale the rest by ``1/(1-p)``; the identity when not ``training``
-    (torch.nn.functional.dropout)."""
+    """Dropout: each element zeroed with probability ``p`` (torch.nn.functional.dropout; Srivastava
+    et al., JMLR 2014).
+
+    ``input``: a float tensor of any shape; the result has its shape and dtype. ``p``: the
+    probability of zeroing, in [0, 1] (ValueError otherwise); the kept values are scaled by
+    ``1/(1-p)`` so the expectation is unchanged. ``training``: when False the input is returned
+    as is. ``inplace``: write the result into ``input``. The draws come from the default
+    generator. RuntimeError for an integer input when it is applied."""
     _check_p(p)
     if not training or p == 0.0:
         return input
@@ -325,10 +368,15 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels: input ``[N, C, H, W]`` (a 3-d input is read as ``[N, C, L]``, with
-    torch's warning), each channel kept with probability ``1-p`` and scaled by ``1/(1-p)``
-    (torch.nn.functional.dropout2d). Other dims warn, as torch's, and drop along the first
-    two dims; RuntimeError below 2 dims."""
+    """Channel dropout for ``[N, C, H, W]`` inputs: each channel zeroed whole with probability
+    ``p`` (torch.nn.functional.dropout2d; Tompson et al., arXiv:1411.4280).
+
+    ``input``: float, ``[N, C, H, W]``; the result has its shape and dtype. A 3-D input is read
+    as ``[N, C, L]``, with torch's warning; other ranks warn, as torch's, and draw one mask
+    value per ``[N, C]`` entry; RuntimeError below 2 dims. ``p``: the probability of zeroing,
+    in [0, 1] (ValueError otherwise); the kept values are scaled by ``1/(1-p)`` so the
+    expectation is unchanged. ``training``: when False the input is returned as is.
+    ``inplace``: write the result into ``input``. The draws come from the default generator."""
     import warnings
     _check_p(p)
     if input.ndim == 3:
@@ -353,9 +401,14 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels: input ``[N, C, L]`` (or unbatched ``[C, L]``), each channel kept
-    with probability ``1-p`` and scaled by ``1/(1-p)`` (torch.nn.functional.dropout1d).
-    RuntimeError for other input dims."""
+    """Channel dropout for ``[N, C, L]`` (or unbatched ``[C, L]``) inputs: each channel zeroed
+    whole with probability ``p`` (torch.nn.functional.dropout1d).
+
+    ``input``: ``[N, C, L]`` or ``[C, L]``, float; the result has its shape and dtype. ``p``:
+    the probability of zeroing, in [0, 1] (ValueError otherwise); the kept values are scaled by
+    ``1/(1-p)`` so the expectation is unchanged. ``training``: when False the input is returned
+    as is. ``inplace``: write the result into ``input``. The draws come from the default
+    generator. RuntimeError for an input of other dims."""
     _check_p(p)
     if input.ndim not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
@@ -369,10 +422,15 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels: input ``[N, C, D, H, W]`` (or unbatched ``[C, D, H, W]``), each
-    channel kept with probability ``1-p`` and scaled by ``1/(1-p)``
-    (torch.nn.functional.dropout3d).  Other dims warn, as torch's, and are treated as
-    unbatched (the mask varies along dim 0 only)."""
+    """Channel dropout for ``[N, C, D, H, W]`` (or unbatched ``[C, D, H, W]``) inputs: each channel
+    zeroed whole with probability ``p`` (torch.nn.functional.dropout3d).
+
+    ``input``: ``[N, C, D, H, W]`` or ``[C, D, H, W]``, float; the result has its shape and
+    dtype. Other dims warn, as torch's, and are treated as unbatched (the mask varies along dim
+    0 only); RuntimeError for a 0-dim input. ``p``: the probability of zeroing, in [0, 1]
+    (ValueError otherwise); the kept values are scaled by ``1/(1-p)`` so the expectation is
+    unchanged. ``training``: when False the input is returned as is. ``inplace``: write the
+    result into ``input``. The draws come from the default generator."""
     import warnings
     _check_p(p)
     if input.ndim not in (4, 5):
@@ -430,17 +488,26 @@ def _alpha_dropout(input, p, training, inplace, feature):
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """Dropout for self-normalizing (SELU) networks: each element is dropped with
-    probability ``p`` to SELU's saturation value and the result is affinely rescaled to
-    keep zero mean and unit variance; the identity when not ``training``
-    (torch.nn.functional.alpha_dropout; Klambauer et al., 2017).  Any shape."""
+    """Alpha dropout for self-normalizing (SELU) networks (torch.nn.functional.alpha_dropout;
+    Klambauer et al., arXiv:1706.02515): each element is dropped with probability ``p`` to
+    SELU's negative saturation ``-scale * alpha`` and the result is rescaled affinely so that
+    inputs of zero mean and unit variance keep them.
+
+    ``input``: a float tensor of any shape; the result has its shape and dtype. ``p``: the drop
+    probability, in [0, 1] (ValueError otherwise). ``training``: when False (the default here)
+    the input is returned as is. ``inplace``: write the result into ``input``. RuntimeError for
+    an integer input when it is applied."""
     return _alpha_dropout(input, p, training, inplace, False)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """Alpha dropout of whole channels: input ``[N, C, *]``, one draw per (sample, channel)
-    (torch.nn.functional.feature_alpha_dropout).  RuntimeError for input of fewer than 2
-    dims."""
+    """Alpha dropout of whole channels (torch.nn.functional.feature_alpha_dropout): one draw per
+    (sample, channel) of an input ``[N, C, *]``, dropped channels set to SELU's negative
+    saturation and the result rescaled as alpha_dropout.
+
+    ``input``: float, at least 2 dims (RuntimeError otherwise). ``p``: the drop probability, in
+    [0, 1] (ValueError otherwise). ``training``: when False (the default here) the input is
+    returned as is. ``inplace``: write the result into ``input``."""
     return _alpha_dropout(input, p, training, inplace, True)
 
 
@@ -454,8 +521,13 @@ def _write_back(input, r):
 
 @autocast_op("lower")
 def linear(input, weight, bias=None):
-    """``input @ weight.T + bias`` as one node: input ``[*, in]``, weight ``[out, in]``,
-    bias ``[out]``; returns ``[*, out]`` (torch.nn.functional.linear)."""
+    """Affine map ``input @ weight.T + bias`` as one node (torch.nn.functional.linear).
+
+    ``input``: ``[*, in]`` (at least 1-D). ``weight``: ``[out, in]`` (or ``[in]``, giving
+    ``[*]``). ``bias``: optional ``[out]``. Returns ``[*, out]``; all three of one dtype
+    (lowered under autocast). TypeError for a non-tensor input or weight; RuntimeError for a
+    0-dim input, a weight of other dims, mismatched sizes or dtypes, or tensors on different
+    devices."""
     if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
         raise TypeError(f"linear(): argument 'input' must be Tensor, not {type(input).__name__}")
     if input.ndim == 0 or weight.ndim not in (1, 2):
@@ -513,11 +585,12 @@ def _linear_rule(g, x, w, bias_req):
 
 
 def bilinear(input1, input2, weight, bias=None):
-    """``y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``:
-    input1 ``[*, in1]``, input2 ``[*, in2]`` (same leading dims), weight ``[out, in1, in2]``,
-    bias ``[out]``; returns ``[*, out]`` (torch.nn.functional.bilinear).  RuntimeError when
-    the dims or sizes disagree.  Composed of linear, a product and a sum, whose gradients
-    follow."""
+    """Bilinear map ``y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] +
+    bias[o]`` (torch.nn.functional.bilinear).
+
+    ``input1``: ``[*, in1]``; ``input2``: ``[*, in2]`` with the same leading dims. ``weight``:
+    ``[out, in1, in2]``. ``bias``: optional ``[out]``. Returns ``[*, out]``. RuntimeError when
+    the dims or sizes disagree. Composed of linear, a product and a sum, whose gradients follow."""
     if input1.ndim != input2.ndim:
         raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and {input2.ndim}")
     for i in range(input1.ndim - 1):
@@ -552,13 +625,16 @@ def _long(d):
 
 def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     """A sample from the Gumbel-softmax (Concrete) distribution over ``dim`` of ``logits``
-    ``[*, num_features]`` (Jang et al., arXiv:1611.01144; Maddison et al.,
-    arXiv:1611.00712; torch.nn.functional.gumbel_softmax): ``softmax((logits + g) / tau)``
-    with ``g = -log(E)``, ``E`` standard exponential noise drawn by ``Tensor.exponential_``.
+    (torch.nn.functional.gumbel_softmax; Jang et al., arXiv:1611.01144; Maddison et al.,
+    arXiv:1611.00712): ``softmax((logits + g) / tau, dim)`` with ``g = -log(E)``, ``E`` standard
+    exponential noise drawn by ``Tensor.exponential_``.
 
-    ``hard``: the one-hot vector of each sample's largest entry, whose gradient is the
-    soft sample's (straight-through: ``y_hard - y_soft.detach() + y_soft``).  ``eps`` is
-    unused, as in torch, which warns when it is given."""
+    ``logits``: ``[*, num_features]`` unnormalized log-probabilities, float. ``tau``: the
+    temperature, positive (small values approach one-hot samples; default 1). ``hard``: return
+    the one-hot vector of each sample's largest entry, whose gradient is the soft sample's
+    (straight-through: ``y_hard - y_soft.detach() + y_soft``). ``eps``: unused, as in torch,
+    which warns when it is given. ``dim``: the dim of the classes (default -1). Returns the
+    logits' shape and dtype."""
     import warnings
 
     from .creation import empty_like, zeros_like

@@ -73,20 +73,20 @@ def _repeat_heads(query, key, value):
 @autocast_op("lower")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
-    """Attention ``softmax(q @ k^T * scale + mask) @ v`` (torch.nn.functional.scaled_dot_product_attention).
+    """Attention ``softmax(query @ key^T * scale + mask) @ value``
+    (torch.nn.functional.scaled_dot_product_attention; Vaswani et al., arXiv:1706.03762).
 
-    query ``[..., L, E]``, key ``[..., S, E]``, value ``[..., S, Ev]`` (leading dims broadcast);
-    returns ``[..., L, Ev]`` in the inputs' floating dtype.  ``attn_mask`` broadcasts to
-    ``[..., L, S]``: a bool mask marks with True the keys that take part, a float mask (the
-    query's dtype) is added to the scores.  ``is_causal`` applies the top-left aligned
-    lower-triangular mask ``tril(ones(L, S))``.  ``scale`` defaults to ``1/sqrt(E)``;
-    ``dropout_p`` drops attention probabilities (from the default generator).  With
-    ``enable_gqa`` key and value may have fewer heads (dim -3) than the query, a divisor of
-    its count.  A row whose keys are all masked gives zeros (and zero gradients).
+    ``query``: ``[..., L, E]``; ``key``: ``[..., S, E]``; ``value``: ``[..., S, Ev]`` (leading
+    dims broadcast, e.g. ``[N, heads, L, E]``); returns ``[..., L, Ev]`` in the inputs' floating
+    dtype. ``attn_mask`` broadcasts to ``[..., L, S]``: a bool mask marks with True the keys
+    that take part, a float mask (the query's dtype) is added to the scores. ``is_causal``
+    applies the top-left aligned lower-triangular mask ``tril(ones(L, S))``. ``scale`` defaults
+    to ``1/sqrt(E)``. ``dropout_p`` drops attention probabilities (from the default generator).
+    With ``enable_gqa`` key and value may have fewer heads (dim -3) than the query, a divisor of
+    its count. A row whose keys are all masked gives zeros (and zero gradients).
 
-    Raises RuntimeError for inputs under 2-D, mixed dtypes, a mask of another dtype,
-    mismatched sizes, or a mask given together with ``is_causal``.
-    """
+    Raises RuntimeError for inputs under 2-D, mixed dtypes, a mask of another dtype, mismatched
+    sizes, or a mask given together with ``is_causal``."""
     _check(query, key, value, attn_mask, is_causal)
     if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and (key.shape[-3] != query.shape[-3]
                                                              or value.shape[-3] != query.shape[-3]):
@@ -250,16 +250,30 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                  use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
                                  v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
                                  is_causal=False):
-    """Multi-head attention (Vaswani et al., 2017; torch.nn.functional.multi_head_attention_forward).
+    """Multi-head attention, the functional form of nn.MultiheadAttention
+    (torch.nn.functional.multi_head_attention_forward; Vaswani et al., arXiv:1706.03762).
 
-    Sequence-first shapes: query ``[L, N, E]``, key ``[S, N, kdim]``, value ``[S, N, vdim]``
-    (or unbatched ``[L, E]``, ``[S, kdim]``, ``[S, vdim]``); ``key_padding_mask`` ``[N, S]``
-    (True or -inf = ignore that key); ``attn_mask`` ``[L, S]`` or ``[N*num_heads, L, S]`` (bool:
-    True = not allowed; float: added).  Returns the output ``[L, N, E]`` and, when
-    ``need_weights``, the attention weights ``[N, L, S]`` averaged over heads (``[N,
-    num_heads, L, S]`` when not ``average_attn_weights``), else None.  AssertionError or
-    RuntimeError for inconsistent shapes, as torch.
-    """
+    Sequence-first shapes: ``query`` ``[L, N, E]``, ``key`` ``[S, N, kdim]``, ``value`` ``[S, N,
+    vdim]`` (or unbatched ``[L, E]``, ``[S, kdim]``, ``[S, vdim]``). ``embed_dim_to_check``:
+    must equal ``E``. ``num_heads``: the number of heads, a divisor of ``E``. ``in_proj_weight``
+    ``[3E, E]`` and ``in_proj_bias`` ``[3E]`` (or None): the stacked q, k, v projections.
+    ``use_separate_proj_weight``: take ``q_proj_weight`` ``[E, E]``, ``k_proj_weight`` ``[E,
+    kdim]`` and ``v_proj_weight`` ``[E, vdim]`` instead of ``in_proj_weight`` (the biases still
+    from ``in_proj_bias``). ``bias_k``, ``bias_v``: ``[1, 1, E]`` rows appended to the projected
+    keys and values (both or neither). ``add_zero_attn``: append a zero key and value.
+    ``static_k``, ``static_v``: ``[N*num_heads, S, E/num_heads]`` projected keys and values used
+    as they are. ``dropout_p``: the dropout probability on the attention weights, applied when
+    ``training``. ``out_proj_weight`` ``[E, E]`` and ``out_proj_bias`` ``[E]``: the output
+    projection.
+
+    ``key_padding_mask`` ``[N, S]`` (True or -inf = ignore that key); ``attn_mask`` ``[L, S]``
+    or ``[N*num_heads, L, S]`` (bool: True = not allowed; float: added). ``is_causal``: a hint
+    that ``attn_mask`` is the causal mask (RuntimeError without one); with no
+    ``key_padding_mask`` and no weights asked for, the causal mask is applied directly and
+    ``attn_mask`` dropped. Returns the output ``[L, N, E]`` and, when ``need_weights``, the
+    attention weights ``[N, L, S]`` averaged over heads (``[N, num_heads, L, S]`` when not
+    ``average_attn_weights``), else None. AssertionError or RuntimeError for inconsistent
+    shapes, as torch."""
     return _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
                                  bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training,
                                  key_padding_mask, need_weights, attn_mask, use_separate_proj_weight, q_proj_weight,

@@ -585,41 +585,61 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, name):
 
 @autocast_op("lower")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-d convolution (cross-correlation) as torch.nn.functional.conv1d.
+    """1-d convolution (cross-correlation, no kernel flip) (torch.nn.functional.conv1d).
 
-    input ``[N, C, L]`` (or unbatched ``[C, L]``), weight ``[O, C/groups, k]``, bias
-    ``[O]``; returns ``[N, O, L_out]``, ``L_out = (L + 2*padding - dilation*(k-1) - 1) //
-    stride + 1``.  Arguments and errors as :func:`conv2d`.
-    """
+    ``input``: ``[N, C, L]`` (or unbatched ``[C, L]``), float (lowered under autocast).
+    ``weight``: ``[O, C/groups, k]``. ``bias``: optional ``[O]``. Returns ``[N, O, L_out]`` of
+    the input's dtype, each size ``(size + 2*padding - dilation*(k - 1) - 1) // stride + 1``.
+    ``stride``: an int (or a 1-tuple). ``padding``: an int (or a 1-tuple) of zeros on both
+    sides, or 'valid' (none) or 'same' (output as large as the input, stride 1 only; an odd
+    total padding puts one more at the end, as torch does). ``dilation``: the spacing of the
+    kernel's cells, an int (or a 1-tuple). ``groups``: splits the input and output channels into
+    that many independent convolutions (both divisible by it).
+
+    RuntimeError (as torch) for wrong input or weight dims, mismatched channels, groups, bias
+    size or dtypes, non-positive stride, dilation or groups, negative padding, an unknown
+    padding string, 'same' with a stride above 1, and a kernel larger than the padded input;
+    TypeError for a non-tensor input or weight."""
     return _convnd(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
 @autocast_op("lower")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-d convolution (cross-correlation) as torch.nn.functional.conv2d.
+    """2-d convolution (cross-correlation, no kernel flip) (torch.nn.functional.conv2d).
 
-    input ``[N, C, H, W]`` (or unbatched ``[C, H, W]``), weight ``[O, C/groups, kH, kW]``,
-    bias ``[O]``; returns ``[N, O, H_out, W_out]`` with
-    ``H_out = (H + 2*padding - dilation*(kH-1) - 1) // stride + 1``. ``stride``, ``padding``
-    and ``dilation`` are an int or one int per spatial dim; ``padding`` may also be 'valid'
-    (none) or 'same' (output as large as the input, stride 1 only; an odd total padding
-    puts one more at the end, as torch does).  The result has the input's dtype.
+    ``input``: ``[N, C, H, W]`` (or unbatched ``[C, H, W]``), float (lowered under autocast).
+    ``weight``: ``[O, C/groups, kH, kW]``. ``bias``: optional ``[O]``. Returns ``[N, O, H_out,
+    W_out]`` of the input's dtype, each size ``(size + 2*padding - dilation*(k - 1) - 1) //
+    stride + 1``. ``stride``: an int or a pair. ``padding``: an int or a pair of zeros on both
+    sides, or 'valid' (none) or 'same' (output as large as the input, stride 1 only; an odd
+    total padding puts one more at the end, as torch does). ``dilation``: the spacing of the
+    kernel's cells, an int or a pair. ``groups``: splits the input and output channels into that
+    many independent convolutions (both divisible by it).
 
-    Raises RuntimeError (as torch) for wrong input/weight ranks, mismatched channels,
-    groups, bias size or dtypes, non-positive stride/dilation/groups, negative padding,
-    'same' with a stride above 1, and a kernel larger than the padded input.
-    """
+    RuntimeError (as torch) for wrong input or weight dims, mismatched channels, groups, bias
+    size or dtypes, non-positive stride, dilation or groups, negative padding, an unknown
+    padding string, 'same' with a stride above 1, and a kernel larger than the padded input;
+    TypeError for a non-tensor input or weight."""
     return keep_format(input, _convnd(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d"))
 
 
 @autocast_op("lower")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """3-d convolution (cross-correlation) as torch.nn.functional.conv3d.
+    """3-d convolution (cross-correlation, no kernel flip) (torch.nn.functional.conv3d).
 
-    input ``[N, C, D, H, W]`` (or unbatched ``[C, D, H, W]``), weight
-    ``[O, C/groups, kD, kH, kW]``, bias ``[O]``; returns ``[N, O, D_out, H_out, W_out]``.
-    Arguments and errors as :func:`conv2d`.
-    """
+    ``input``: ``[N, C, D, H, W]`` (or unbatched ``[C, D, H, W]``), float (lowered under
+    autocast). ``weight``: ``[O, C/groups, kD, kH, kW]``. ``bias``: optional ``[O]``. Returns
+    ``[N, O, D_out, H_out, W_out]`` of the input's dtype, each size ``(size + 2*padding -
+    dilation*(k - 1) - 1) // stride + 1``. ``stride``: an int or a triple. ``padding``: an int
+    or a triple of zeros on both sides, or 'valid' (none) or 'same' (output as large as the
+    input, stride 1 only; an odd total padding puts one more at the end, as torch does).
+    ``dilation``: the spacing of the kernel's cells, an int or a triple. ``groups``: splits the
+    input and output channels into that many independent convolutions (both divisible by it).
+
+    RuntimeError (as torch) for wrong input or weight dims, mismatched channels, groups, bias
+    size or dtypes, non-positive stride, dilation or groups, negative padding, an unknown
+    padding string, 'same' with a stride above 1, and a kernel larger than the padded input;
+    TypeError for a non-tensor input or weight."""
     return keep_format(input, _convnd(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d"))
 
 
@@ -662,32 +682,46 @@ def _conv_transposend(input, weight, bias, stride, padding, output_padding, grou
 
 @autocast_op("lower")
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
-    """1-d transposed convolution as torch.nn.functional.conv_transpose1d (note: ``groups``
-    comes before ``dilation``).
+    """1-d transposed convolution ("deconvolution"), the gradient of conv1d with respect to its
+    input (torch.nn.functional.conv_transpose1d; note that ``groups`` comes before
+    ``dilation``).
 
-    input ``[N, C_in, L]`` (or ``[C_in, L]``), weight ``[C_in, C_out/groups, k]``, bias
-    ``[C_out]``; returns ``[N, C_out, L_out]``,
-    ``L_out = (L-1)*stride - 2*padding + dilation*(k-1) + output_padding + 1``.
-    Arguments and errors as :func:`conv_transpose2d`.
-    """
+    ``input``: ``[N, C_in, L]`` (or unbatched ``[C_in, L]``), float (lowered under autocast).
+    ``weight``: ``[C_in, C_out/groups, k]``. ``bias``: optional ``[C_out]``. Returns ``[N,
+    C_out, L_out]`` of the input's dtype, each size ``(size - 1)*stride - 2*padding +
+    dilation*(k - 1) + output_padding + 1``. ``stride``: an int (or a 1-tuple). ``padding``: an
+    int (or a 1-tuple), the ``dilation*(k - 1) - padding`` zero padding of the matching
+    convolution (removes cells from each side). ``output_padding``: an int (or a 1-tuple) of
+    cells added at the end of each output dim, smaller than ``stride`` or ``dilation``; it picks
+    one of the sizes a strided conv1d maps to the same size. ``groups``: independent groups of
+    channels. ``dilation``: the spacing of the kernel's cells, an int (or a 1-tuple).
+
+    TypeError for a string padding; RuntimeError (as torch) for wrong dims, channels, groups,
+    bias size or dtypes, non-positive stride, dilation or groups, negative padding, too large
+    ``output_padding`` and an empty output."""
     return _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
                              "conv_transpose1d")
 
 
 @autocast_op("lower")
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
-    """2-d transposed convolution ("deconvolution") as torch.nn.functional.conv_transpose2d:
-    the gradient of conv2d with respect to its input.
+    """2-d transposed convolution ("deconvolution"), the gradient of conv2d with respect to its
+    input (torch.nn.functional.conv_transpose2d; note that ``groups`` comes before
+    ``dilation``).
 
-    input ``[N, C_in, H, W]`` (or ``[C_in, H, W]``), weight ``[C_in, C_out/groups, kH, kW]``,
-    bias ``[C_out]``; returns ``[N, C_out, H_out, W_out]`` with
-    ``H_out = (H-1)*stride - 2*padding + dilation*(kH-1) + output_padding + 1``.
-    ``output_padding`` (smaller than stride or dilation) adds rows at the end.
+    ``input``: ``[N, C_in, H, W]`` (or unbatched ``[C_in, H, W]``), float (lowered under
+    autocast). ``weight``: ``[C_in, C_out/groups, kH, kW]``. ``bias``: optional ``[C_out]``.
+    Returns ``[N, C_out, H_out, W_out]`` of the input's dtype, each size ``(size - 1)*stride -
+    2*padding + dilation*(k - 1) + output_padding + 1``. ``stride``: an int or a pair.
+    ``padding``: an int or a pair, the ``dilation*(k - 1) - padding`` zero padding of the
+    matching convolution (removes cells from each side). ``output_padding``: an int or a pair of
+    cells added at the end of each output dim, smaller than ``stride`` or ``dilation``; it picks
+    one of the sizes a strided conv2d maps to the same size. ``groups``: independent groups of
+    channels. ``dilation``: the spacing of the kernel's cells, an int or a pair.
 
-    Raises TypeError for a string padding, RuntimeError (as torch) for wrong ranks,
-    channels, groups, bias size or dtypes, non-positive stride/dilation/groups, negative
-    padding, too large output_padding and an empty output.
-    """
+    TypeError for a string padding; RuntimeError (as torch) for wrong dims, channels, groups,
+    bias size or dtypes, non-positive stride, dilation or groups, negative padding, too large
+    ``output_padding`` and an empty output."""
     out = _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
         "conv_transpose2d")
     return keep_format(input, out)
@@ -695,11 +729,24 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 @autocast_op("lower")
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
-    """3-d transposed convolution as torch.nn.functional.conv_transpose3d: input
-    ``[N, C_in, D, H, W]`` (or unbatched), weight ``[C_in, C_out/groups, kD, kH, kW]``;
-    returns ``[N, C_out, D_out, H_out, W_out]``.  Arguments and errors as
-    :func:`conv_transpose2d`.
-    """
+    """3-d transposed convolution ("deconvolution"), the gradient of conv3d with respect to its
+    input (torch.nn.functional.conv_transpose3d; note that ``groups`` comes before
+    ``dilation``).
+
+    ``input``: ``[N, C_in, D, H, W]`` (or unbatched ``[C_in, D, H, W]``), float (lowered under
+    autocast). ``weight``: ``[C_in, C_out/groups, kD, kH, kW]``. ``bias``: optional ``[C_out]``.
+    Returns ``[N, C_out, D_out, H_out, W_out]`` of the input's dtype, each size ``(size -
+    1)*stride - 2*padding + dilation*(k - 1) + output_padding + 1``. ``stride``: an int or a
+    triple. ``padding``: an int or a triple, the ``dilation*(k - 1) - padding`` zero padding of
+    the matching convolution (removes cells from each side). ``output_padding``: an int or a
+    triple of cells added at the end of each output dim, smaller than ``stride`` or
+    ``dilation``; it picks one of the sizes a strided conv3d maps to the same size. ``groups``:
+    independent groups of channels. ``dilation``: the spacing of the kernel's cells, an int or a
+    triple.
+
+    TypeError for a string padding; RuntimeError (as torch) for wrong dims, channels, groups,
+    bias size or dtypes, non-positive stride, dilation or groups, negative padding, too large
+    ``output_padding`` and an empty output."""
     out = _conv_transposend(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
         "conv_transpose3d")
     return keep_format(input, out)
@@ -778,14 +825,18 @@ def _fold_op(cols, size, k, d, p, s, osize):
 
 
 def _unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """Sliding local blocks of a batched image (torch.nn.functional.unfold, im2col).
+    """Sliding local blocks of an image, each flattened into a column (torch.nn.functional.unfold,
+    im2col).
 
-    input ``[N, C, H, W]`` (or unbatched ``[C, H, W]``); returns ``[N, C*kH*kW, L]`` (or
-    ``[C*kH*kW, L]``), ``L`` the number of blocks, ``prod((size + 2*padding -
-    dilation*(k-1) - 1) // stride + 1)`` over H and W.  Each argument is an int or a pair.
-    Floating inputs only (NotImplementedError else, as torch); RuntimeError for a
-    non-positive kernel, stride or dilation, negative padding, or no block at all.
-    """
+    ``input``: ``[N, C, H, W]`` (or unbatched ``[C, H, W]``), float or complex. Returns ``[N,
+    C*kH*kW, L]`` (or ``[C*kH*kW, L]``), ``L`` the number of blocks, ``prod((size + 2*padding -
+    dilation*(k - 1) - 1) // stride + 1)`` over H and W. ``kernel_size``: the block, an int or a
+    pair. ``dilation``: the spacing of a block's cells. ``padding``: zeros added on both sides.
+    ``stride``: the step between blocks. Each is an int or a pair.
+
+    NotImplementedError for other dtypes (as torch); IndexError for fewer than 3 dims (torch's
+    type); RuntimeError for more than 4 dims or an empty non-batch dim, a non-positive kernel,
+    stride or dilation, negative padding, or no block at all."""
     k, d, p, s = _block_args(input, kernel_size, dilation, padding, stride, "im2col_out_cpu")
     msg = ("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for "
            f"input, but got: {list(input.shape)}")
@@ -803,14 +854,18 @@ def _unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def _fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """Sum sliding local blocks back into an image (torch.nn.functional.fold, col2im), the
-    adjoint of :func:`_unfold`: overlapping values add up.
+    """Sum sliding local blocks back into an image (torch.nn.functional.fold, col2im), the adjoint
+    of unfold: overlapping values add up.
 
-    input ``[N, C*kH*kW, L]`` (or unbatched ``[C*kH*kW, L]``); returns ``[N, C, H, W]``
-    (or ``[C, H, W]``) with ``(H, W) = output_size``.  RuntimeError (as torch) when the
-    input's dim 1 is not divisible by ``kH*kW`` or ``L`` is not the number of blocks of
-    ``output_size``; other argument errors as :func:`_unfold`.
-    """
+    ``input``: ``[N, C*kH*kW, L]`` (or unbatched ``[C*kH*kW, L]``), float or complex. Returns
+    ``[N, C, H, W]`` (or ``[C, H, W]``) with ``(H, W) = output_size`` (an int or a pair).
+    ``kernel_size``: the block, an int or a pair. ``dilation``, ``padding``, ``stride``: as
+    unfold's, each an int or a pair; ``L`` must be the number of blocks they give for
+    ``output_size``.
+
+    RuntimeError (as torch) for an input of other dims or an empty non-batch dim, a dim 1 not
+    divisible by ``kH*kW`` or an ``L`` that is not the number of blocks; other argument errors
+    as unfold's."""
     k, d, p, s = _block_args(input, kernel_size, dilation, padding, stride, "col2im_out_cpu")
     size = _pair_arg(output_size, "output_size")
     if input.ndim not in (2, 3) or any(n == 0 for n in input.shape[1:]):

@@ -76,16 +76,21 @@ def _shift(xp, arr, k, fill):
 
 @autocast_op("fp32")
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
-    """CTC loss of ``log_probs`` ``[T, N, C]`` (or ``[T, C]`` for one sequence; float32/float64
-    log-probabilities, e.g. from log_softmax) against ``targets``: padded ``[N, S]`` or the
-    N targets concatenated in 1-D (integer class indices, ``blank`` excluded).
-    ``input_lengths`` and ``target_lengths`` ``[N]`` are tensors or tuples of ints.
-    'none' gives the per-sequence losses ``[N]``, 'mean' the mean of the losses each
-    divided by its target length (at least 1), 'sum' their sum.  ``zero_infinity`` turns
-    infinite losses (impossible alignments) and their gradients to zero.  The gradient is
-    torch's (see the module docstring) and, as in torch, not itself differentiable.
-    RuntimeError for bad shapes, lengths or blank;
-    ValueError for a bad reduction (torch.nn.functional.ctc_loss)."""
+    """Connectionist temporal classification loss (torch.nn.functional.ctc_loss; Graves et al.,
+    ICML 2006): the negative log likelihood of each target over all its alignments to the input
+    frames.
+
+    ``log_probs``: ``[T, N, C]`` (or ``[T, C]`` for one sequence), float32/float64
+    log-probabilities, e.g. from log_softmax. ``targets``: padded ``[N, S]`` or the N targets
+    concatenated in 1-D, integer class indices, ``blank`` excluded. ``input_lengths``,
+    ``target_lengths``: ``[N]`` tensors or tuples of ints. ``blank``: the blank class index
+    (default 0). ``reduction``: 'none' gives the per-sequence losses ``[N]``, 'mean' the mean of
+    the losses each divided by its target length (at least 1), 'sum' their sum.
+    ``zero_infinity``: turn infinite losses (impossible alignments) and their gradients to zero.
+    The gradient is torch's (see the module docstring) and, as in torch, not itself
+    differentiable.
+
+    RuntimeError for bad shapes, lengths or blank; ValueError for a bad reduction."""
     _check_reduction(reduction)
     if log_probs.ndim not in (2, 3):
         raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D or 3-D, but got {log_probs.ndim}-D")

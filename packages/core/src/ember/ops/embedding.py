@@ -72,15 +72,19 @@ def embedding_renorm_(weight, input, max_norm, norm_type=2.0):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
-    """Rows of ``weight`` ``[num_embeddings, embedding_dim]`` at the int64/int32 indices
-    ``input`` ``[*]``: returns ``[*, embedding_dim]`` (torch.nn.functional.embedding).
+    """Rows of ``weight`` ``[num_embeddings, embedding_dim]`` at the int64/int32 indices ``input``
+    ``[*]``: returns ``[*, embedding_dim]`` of the weight's dtype
+    (torch.nn.functional.embedding).
 
-    ``padding_idx``: that row gets no gradient.  ``max_norm``: the looked-up rows are first
-    renormalised in place (see ``embedding_renorm_``).  ``scale_grad_by_freq``: each
-    row's gradient is divided by its index's count in ``input``.  RuntimeError for a
-    non-integer ``input`` or a weight that is not 2-D; IndexError for an index out of
-    range; AssertionError for a ``padding_idx`` out of range; NotImplementedError for
-    ``sparse=True`` when the weight's gradient is wanted (dense gradients only)."""
+    ``padding_idx``: that row gets no gradient (negative counts from the end). ``max_norm``: the
+    looked-up rows whose ``norm_type``-norm (default 2.0) exceeds it are first rescaled in place
+    to that norm (see ``embedding_renorm_``). ``scale_grad_by_freq``: each row's gradient is
+    divided by its index's count in ``input``. ``sparse``: torch's sparse gradient; only False
+    (dense) is supported when the weight's gradient is wanted.
+
+    RuntimeError for a non-integer ``input`` or a weight that is not 2-D; IndexError for an
+    index out of range; AssertionError for a ``padding_idx`` out of range; NotImplementedError
+    for ``sparse=True`` when the weight's gradient is wanted."""
     if weight.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
     num = weight.shape[0]
@@ -150,19 +154,24 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     """Sums, means or maxima of bags of rows of ``weight`` ``[num_embeddings, dim]``, without
     materialising the rows of every index (torch.nn.functional.embedding_bag).
 
-    ``input`` ``[B, L]`` holds B bags of L indices (``offsets`` must be None), or ``[L]``
-    with ``offsets`` ``[B]`` the start of each bag (``[B + 1]``, the last one the end,
-    with ``include_last_offset``, as in the CSR format).  Returns ``[B, dim]``; an empty
-    bag gives zeros.  Torch documents that last offset as the input's length; when it is
-    smaller, indices past it belong to no bag here (torch's kernels disagree among
-    themselves on that case).
-    ``per_sample_weights`` (same shape as ``input``, mode 'sum' only) scales each row;
-    indices equal to ``padding_idx`` are left out (and out of the mean's count).
-    ``scale_grad_by_freq`` divides each row's gradient by its index's count in ``input``,
-    as documented and as ``embedding`` does (torch 2.13's CPU embedding_bag kernel divides
-    some rows by another index's count).
-    ValueError for bad shapes or mode, NotImplementedError for ``per_sample_weights``
-    with another mode, RuntimeError for bad offsets."""
+    ``input``: ``[B, L]`` holding B bags of L indices (``offsets`` must be None), or ``[L]``
+    with ``offsets`` ``[B]`` the start of each bag (``[B + 1]``, the last one the end, with
+    ``include_last_offset``, as in the CSR format). ``mode``: 'sum', 'mean' (the default) or
+    'max' over each bag. Returns ``[B, dim]`` of the weight's dtype; an empty bag gives zeros.
+    Torch documents that last offset as the input's length; when it is smaller, indices past it
+    belong to no bag here (torch's kernels disagree among themselves on that case).
+
+    ``per_sample_weights`` (the input's shape, mode 'sum' only) scales each row; indices equal
+    to ``padding_idx`` are left out (and out of the mean's count). ``max_norm``: looked-up rows
+    whose ``norm_type``-norm (default 2) exceeds it are first rescaled in place to it, as
+    embedding does. ``scale_grad_by_freq`` divides each row's gradient by its index's count in
+    ``input``, as documented and as ``embedding`` does (torch 2.13's CPU embedding_bag kernel
+    divides some rows by another index's count). ``sparse``: torch's sparse gradient; refused
+    (NotImplementedError) when the weight's gradient is wanted, as gradients here are dense.
+
+    ValueError for bad shapes or ``mode``, for mode 'max' with ``scale_grad_by_freq`` or
+    ``sparse``, NotImplementedError for ``per_sample_weights`` with another mode, RuntimeError
+    for bad offsets."""
     from .creation import zeros
     from .indexing import gather, index_add, index_select
     if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):

@@ -101,37 +101,82 @@ def _unbatched_rule(g, ind, shape):
 
 def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
                           _random_samples=None):
-    """Fractional max pooling of ``[N, C, H, W]`` (or ``[C, H, W]``) to ``[N, C, oH, oW]``
-    with windows of ``kernel_size`` at pseudo-random places (see the module docstring).
+    """Fractional max pooling (torch.nn.functional.fractional_max_pool2d; Graham, "Fractional
+    Max-Pooling", arXiv:1412.6071): windows of ``kernel_size`` at pseudo-random places, one draw
+    per plane and axis (see the module docstring), which shrink the input by a non-integer
+    factor.
 
-    ``output_size`` (an int or a pair) or ``output_ratio`` (a float or a pair: ``oH =
-    int(H * ratio)``); ``_random_samples`` ``[N, C, 2]`` in [0, 1) fixes the places.
-    With ``return_indices`` also the int64 index of each maximum, flat into ``H * W``.
-    ValueError without an output size or ratio, RuntimeError for a window that does not
-    fit (``oH + kH - 1 > H``) or a bad rank."""
+    ``input``: ``[N, C, H, W]`` (or unbatched ``[C, H, W]``), float; the output is ``[N, C, oH,
+    oW]`` of its dtype. ``kernel_size``: the window, an int or a pair. ``output_size``: the
+    output's spatial size, an int or a pair; or ``output_ratio``: a float or a pair in (0, 1),
+    each output size ``int(size * ratio)`` (one of the two is required). ``return_indices``:
+    also return the int64 index of each maximum, flat into ``H * W`` of its plane; the result is
+    then ``(values, indices)``. ``_random_samples``: ``[N, C, 2]`` in [0, 1) fixing the places
+    (drawn uniformly when None). The gradient goes to the maximum's input cell.
+
+    ValueError without an output size or ratio; RuntimeError for a window that does not fit
+    (``oH + kH - 1 > H``), an input of other dims or an empty one, or ``_random_samples`` of
+    another shape."""
     return _fractional_max(input, 2, kernel_size, output_size, output_ratio, return_indices, _random_samples,
                            "fractional_max_pool2d")
 
 
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
-    """``fractional_max_pool2d`` returning ``(values, indices)``."""
+    """fractional_max_pool2d that always returns ``(values, indices)``; ``return_indices`` is
+    accepted and ignored (torch.nn.functional.fractional_max_pool2d_with_indices).
+
+    ``input``: ``[N, C, H, W]`` (or unbatched ``[C, H, W]``), float; the output is ``[N, C, oH,
+    oW]`` of its dtype. ``kernel_size``: the window, an int or a pair. ``output_size``: the
+    output's spatial size, an int or a pair; or ``output_ratio``: a float or a pair in (0, 1),
+    each output size ``int(size * ratio)`` (one of the two is required). ``_random_samples``:
+    ``[N, C, 2]`` in [0, 1) fixing the places (drawn uniformly when None). The gradient goes to
+    the maximum's input cell.
+
+    ValueError without an output size or ratio; RuntimeError for a window that does not fit
+    (``oH + kH - 1 > H``), an input of other dims or an empty one, or ``_random_samples`` of
+    another shape."""
     return _fractional_max(input, 2, kernel_size, output_size, output_ratio, True, _random_samples,
                            "fractional_max_pool2d")
 
 
 def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
                           _random_samples=None):
-    """Fractional max pooling of ``[N, C, T, H, W]`` (or ``[C, T, H, W]``) to
-    ``[N, C, oT, oH, oW]``; ``_random_samples`` ``[N, C, 3]``; indices flat into
-    ``T * H * W`` (otherwise as ``fractional_max_pool2d``, but as torch, RuntimeError
-    already when ``oT + kT - 1 == T``)."""
+    """Fractional max pooling (torch.nn.functional.fractional_max_pool3d; Graham, "Fractional
+    Max-Pooling", arXiv:1412.6071): windows of ``kernel_size`` at pseudo-random places, one draw
+    per plane and axis (see the module docstring), which shrink the input by a non-integer
+    factor.
+
+    ``input``: ``[N, C, T, H, W]`` (or unbatched ``[C, T, H, W]``), float; the output is ``[N,
+    C, oT, oH, oW]`` of its dtype. ``kernel_size``: the window, an int or a triple.
+    ``output_size``: the output's spatial size, an int or a triple; or ``output_ratio``: a float
+    or a triple in (0, 1), each output size ``int(size * ratio)`` (one of the two is required).
+    ``return_indices``: also return the int64 index of each maximum, flat into ``T * H * W`` of
+    its plane; the result is then ``(values, indices)``. ``_random_samples``: ``[N, C, 3]`` in
+    [0, 1) fixing the places (drawn uniformly when None). The gradient goes to the maximum's
+    input cell.
+
+    ValueError without an output size or ratio; RuntimeError, as torch, already when ``oT + kT -
+    1 == T`` (the 3-d check is strict), an input of other dims or an empty one, or
+    ``_random_samples`` of another shape."""
     return _fractional_max(input, 3, kernel_size, output_size, output_ratio, return_indices, _random_samples,
                            "fractional_max_pool3d")
 
 
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
-    """``fractional_max_pool3d`` returning ``(values, indices)``."""
+    """fractional_max_pool3d that always returns ``(values, indices)``; ``return_indices`` is
+    accepted and ignored (torch.nn.functional.fractional_max_pool3d_with_indices).
+
+    ``input``: ``[N, C, T, H, W]`` (or unbatched ``[C, T, H, W]``), float; the output is ``[N,
+    C, oT, oH, oW]`` of its dtype. ``kernel_size``: the window, an int or a triple.
+    ``output_size``: the output's spatial size, an int or a triple; or ``output_ratio``: a float
+    or a triple in (0, 1), each output size ``int(size * ratio)`` (one of the two is required).
+    ``_random_samples``: ``[N, C, 3]`` in [0, 1) fixing the places (drawn uniformly when None).
+    The gradient goes to the maximum's input cell.
+
+    ValueError without an output size or ratio; RuntimeError, as torch, already when ``oT + kT -
+    1 == T`` (the 3-d check is strict), an input of other dims or an empty one, or
+    ``_random_samples`` of another shape."""
     return _fractional_max(input, 3, kernel_size, output_size, output_ratio, True, _random_samples,
                            "fractional_max_pool3d")

@@ -42,14 +42,18 @@ def _base_coords(xp, n, align_corners, dt):
 
 
 def affine_grid(theta, size, align_corners=None):
-    """The sampling grid of a batch of affine maps (torch.nn.functional.affine_grid).
+    """The sampling grid of a batch of affine maps (torch.nn.functional.affine_grid; spatial
+    transformer networks, Jaderberg et al., arXiv:1506.02025), for grid_sample.
 
-    ``theta`` ``[N, 2, 3]`` with ``size`` ``(N, C, H, W)`` gives ``[N, H, W, 2]``; ``[N, 3, 4]``
-    with ``(N, C, D, H, W)`` gives ``[N, D, H, W, 3]``: the map applied to each output cell's
-    normalized (x, y[, z], 1), for :func:`grid_sample`.  Differentiable in ``theta``.
-    Raises ValueError (non-floating theta, theta shape not matching size, sizes below 1),
-    NotImplementedError (size neither 4- nor 5-long) and RuntimeError (batch sizes differ).
-    """
+    ``theta``: float ``[N, 2, 3]`` with ``size`` ``(N, C, H, W)`` gives ``[N, H, W, 2]``; ``[N,
+    3, 4]`` with ``(N, C, D, H, W)`` gives ``[N, D, H, W, 3]``: the map applied to each output
+    cell's normalized (x, y[, z], 1), in the theta's dtype. ``align_corners``: True puts -1 and
+    1 at the centres of the corner cells, False at their outer edges; None warns, as torch, and
+    means False. Differentiable in ``theta``.
+
+    ValueError for a non-floating theta, a theta shape that does not match ``size``, or sizes
+    below 1; NotImplementedError for a ``size`` neither 4- nor 5-long; RuntimeError when the
+    batch sizes differ."""
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False

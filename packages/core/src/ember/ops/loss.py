@@ -121,14 +121,26 @@ def _check_weight(weight, n_classes, input):
 @autocast_op("fp32")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
-    """Cross entropy between logits ``input`` ``[N, C]`` / ``[N, C, d1, ...]`` / ``[C]`` and
-    ``target``: class indices (int64, ``[N]`` / ``[N, d1, ...]`` / ``[]``; ``ignore_index``
-    contributes nothing) or class probabilities of the input's shape.  ``weight`` ``[C]``
-    rescales classes ('mean' then divides by the summed weights of the targets);
-    ``label_smoothing`` mixes the target with the uniform distribution
-    (torch.nn.functional.cross_entropy).  Class indices: ``nll_loss(log_softmax(input, 1))``
-    plus, with smoothing, ``label_smoothing / C`` times the (weighted) sum of ``-log_softmax``
-    over the classes, reduced as the nll term (torch's formula and graph)."""
+    """Cross entropy between the logits ``input`` and ``target`` (torch.nn.functional.cross_entropy).
+
+    ``input``: float logits ``[N, C]``, ``[N, C, d1, ...]`` or ``[C]`` (one sample).  ``target``:
+    int64 class indices ``[N]`` / ``[N, d1, ...]`` / ``[]``, or float class probabilities of the
+    input's shape.  ``weight``: a float ``[C]`` rescaling each class; with indices 'mean' then
+    divides by the summed weights of the counted targets.  ``ignore_index``: a target index
+    that adds no loss and no count (indices only).  ``label_smoothing`` in [0, 1]: the target
+    mixed with the uniform distribution by that amount.
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' gives ``[N]`` / ``[N, d1, ...]``.
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.
+
+    With class indices this is ``nll_loss(log_softmax(input, 1))`` plus, with smoothing,
+    ``label_smoothing / C`` times the (weighted) sum of ``-log_softmax`` over the classes,
+    reduced as the nll term (torch's formula and graph).  RuntimeError for a
+    ``label_smoothing`` outside [0, 1], a 0-dim input, a ``weight`` that is not ``[C]`` or a
+    target of the wrong shape or dtype; ValueError for mismatched batch sizes; IndexError
+    for a class index out of range.  Float tensors (float32 under autocast)."""
     from .reduction import log_softmax
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
@@ -189,12 +201,22 @@ def _cross_entropy_probs(input, target, weight, reduction, smoothing, c_dim, n_c
 
 @autocast_op("fp32")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
-    """Negative log likelihood of log-probabilities ``input`` ``[N, C]`` / ``[N, C, d1, ...]`` /
-    ``[C]`` at class indices ``target`` (int64 or uint8, the input's shape without the class
-    dim): ``-weight[t] * input[n, t]``, summed, averaged over the summed weights of the
-    counted targets ('mean') or kept per element ('none'); ``ignore_index`` contributes
-    nothing (torch.nn.functional.nll_loss).  IndexError for a target out of range,
-    RuntimeError/ValueError for shapes and dtypes as torch."""
+    """Negative log likelihood of the log-probabilities ``input`` at the class indices ``target``:
+    ``-weight[t] * input[n, t]`` per element (torch.nn.functional.nll_loss).
+
+    ``input``: float ``[N, C]``, ``[N, C, d1, ...]`` or ``[C]``.  ``target``: int64 or uint8
+    class indices, the input's shape without the class dim.  ``weight``: a float ``[C]``
+    rescaling each class; 'mean' divides by the summed weights of the counted targets.
+    ``ignore_index``: a target index that adds no loss and no weight.
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' gives the target's shape.
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.
+
+    IndexError for a target out of ``[0, C)`` that is not ``ignore_index``; ValueError for a
+    0-dim input or mismatched batch sizes; RuntimeError for a ``weight`` that is not ``[C]``
+    or a target of the wrong shape or dtype.  Float tensors (float32 under autocast)."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if input.ndim == 0:
@@ -289,9 +311,17 @@ def _reduce_weighted(loss, weight, input, reduction):
 
 @autocast_op("fp32")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """Squared error ``(input - target)**2`` (any shape, broadcast), times ``weight`` (input's
-    shape) when given, reduced; the weighted 'mean' is ``sum(w * loss) / sum(w)``
-    (torch.nn.functional.mse_loss).  ValueError for a bad reduction or weight shape."""
+    """Squared error ``(input - target)**2``, reduced (torch.nn.functional.mse_loss).
+
+    ``input``, ``target``: float tensors of any shape that broadcast (a UserWarning when their
+    shapes differ).  ``weight``: optional, the input's shape; the losses are multiplied by it
+    and the weighted 'mean' is ``sum(weight * loss) / sum(weight)``.
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' keeps the broadcast shape.
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.
+    ValueError also for a ``weight`` of another shape.  Float tensors (float32 under autocast)."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_sizes(input, target, "mse_loss")
@@ -301,8 +331,17 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 @autocast_op("fp32")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """Absolute error ``|input - target|`` (any shape, broadcast), times ``weight`` when
-    given, reduced as mse_loss (torch.nn.functional.l1_loss)."""
+    """Absolute error ``|input - target|``, reduced (torch.nn.functional.l1_loss).
+
+    ``input``, ``target``: tensors of any shape that broadcast (a UserWarning when their shapes
+    differ).  ``weight``: optional, the input's shape; the losses are multiplied by it and the
+    weighted 'mean' is ``sum(weight * loss) / sum(weight)``.
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' keeps the broadcast shape.
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.
+    ValueError also for a ``weight`` of another shape.  Float tensors (float32 under autocast)."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_sizes(input, target, "l1_loss")
@@ -311,9 +350,19 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 @autocast_op("fp32")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
-    """``-w * (y*log(x) + (1-y)*log(1-x))`` for probabilities ``input`` and ``target`` of the
-    same shape; each log is clamped at -100 as torch does
-    (torch.nn.functional.binary_cross_entropy)."""
+    """Binary cross entropy ``-weight * (y * log(x) + (1 - y) * log(1 - x))`` of the probabilities
+    ``x = input`` against ``y = target`` (torch.nn.functional.binary_cross_entropy); each log is
+    clamped below at -100, as torch does, so that 0 and 1 give finite losses.
+
+    ``input``: float probabilities in [0, 1], any shape.  ``target``: the input's shape and
+    dtype, values in [0, 1].  ``weight``: optional, broadcast to the input's shape.
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' keeps the input's shape.
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.
+    ValueError also for a target of another shape; RuntimeError for an input value outside
+    [0, 1] or a target of another dtype.  Float tensors (float32 under autocast)."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
@@ -355,9 +404,19 @@ def _tsize(t):
 @autocast_op("fp32")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
-    """Binary cross entropy of ``sigmoid(input)``, computed stably from the logits:
-    ``(1 - y) * x + (1 + (pos_weight - 1) * y) * log(1 + exp(-x))``, times ``weight``
-    (torch.nn.functional.binary_cross_entropy_with_logits)."""
+    """Binary cross entropy of ``sigmoid(input)`` computed stably from the logits
+    (torch.nn.functional.binary_cross_entropy_with_logits):
+    ``weight * ((1 - y) * x + (1 + (pos_weight - 1) * y) * log(1 + exp(-x)))``.
+
+    ``input``: float logits, any shape.  ``target``: the input's shape, values in [0, 1].
+    ``weight``: optional, broadcast to the input's shape.  ``pos_weight``: optional weight of
+    the positive term, broadcast against the target (a ``[C]`` for the last dim weights each
+    class).  ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' keeps the input's shape.
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.
+    ValueError also for a target of another shape.  Float tensors (float32 under autocast)."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
@@ -421,12 +480,18 @@ def _broadcast_pair(input, target):
 
 @autocast_op("fp32")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
-    """Kullback-Leibler divergence, pointwise ``target * (log(target) - input)`` for
-    log-probabilities ``input`` and probabilities ``target`` (log-probabilities when
-    ``log_target``: ``exp(target) * (target - input)``); any shape, broadcast.  Reductions:
-    'none', 'sum', 'mean' (over every element, with torch's warning) and 'batchmean'
-    (sum divided by ``input.size(0)``).  Differentiable in both arguments
-    (torch.nn.functional.kl_div).  ValueError for a bad reduction."""
+    """Kullback-Leibler divergence, pointwise ``target * (log(target) - input)``
+    (torch.nn.functional.kl_div); ``0 * log 0`` counts as 0.
+
+    ``input``: log-probabilities, any shape.  ``target``: probabilities (log-probabilities when
+    ``log_target``, then ``exp(target) * (target - input)``), broadcast with the input.
+    ``reduction``: 'none' (the pointwise terms), 'sum', 'batchmean' (the sum divided by
+    ``input.size(0)``, the divergence per sample) or 'mean' (divided by every element, with a
+    UserWarning that 'batchmean' is the mathematical divergence); ValueError for another value.
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.  'batchmean' cannot be reached through them.
+    Differentiable in both arguments.  Float tensors (float32 under autocast)."""
     from .elementwise import exp
     from .elementwise_math import xlogy
     legacy = size_average is not None or reduce is not None
@@ -451,10 +516,17 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 @autocast_op("fp32")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    """Huber loss of ``z = |input - target|`` (any shape, broadcast): ``0.5 z**2`` below
-    ``delta``, ``delta * (z - 0.5 delta)`` above; times ``weight`` (input's shape) when given,
-    whose 'mean' is the plain mean of the weighted losses as in torch
-    (torch.nn.functional.huber_loss).  RuntimeError for ``delta <= 0``."""
+    """Huber loss of ``z = |input - target|``: ``0.5 * z**2`` where ``z < delta``, else
+    ``delta * (z - 0.5 * delta)`` (torch.nn.functional.huber_loss; Huber, 1964).
+
+    ``input``, ``target``: float tensors of any shape that broadcast (a UserWarning when their
+    shapes differ).  ``delta``: the positive threshold between the quadratic and the linear
+    part.  ``weight``: optional, the input's shape; the losses are multiplied by it and 'mean'
+    is the plain mean of the weighted losses, as in torch.
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' keeps the broadcast shape.
+    RuntimeError for ``delta <= 0``; ValueError for a ``weight`` of another shape.
+    Float tensors (float32 under autocast)."""
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -477,9 +549,18 @@ def _piecewise_quadratic(d, bound, quad, lin):
 
 @autocast_op("fp32")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
-    """Smooth L1 loss of ``z = |input - target|`` (any shape, broadcast): ``0.5 z**2 / beta``
-    below ``beta``, ``z - 0.5 beta`` above; ``beta = 0`` is l1_loss
-    (torch.nn.functional.smooth_l1_loss).  RuntimeError for a negative ``beta``."""
+    """Smooth L1 loss of ``z = |input - target|``: ``0.5 * z**2 / beta`` where ``z < beta``, else
+    ``z - 0.5 * beta`` (torch.nn.functional.smooth_l1_loss; Girshick, Fast R-CNN,
+    arXiv:1504.08083); ``beta = 0`` is l1_loss, and it equals ``huber_loss / beta``.
+
+    ``input``, ``target``: float tensors of any shape that broadcast (a UserWarning when their
+    shapes differ).  ``beta``: the non-negative threshold.
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' keeps the broadcast shape.
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.
+    RuntimeError for a negative ``beta``.  Float tensors (float32 under autocast)."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if beta < 0:
@@ -499,18 +580,31 @@ def _softplus(z):
 
 @autocast_op("fp32")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """Two-class logistic loss ``log(1 + exp(-target * input))`` for targets in {1, -1};
-    any shape (torch.nn.functional.soft_margin_loss)."""
+    """Two-class logistic loss ``log(1 + exp(-target * input))``, computed without overflow
+    (torch.nn.functional.soft_margin_loss).
+
+    ``input``: float scores, any shape.  ``target``: labels 1 or -1, broadcast with the input.
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' keeps the broadcast shape.
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.  Float tensors (float32 under autocast)."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     return _reduce(_softplus(-(input * target)), reduction)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
-    """Multi-label one-versus-all logistic loss: input ``[N, C]`` (or ``[C]``), targets in
-    {0, 1} of the same shape, optional per-class ``weight`` ``[C]``; the per-sample loss
-    ``-mean_c w_c (y log sigmoid(x) + (1 - y) log sigmoid(-x))`` has shape ``[N]``
-    (torch.nn.functional.multilabel_soft_margin_loss).  ValueError for a bad reduction."""
+    """Multi-label one-versus-all logistic loss (torch.nn.functional.multilabel_soft_margin_loss):
+    per sample ``-mean_c weight[c] * (y * log(sigmoid(x)) + (1 - y) * log(sigmoid(-x)))``.
+
+    ``input``: float scores ``[N, C]`` (or ``[C]``).  ``target``: labels 0 or 1 of the input's
+    shape.  ``weight``: optional per-class ``[C]`` (broadcast over the last dim).
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' gives ``[N]`` (``[]`` for a ``[C]`` input).
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'."""
     reduction = _reduction(size_average, reduce, reduction)
     loss = target * _softplus(-input) + (1 - target) * _softplus(input)
     if weight is not None:
@@ -538,11 +632,19 @@ def _class_scores(input, target):
 @autocast_op("fp32")
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
-    """Multi-class hinge loss: for scores ``input`` ``[N, C]`` (or ``[C]``) and class indices
-    ``target`` ``[N]`` (int64), ``sum_{j != y} max(0, margin - x[y] + x[j])**p * w[y] / C``
-    per sample, ``p`` 1 or 2, ``weight`` ``[C]`` (torch.nn.functional.multi_margin_loss).
-    ValueError for another ``p`` or a weight that is not 1-D; RuntimeError for bad shapes
-    or a target out of range."""
+    """Multi-class hinge loss (torch.nn.functional.multi_margin_loss): per sample
+    ``sum_{j != y} weight[y] * max(0, margin - x[y] + x[j])**p / C``.
+
+    ``input``: float scores ``[N, C]`` or ``[C]`` (one sample).  ``target``: int64 class indices
+    ``[N]`` (``[]`` or ``[1]`` for one sample).  ``p``: 1 or 2.  ``margin``: the margin (default 1).
+    ``weight``: optional 1-D ``[C]`` weight of the target class.
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' gives ``[N]`` (``[]`` for a ``[C]`` input).
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.
+    ValueError for another ``p`` or a ``weight`` that is not 1-D; RuntimeError for an empty
+    input, a target of another size or dtype, or a class index out of range.  Float tensors (float32 under autocast)."""
     from .elementwise import where
     from .indexing import gather
     reduction = _reduction(size_average, reduce, reduction)
@@ -571,10 +673,18 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 @autocast_op("fp32")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """Multi-label hinge loss: scores ``input`` ``[N, C]`` (or ``[C]``) and ``target`` of the
-    same shape holding class indices (int64) up to the first -1; per sample,
-    ``sum_{j target} sum_{k not target} max(0, 1 - (x[j] - x[k])) / C``
-    (torch.nn.functional.multilabel_margin_loss).  RuntimeError for bad shapes."""
+    """Multi-label hinge loss (torch.nn.functional.multilabel_margin_loss): per sample
+    ``sum_{j in labels} sum_{k not in labels} max(0, 1 - (x[j] - x[k])) / C``.
+
+    ``input``: float scores ``[N, C]`` or ``[C]``.  ``target``: int64 of the input's shape
+    holding the sample's class indices, read up to the first -1 (the rest is ignored).
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' gives ``[N]`` (``[]`` for a ``[C]`` input).
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.
+    RuntimeError for an empty input or one of more than 2 dims, a target of another shape or
+    dtype, or a listed class index out of range.  Float tensors (float32 under autocast)."""
     from .elementwise import where
     from .indexing import gather
     reduction = _reduction(size_average, reduce, reduction)
@@ -608,9 +718,18 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 
 @autocast_op("fp32")
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
-    """``max(0, -target * (input1 - input2) + margin)`` for targets in {1, -1}; the three
-    tensors have the same number of dims and broadcast
-    (torch.nn.functional.margin_ranking_loss)."""
+    """Ranking hinge loss ``max(0, -target * (input1 - input2) + margin)``
+    (torch.nn.functional.margin_ranking_loss): ``target`` 1 asks ``input1`` to rank above
+    ``input2`` by ``margin``, -1 the reverse.
+
+    ``input1``, ``input2``: float scores, e.g. ``[N]``; ``target``: 1 or -1; the three have the
+    same number of dims and broadcast.  ``margin``: a Python number (default 0).
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' keeps the broadcast shape.
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.
+    RuntimeError for tensors of different numbers of dims.  Float tensors (float32 under autocast)."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if input1.ndim != input2.ndim or input1.ndim != target.ndim:
@@ -621,8 +740,17 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
 
 @autocast_op("fp32")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
-    """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1; any shape
-    (torch.nn.functional.hinge_embedding_loss)."""
+    """Hinge embedding loss (torch.nn.functional.hinge_embedding_loss): ``input`` where
+    ``target`` is 1 and ``max(0, margin - input)`` where it is -1, for ``input`` typically a
+    distance between two embeddings.
+
+    ``input``: float, any shape.  ``target``: 1 or -1, broadcast with the input.  ``margin``:
+    the margin for the dissimilar pairs (default 1.0).
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' keeps the broadcast shape.
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.  Float tensors (float32 under autocast)."""
     from .elementwise import where
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
@@ -635,10 +763,19 @@ _COS_EMB_EPS = 1e-12
 
 @autocast_op("fp32")
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
-    """``1 - cos(x1, x2)`` where ``target`` is 1 and ``max(0, cos(x1, x2) - margin)`` where it
-    is -1: inputs ``[N, D]`` with target ``[N]``, or ``[D]`` with a 0-d target; the cosine
-    adds 1e-12 to each squared norm as torch does (torch.nn.functional.cosine_embedding_loss).
-    RuntimeError for other shapes."""
+    """Cosine embedding loss (torch.nn.functional.cosine_embedding_loss): ``1 - cos(x1, x2)`` where
+    ``target`` is 1 and ``max(0, cos(x1, x2) - margin)`` where it is -1; the cosine adds 1e-12
+    to each squared norm, as torch does.
+
+    ``input1``, ``input2``: float ``[N, D]`` with ``target`` ``[N]``, or ``[D]`` with a 0-dim
+    ``target`` (values 1 or -1).  ``margin``: in [-1, 1], 0 to 0.5 suggested (default 0).
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' gives ``[N]``.
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.
+    RuntimeError for a target of more than 1 dim or inputs of another number of dims.
+    Float tensors (float32 under autocast)."""
     from .elementwise import sqrt, where
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
@@ -657,8 +794,14 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    """``||x1 - x2 + eps||_p`` over the last dim (inputs broadcast): ``[N, D]`` gives ``[N]``
-    (torch.nn.functional.pairwise_distance)."""
+    """The p-norm distance ``||x1 - x2 + eps||_p`` over the last dim
+    (torch.nn.functional.pairwise_distance).
+
+    ``x1``, ``x2``: ``[N, D]`` or ``[D]``, broadcast.  ``p``: the norm degree (default 2.0;
+    ``inf`` the largest absolute difference).  ``eps``: added to the difference so that the
+    norm's gradient stays finite at equal inputs (default 1e-6).  ``keepdim``: keep the last
+    dim as size 1.  Returns ``[N]`` (``[N, 1]`` with ``keepdim``), ``[]`` for 1-D inputs; the
+    inputs' floating dtype."""
     from .decompositions import vector_norm
     ndim = max(x1.ndim, x2.ndim)
     d = x1 - x2 + eps
@@ -668,9 +811,14 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """``sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``, inputs
-    broadcast; each input is divided by its clamped norm before the product, as torch does
-    (torch.nn.functional.cosine_similarity)."""
+    """Cosine similarity ``sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``
+    (torch.nn.functional.cosine_similarity); each input is divided by its clamped norm before
+    the product, as torch does.
+
+    ``x1``, ``x2``: tensors that broadcast, e.g. ``[N, D]``.  ``dim``: the dim reduced
+    (default 1).  ``eps``: the smallest norm divided by (default 1e-8), so a zero vector gives
+    0.  Returns the broadcast shape without ``dim`` (``[N]`` for ``[N, D]``).  Integer inputs
+    are computed in the default float dtype."""
     from .decompositions import vector_norm
     x1, x2 = _broadcast_pair(x1, x2)
     if not x1.dtype.is_floating_point:
@@ -691,10 +839,22 @@ def _check_same_ndim(anchor, positive, negative):
 @autocast_op("fp32")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
-    """``max(0, margin + d(a, p) - d(a, n))`` with ``d`` the pairwise p-norm distance
-    (eps added to the difference); ``swap`` uses ``min(d(a, n), d(p, n))`` (Balntas et al.,
-    2016).  Inputs ``[N, D]`` or ``[D]`` (torch.nn.functional.triplet_margin_loss).
-    ValueError for ``margin <= 0``; RuntimeError for inputs of different dims."""
+    """Triplet loss ``max(0, margin + d(anchor, positive) - d(anchor, negative))``, ``d`` the
+    pairwise p-norm distance with ``eps`` added to the difference
+    (torch.nn.functional.triplet_margin_loss; Balntas et al., 2016; Schroff et al., FaceNet,
+    arXiv:1503.03832).
+
+    ``anchor``, ``positive``, ``negative``: float ``[N, D]`` or ``[D]``, the same number of dims
+    (they broadcast).  ``margin``: positive (default 1.0).  ``p``: the norm degree (default 2).
+    ``eps``: added to each difference before the norm (default 1e-6).  ``swap``: use
+    ``min(d(anchor, negative), d(positive, negative))`` as the negative distance.
+    ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' gives ``[N]``.
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.
+    ValueError also for ``margin <= 0``; RuntimeError for inputs of different numbers of
+    dims.  Float tensors (float32 under autocast)."""
     from .elementwise import minimum
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
@@ -710,8 +870,17 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
                                       swap=False, reduction="mean"):
-    """triplet_margin_loss with any ``distance_function(x, y)`` (pairwise_distance when
-    None) (torch.nn.functional.triplet_margin_with_distance_loss)."""
+    """Triplet loss ``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with a
+    distance of the caller's choosing (torch.nn.functional.triplet_margin_with_distance_loss).
+
+    ``anchor``, ``positive``, ``negative``: tensors of the same number of dims, e.g. ``[N, D]``.
+    ``distance_function``: a callable ``(x, y) -> [N]`` non-negative distances;
+    ``pairwise_distance`` when None.  ``margin``: positive (default 1.0).  ``swap``: use
+    ``min(d(anchor, negative), d(positive, negative))`` as the negative distance (Balntas et
+    al., 2016).  ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' gives the distances' shape.
+    ValueError also for ``margin <= 0``; RuntimeError for inputs of different numbers of
+    dims.  The three keyword-only arguments must be passed by name."""
     from .elementwise import minimum
     _check_reduction(reduction)
     if margin <= 0:
@@ -728,10 +897,18 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 @autocast_op("fp32")
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
-    """Negative log likelihood of ``target ~ Poisson(rate)``: ``exp(input) - target * input``
-    when ``log_input`` (input is the log rate), else ``input - target * log(input + eps)``;
-    ``full`` adds Stirling's ``target * log(target) - target + 0.5 * log(2 pi target)`` where
-    ``target > 1``.  Any shape, broadcast (torch.nn.functional.poisson_nll_loss)."""
+    """Negative log likelihood of ``target ~ Poisson(rate)`` (torch.nn.functional.poisson_nll_loss).
+
+    ``input``: the log rate when ``log_input`` (the loss is ``exp(input) - target * input``),
+    else the rate itself (``input - target * log(input + eps)``); any shape, broadcast with
+    ``target`` (the counts).  ``eps``: keeps the log finite at a zero rate (used only when
+    ``log_input`` is False; default 1e-8).  ``full``: add Stirling's approximation of
+    ``log(target!)``, ``target * log(target) - target + 0.5 * log(2 pi target)``, where
+    ``target > 1``.  ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' keeps the broadcast shape.
+    ``size_average`` and ``reduce`` are deprecated (a UserWarning when either is given):
+    either one set replaces ``reduction`` by 'none' when ``reduce`` is False, else 'sum' when
+    ``size_average`` is False, else 'mean'.  Float tensors (float32 under autocast)."""
     from .elementwise import exp, log, where
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
@@ -744,11 +921,17 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     """Negative log likelihood of ``target ~ N(input, var)``:
-    ``0.5 * (log(var) + (input - target)**2 / var)`` (+ ``0.5 log(2 pi)`` when ``full``).
-    ``var`` is a float, input's shape, input's shape less the last dim, or input's shape
-    with one dim of size 1; its values are clamped at ``eps`` (the gradient passes as if
-    unclamped, as in torch) (torch.nn.functional.gaussian_nll_loss).  ValueError for a
-    negative var, a var of another shape or a bad reduction."""
+    ``0.5 * (log(var) + (input - target)**2 / var)``, plus ``0.5 * log(2 pi)`` when ``full``
+    (torch.nn.functional.gaussian_nll_loss; Nix and Weigend, 1994).
+
+    ``input``: the predicted means, e.g. ``[N, D]``; ``target``: the input's shape (or
+    broadcastable).  ``var``: the predicted variances, a non-negative Python number or a tensor
+    of the input's shape, of the input's shape less the last dim, or of the input's shape with
+    one dim of size 1 (homoscedastic along it).  ``eps``: the values of ``var`` are clamped
+    below at it for stability (the gradient passes as if unclamped, as in torch; default
+    1e-6).  ``reduction``: 'none' (the per-element losses), 'mean' or 'sum' (a 0-dim tensor);
+    ValueError for another value. 'none' keeps the broadcast shape.
+    ValueError also for a negative variance or a ``var`` of another shape."""
     from .elementwise import log
     if isinstance(var, (int, float)):
         if var < 0:
@@ -779,10 +962,14 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``
     (torch.nn.functional.linear_cross_entropy, its reference path).
 
-    ``input`` ``[in]`` or ``[N, in]``; ``linear_weight`` ``[C, in]`` or ``[C, d1, ..., in]``
-    (logits ``[N, C, d1, ...]``, batched input only), ``linear_bias`` of the weight's shape
-    without ``in``; ``ignore_index=None`` means -100.  ``options`` (torch's chunking
-    strategy, which saves memory, not results) is accepted and the logits are made whole.
+    ``input``: float ``[in]`` or ``[N, in]``.  ``linear_weight``: ``[C, in]``, or
+    ``[C, d1, ..., in]`` giving logits ``[N, C, d1, ...]`` (batched input only).
+    ``linear_bias``: optional, the weight's shape without ``in``.  ``target``: int64 class
+    indices ``[N]`` / ``[N, d1, ...]`` / ``[]``, or probabilities of the logits' shape.
+    ``weight``: optional per-class ``[C]``.  ``reduction``: 'none', 'mean' or 'sum'.
+    ``ignore_index``: the target index that adds nothing; None means -100.
+    ``label_smoothing`` in [0, 1]: as cross_entropy.  ``options``: torch's chunking strategy,
+    which saves memory, not results; it is accepted and the logits are made whole.
     RuntimeError for an input of other dims; otherwise cross_entropy's errors."""
     from .activation import linear
     if input.ndim not in (1, 2):

@@ -124,7 +124,9 @@ def feature_dropout_(input, p, train):
 
 
 def native_channel_shuffle(input, groups):
-    """``channel_shuffle`` (torch.native_channel_shuffle)."""
+    """channel_shuffle under torch's native name (torch.native_channel_shuffle): the channels of
+    ``input`` ``[N, C, *]``, seen as ``[groups, C/groups]``, transposed to ``[C/groups,
+    groups]``. ``groups``: a positive divisor of ``C``; errors as channel_shuffle's."""
     return channel_shuffle(input, groups)
 
 

@@ -80,13 +80,21 @@ def _bshape(ndim, c_axis, c):
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
                eps=1e-05):
-    """Batch normalisation over all dims but the channel dim 1: input ``[N, C]``, ``[N, C, L]``
-    or ``[N, C, H, W]``; ``running_mean``/``running_var``/``weight``/``bias`` ``[C]``.
+    """Batch normalization (torch.nn.functional.batch_norm; Ioffe and Szegedy, arXiv:1502.03167):
+    ``(x - mean) / sqrt(var + eps) * weight + bias`` per channel, the statistics taken over all
+    dims but the channel dim 1.
 
-    In training the batch statistics (biased variance) normalise, and the running
-    statistics, when given, are updated in place: ``running = (1 - momentum) * running +
-    momentum * batch`` with the unbiased variance. Otherwise the running statistics are
-    used (torch.nn.functional.batch_norm)."""
+    ``input``: float ``[N, C]``, ``[N, C, L]``, ``[N, C, H, W]`` or ``[N, C, D, H, W]``; the
+    result has its shape and dtype. ``running_mean``, ``running_var``: ``[C]`` buffers, or None
+    (allowed only in training). ``weight``, ``bias``: optional ``[C]`` affine parameters.
+    ``training``: normalize by the batch statistics (biased variance) and update the running
+    ones in place, when given, as ``running = (1 - momentum) * running + momentum * batch`` with
+    the unbiased variance; otherwise normalize by the running statistics. ``momentum``: the
+    update factor (default 0.1). ``eps``: added to the variance (default 1e-5).
+
+    ValueError for an input of fewer than 2 dims, or a single value per channel in training;
+    RuntimeError for a vector of another size than ``C`` or missing running statistics in
+    evaluation."""
     if input.ndim < 2:
         raise ValueError(f"Expected 2D or more input (got {input.ndim}D input)")
     c = input.shape[1]
@@ -208,8 +216,15 @@ def _batch_norm_kernel(input, view, restore, running_mean, running_var, weight, 
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
-    """Normalise over the last ``len(normalized_shape)`` dims: input ``[*, *normalized_shape]``,
-    ``weight``/``bias`` of ``normalized_shape`` (torch.nn.functional.layer_norm)."""
+    """Layer normalization over the last ``len(normalized_shape)`` dims
+    (torch.nn.functional.layer_norm; Ba et al., arXiv:1607.06450): ``(x - mean) / sqrt(var +
+    eps) * weight + bias``, biased variance.
+
+    ``input``: float ``[*, *normalized_shape]``; the result has its shape and dtype.
+    ``normalized_shape``: an int or a sequence, the trailing sizes normalized together.
+    ``weight``, ``bias``: optional, of ``normalized_shape``. ``eps``: added to the variance
+    (default 1e-5). RuntimeError when the trailing dims or the parameters' shapes differ from
+    ``normalized_shape`` (or it is empty)."""
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(int(s) for s in normalized_shape)
@@ -291,13 +306,16 @@ def _check_channel_vectors(input, weight, bias):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
-    """Normalise each of ``num_groups`` groups of channels of ``[N, C, *]`` over its channels and
-    spatial dims, then scale and shift per channel by ``weight``/``bias`` ``[C]``
-    (torch.nn.functional.group_norm; Wu & He, "Group Normalization", 2018).
+    """Group normalization (torch.nn.functional.group_norm; Wu and He, arXiv:1803.08494): the
+    channels of each sample split into ``num_groups`` groups, each normalized over its channels
+    and spatial dims (biased variance), then scaled and shifted per channel.
 
-    RuntimeError when the input has fewer than 2 dims, C is not divisible by
-    ``num_groups`` or ``weight``/``bias`` are not ``[C]``; ValueError when a group holds a
-    single value."""
+    ``input``: float ``[N, C, *]``; the result has its shape and dtype. ``num_groups``: a
+    positive divisor of ``C``. ``weight``, ``bias``: optional ``[C]``. ``eps``: added to the
+    variance (default 1e-5).
+
+    RuntimeError when the input has fewer than 2 dims, ``C`` is not divisible by ``num_groups``
+    or ``weight``/``bias`` are not ``[C]``; ValueError when a group holds a single value."""
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     n, c = input.shape[0], input.shape[1]
@@ -370,14 +388,19 @@ _group_rule = on_arrays(_group_arrays)(_group_rule)
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.1, eps=1e-05):
-    """Normalise each channel of each sample of ``[N, C, *]`` over its spatial dims, then
-    scale and shift by ``weight``/``bias`` ``[C]`` (torch.nn.functional.instance_norm;
-    Ulyanov et al., 2016).
+    """Instance normalization (torch.nn.functional.instance_norm; Ulyanov et al.,
+    arXiv:1607.08022): each channel of each sample normalized over its spatial dims (biased
+    variance), then scaled and shifted per channel.
 
-    With ``use_input_stats`` the running statistics ``[C]``, when given, are updated in
-    place with the batch average of the per-instance mean and unbiased variance;
-    otherwise they normalise.  ValueError for a single spatial element; RuntimeError for
-    missing running statistics without ``use_input_stats`` or vectors of the wrong size."""
+    ``input``: float ``[N, C, *]`` (e.g. ``[N, C, H, W]``); the result has its shape and dtype.
+    ``running_mean``, ``running_var``: optional ``[C]`` buffers. ``weight``, ``bias``: optional
+    ``[C]``. ``use_input_stats``: normalize by each instance's statistics and update the running
+    ones in place, when given, by ``momentum`` (default 0.1) with the batch average of the
+    per-instance mean and unbiased variance; when False the running statistics normalize, as
+    batch_norm in evaluation. ``eps``: added to the variance (default 1e-5).
+
+    ValueError for a single spatial element with ``use_input_stats``; RuntimeError for missing
+    running statistics without it, or vectors of another size than ``C``."""
     spatial = 1
     for s in input.shape[2:]:
         spatial *= s
@@ -414,11 +437,15 @@ def _normalized_shape(input, normalized_shape):
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
-    """``x / sqrt(mean(x**2) + eps) * weight`` over the last dims ``normalized_shape`` of
-    ``[*, *normalized_shape]``; float16 and bfloat16 compute in float32, and ``eps=None`` is
-    the machine epsilon of the computing dtype (float32's for those, as torch does)
-    (torch.nn.functional.rms_norm; Zhang & Sennrich, 2019).
-    RuntimeError when the trailing dims or ``weight``'s shape differ from ``normalized_shape``."""
+    """Root mean square normalization ``x / sqrt(mean(x**2) + eps) * weight`` over the last dims
+    (torch.nn.functional.rms_norm; Zhang and Sennrich, arXiv:1910.07467).
+
+    ``input``: float ``[*, *normalized_shape]``; the result has its shape and dtype (float16 and
+    bfloat16 compute in float32). ``normalized_shape``: an int or a sequence, the trailing sizes
+    normalized together. ``weight``: optional, of ``normalized_shape``. ``eps``: added to the
+    mean square; None is the machine epsilon of the computing dtype (float32's for float16 and
+    bfloat16, as torch does). RuntimeError when the trailing dims or ``weight``'s shape differ
+    from ``normalized_shape``."""
     from .. import _dtype as D
     from .elementwise import rsqrt
     from .reduction import mean as _mean
@@ -495,10 +522,15 @@ _rms_rule = on_arrays(_rms_arrays)(_rms_rule)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
-    """``x / (k + alpha * mean(x**2 over ``size`` neighbouring channels)) ** beta`` for
-    ``[N, C, *]``, the window zero-padded by ``size // 2`` before and ``(size - 1) // 2``
-    after (torch.nn.functional.local_response_norm; Krizhevsky et al., 2012).
-    ValueError for input of fewer than 3 dims."""
+    """Local response normalization across channels (torch.nn.functional.local_response_norm;
+    Krizhevsky et al., 2012): ``x / (k + alpha * mean(x**2 over size neighbouring channels)) **
+    beta``.
+
+    ``input``: float ``[N, C, *]``, at least 3 dims (ValueError otherwise); the result has its
+    shape and dtype (float32 under autocast for more than 3 dims). ``size``: the number of
+    channels in the window, zero-padded by ``size // 2`` before and ``(size - 1) // 2`` after.
+    ``alpha``: the scale of the mean square (default 1e-4). ``beta``: the exponent (default
+    0.75). ``k``: the additive constant (default 1.0)."""
     from .shape import cat
     if input.ndim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
@@ -527,8 +559,13 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    """``input / max(||input||_p, eps)`` with the norm taken along ``dim``
-    (torch.nn.functional.normalize)."""
+    """``input / max(||input||_p, eps)``, the p-norm taken along ``dim``
+    (torch.nn.functional.normalize): unit vectors along that dim.
+
+    ``input``: a float tensor of any shape, e.g. ``[N, D]``; the result has its shape and dtype.
+    ``p``: the norm degree (default 2.0). ``dim``: the dim normalized (default 1). ``eps``: the
+    smallest norm divided by (default 1e-12), so a zero vector stays zero. ``out``: an optional
+    tensor to write the result into (then returned)."""
     r = input / input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     if out is not None:
         from ._helpers import write_out

@@ -314,49 +314,125 @@ _max_rule.on_arrays = lambda g, arg, geo: _max_unpool_array(_xp(g), g, arg, geo)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """1-d max pooling: ``[N, C, L]`` (or ``[C, L]``) to ``[N, C, L_out]``, with
-    ``L_out = floor((L + 2*padding - dilation*(kernel_size-1) - 1) / stride + 1)`` (ceil with
-    ``ceil_mode``); ``stride`` defaults to ``kernel_size``.  Padding is implicit ``-inf`` and
-    at most half the effective kernel.  With ``return_indices`` also the int64 index of each
-    maximum along ``L``.  The gradient goes to the first maximum of a window; a NaN is the
-    maximum.  RuntimeError for a bad rank, non-positive sizes, too much padding or an empty
-    output (torch.nn.functional.max_pool1d)."""
+    """1-d max pooling: the maximum of each window (torch.nn.functional.max_pool1d).
+
+    ``input``: ``[N, C, L]`` (or unbatched ``[C, L]``), any dtype but bool; the output is ``[N,
+    C, L_out]`` of its dtype, each size ``floor((size + 2*padding - dilation*(kernel_size - 1) -
+    1) / stride) + 1`` (ceil with ``ceil_mode``). ``kernel_size``: the window, an int (or a
+    1-tuple). ``stride``: the step, an int an int (or a 1-tuple); None (or empty) means
+    ``kernel_size``. ``padding``: implicit ``-inf`` cells on each side, at most half the kernel.
+    ``dilation``: the spacing of the window's cells. ``ceil_mode``: round the output size up; a
+    window must still start inside the input or its left padding. ``return_indices``: also
+    return the int64 index of each maximum, flat into ``L`` of its plane, as max_unpool1d takes;
+    the result is then ``(values, indices)``.
+
+    The gradient goes to the first maximum of each window; a NaN is the maximum. RuntimeError
+    for an input of other dims, non-positive kernel, stride or dilation, too much padding or an
+    empty output."""
     return _max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool1d")
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """2-d max pooling: ``[N, C, H, W]`` (or ``[C, H, W]``) to ``[N, C, H_out, W_out]``, each
-    size as in ``max_pool1d``; indices (int64) are flat into ``H*W``
-    (torch.nn.functional.max_pool2d)."""
+    """2-d max pooling: the maximum of each window (torch.nn.functional.max_pool2d).
+
+    ``input``: ``[N, C, H, W]`` (or unbatched ``[C, H, W]``), any dtype but bool; the output is
+    ``[N, C, H_out, W_out]`` of its dtype, each size ``floor((size + 2*padding -
+    dilation*(kernel_size - 1) - 1) / stride) + 1`` (ceil with ``ceil_mode``). ``kernel_size``:
+    the window, an int or a pair. ``stride``: the step, an int an int or a pair; None (or empty)
+    means ``kernel_size``. ``padding``: implicit ``-inf`` cells on each side, at most half the
+    kernel. ``dilation``: the spacing of the window's cells. ``ceil_mode``: round the output
+    size up; a window must still start inside the input or its left padding. ``return_indices``:
+    also return the int64 index of each maximum, flat into ``H*W`` of its plane, as max_unpool2d
+    takes; the result is then ``(values, indices)``.
+
+    The gradient goes to the first maximum of each window; a NaN is the maximum. RuntimeError
+    for an input of other dims, non-positive kernel, stride or dilation, too much padding or an
+    empty output."""
     out = _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool2d")
     return keep_format(input, out)
 
 
 @autocast_op("fp32")
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """3-d max pooling: ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) to ``[N, C, D_out, H_out, W_out]``,
-    each size as in ``max_pool1d``; indices (int64) are flat into ``D*H*W``
-    (torch.nn.functional.max_pool3d)."""
+    """3-d max pooling: the maximum of each window (torch.nn.functional.max_pool3d).
+
+    ``input``: ``[N, C, D, H, W]`` (or unbatched ``[C, D, H, W]``), any dtype but bool (float32
+    under autocast); the output is ``[N, C, D_out, H_out, W_out]`` of its dtype, each size
+    ``floor((size + 2*padding - dilation*(kernel_size - 1) - 1) / stride) + 1`` (ceil with
+    ``ceil_mode``). ``kernel_size``: the window, an int or a triple. ``stride``: the step, an
+    int an int or a triple; None (or empty) means ``kernel_size``. ``padding``: implicit
+    ``-inf`` cells on each side, at most half the kernel. ``dilation``: the spacing of the
+    window's cells. ``ceil_mode``: round the output size up; a window must still start inside
+    the input or its left padding. ``return_indices``: also return the int64 index of each
+    maximum, flat into ``D*H*W`` of its plane, as max_unpool3d takes; the result is then
+    ``(values, indices)``.
+
+    The gradient goes to the first maximum of each window; a NaN is the maximum. RuntimeError
+    for an input of other dims, non-positive kernel, stride or dilation, too much padding or an
+    empty output."""
     out = _max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices, "max_pool3d")
     return keep_format(input, out)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=True):
-    """``max_pool1d`` returning ``(values, indices)``."""
+    """max_pool1d that always returns the indices too
+    (torch.nn.functional.max_pool1d_with_indices).
+
+    ``input``: ``[N, C, L]`` (or unbatched ``[C, L]``), any dtype but bool; the output is ``[N,
+    C, L_out]`` of its dtype, each size ``floor((size + 2*padding - dilation*(kernel_size - 1) -
+    1) / stride) + 1`` (ceil with ``ceil_mode``). ``kernel_size``: the window, an int (or a
+    1-tuple). ``stride``: the step, an int an int (or a 1-tuple); None (or empty) means
+    ``kernel_size``. ``padding``: implicit ``-inf`` cells on each side, at most half the kernel.
+    ``dilation``: the spacing of the window's cells. ``ceil_mode``: round the output size up; a
+    window must still start inside the input or its left padding. Returns ``(values, indices)``;
+    ``return_indices`` is accepted and ignored (always True).
+
+    The gradient goes to the first maximum of each window; a NaN is the maximum. RuntimeError
+    for an input of other dims, non-positive kernel, stride or dilation, too much padding or an
+    empty output."""
     return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=True):
-    """``max_pool2d`` returning ``(values, indices)``."""
+    """max_pool2d that always returns the indices too
+    (torch.nn.functional.max_pool2d_with_indices).
+
+    ``input``: ``[N, C, H, W]`` (or unbatched ``[C, H, W]``), any dtype but bool; the output is
+    ``[N, C, H_out, W_out]`` of its dtype, each size ``floor((size + 2*padding -
+    dilation*(kernel_size - 1) - 1) / stride) + 1`` (ceil with ``ceil_mode``). ``kernel_size``:
+    the window, an int or a pair. ``stride``: the step, an int an int or a pair; None (or empty)
+    means ``kernel_size``. ``padding``: implicit ``-inf`` cells on each side, at most half the
+    kernel. ``dilation``: the spacing of the window's cells. ``ceil_mode``: round the output
+    size up; a window must still start inside the input or its left padding. Returns ``(values,
+    indices)``; ``return_indices`` is accepted and ignored (always True).
+
+    The gradient goes to the first maximum of each window; a NaN is the maximum. RuntimeError
+    for an input of other dims, non-positive kernel, stride or dilation, too much padding or an
+    empty output."""
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 @autocast_op("fp32")
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=True):
-    """``max_pool3d`` returning ``(values, indices)``."""
+    """max_pool3d that always returns the indices too
+    (torch.nn.functional.max_pool3d_with_indices).
+
+    ``input``: ``[N, C, D, H, W]`` (or unbatched ``[C, D, H, W]``), any dtype but bool (float32
+    under autocast); the output is ``[N, C, D_out, H_out, W_out]`` of its dtype, each size
+    ``floor((size + 2*padding - dilation*(kernel_size - 1) - 1) / stride) + 1`` (ceil with
+    ``ceil_mode``). ``kernel_size``: the window, an int or a triple. ``stride``: the step, an
+    int an int or a triple; None (or empty) means ``kernel_size``. ``padding``: implicit
+    ``-inf`` cells on each side, at most half the kernel. ``dilation``: the spacing of the
+    window's cells. ``ceil_mode``: round the output size up; a window must still start inside
+    the input or its left padding. Returns ``(values, indices)``; ``return_indices`` is accepted
+    and ignored (always True).
+
+    The gradient goes to the first maximum of each window; a NaN is the maximum. RuntimeError
+    for an input of other dims, non-positive kernel, stride or dilation, too much padding or an
+    empty output."""
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
@@ -423,19 +499,34 @@ _avg_rule.on_arrays = lambda g, geo, div: _avg_scatter_array(_xp(g), g, geo, div
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    """1-d average pooling: ``[N, C, L]`` (or ``[C, L]``) to ``[N, C, L_out]`` (sizes as
-    ``max_pool1d`` without dilation).  Zero padding counts in the divisor when
-    ``count_include_pad``; cells that ceil_mode adds past the padding never count.  Integer
-    inputs give integer means rounded toward zero.  RuntimeError as ``max_pool1d``
-    (torch.nn.functional.avg_pool1d)."""
+    """1-d average pooling: the mean of each window (torch.nn.functional.avg_pool1d).
+
+    ``input``: ``[N, C, L]`` (or unbatched ``[C, L]``); the output is ``[N, C, L_out]`` of its
+    dtype, sizes as max_pool1d's without dilation. ``kernel_size``: the window, an int (or a
+    1-tuple). ``stride``: an int (or a 1-tuple); None means ``kernel_size``. ``padding``:
+    implicit zeros on each side, at most half the kernel. ``ceil_mode``: round the output size
+    up; cells it adds past the padding never count in the divisor. ``count_include_pad``: count
+    the zero padding in each divisor (default True).
+
+    Integer inputs give integer means rounded toward zero. RuntimeError for an input of other
+    dims, non-positive sizes, too much padding or an empty output."""
     return _avg_pool(input, 1, kernel_size, stride, padding, ceil_mode, count_include_pad, None, "avg_pool1d")
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    """2-d average pooling: ``[N, C, H, W]`` (or ``[C, H, W]``) to ``[N, C, H_out, W_out]``, as
-    ``avg_pool1d``; ``divisor_override`` (non-zero) replaces every divisor
-    (torch.nn.functional.avg_pool2d)."""
+    """2-d average pooling: the mean of each window (torch.nn.functional.avg_pool2d).
+
+    ``input``: ``[N, C, H, W]`` (or unbatched ``[C, H, W]``); the output is ``[N, C, H_out,
+    W_out]`` of its dtype, sizes as max_pool2d's without dilation. ``kernel_size``: the window,
+    an int or a pair. ``stride``: an int or a pair; None means ``kernel_size``. ``padding``:
+    implicit zeros on each side, at most half the kernel. ``ceil_mode``: round the output size
+    up; cells it adds past the padding never count in the divisor. ``count_include_pad``: count
+    the zero padding in each divisor (default True). ``divisor_override``: when given (non-zero;
+    RuntimeError for 0), every window's sum is divided by it instead.
+
+    Integer inputs give integer means rounded toward zero. RuntimeError for an input of other
+    dims, non-positive sizes, too much padding or an empty output."""
     out = _avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
         "avg_pool2d")
     return keep_format(input, out)
@@ -444,8 +535,19 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 @autocast_op("fp32")
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    """3-d average pooling: ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) to
-    ``[N, C, D_out, H_out, W_out]``, as ``avg_pool2d`` (torch.nn.functional.avg_pool3d)."""
+    """3-d average pooling: the mean of each window (torch.nn.functional.avg_pool3d).
+
+    ``input``: ``[N, C, D, H, W]`` (or unbatched ``[C, D, H, W]``) (float32 under autocast); the
+    output is ``[N, C, D_out, H_out, W_out]`` of its dtype, sizes as max_pool3d's without
+    dilation. ``kernel_size``: the window, an int or a triple. ``stride``: an int or a triple;
+    None means ``kernel_size``. ``padding``: implicit zeros on each side, at most half the
+    kernel. ``ceil_mode``: round the output size up; cells it adds past the padding never count
+    in the divisor. ``count_include_pad``: count the zero padding in each divisor (default
+    True). ``divisor_override``: when given (non-zero; RuntimeError for 0), every window's sum
+    is divided by it instead.
+
+    Integer inputs give integer means rounded toward zero. RuntimeError for an input of other
+    dims, non-positive sizes, too much padding or an empty output."""
     out = _avg_pool(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
         "avg_pool3d")
     return keep_format(input, out)
@@ -528,24 +630,46 @@ def _global_mean_kernel(input, nd):
 
 
 def adaptive_avg_pool1d(input, output_size):
-    """Average pooling to ``output_size`` cells: ``[N, C, L]`` (or ``[C, L]``) to
-    ``[N, C, out]``; output cell i averages input cells ``floor(i*L/out)`` to
-    ``ceil((i+1)*L/out)`` (exclusive).  RuntimeError for a bad rank or an empty input
-    (torch.nn.functional.adaptive_avg_pool1d)."""
+    """Adaptive 1-d average pooling to a fixed output size
+    (torch.nn.functional.adaptive_avg_pool1d).
+
+    ``input``: ``[N, C, L]`` (or unbatched ``[C, L]``); the output is ``[N, C, *output_size]``
+    of its dtype. ``output_size``: an int. Along each axis output cell ``i`` covers input cells
+    ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)`` (exclusive), ``L`` the input size and
+    ``out`` the output size.
+
+    RuntimeError for an input of other dims, an ``output_size`` of another length or negative,
+    or an input empty in a non-batch dim."""
     return _adaptive_avg(input, output_size, 1, "adaptive_avg_pool1d")
 
 
 def adaptive_avg_pool2d(input, output_size):
-    """Adaptive average pooling ``[N, C, H, W]`` (or ``[C, H, W]``) to ``[N, C, oH, oW]``;
-    ``output_size`` is an int or a pair, None keeping that size; windows as
-    ``adaptive_avg_pool1d`` along each axis (torch.nn.functional.adaptive_avg_pool2d)."""
+    """Adaptive 2-d average pooling to a fixed output size
+    (torch.nn.functional.adaptive_avg_pool2d).
+
+    ``input``: ``[N, C, H, W]`` (or unbatched ``[C, H, W]``); the output is ``[N, C,
+    *output_size]`` of its dtype. ``output_size``: an int or 2 entries, None keeping that input
+    size. Along each axis output cell ``i`` covers input cells ``floor(i * L / out)`` to
+    ``ceil((i + 1) * L / out)`` (exclusive), ``L`` the input size and ``out`` the output size.
+
+    RuntimeError for an input of other dims, an ``output_size`` of another length or negative,
+    or an input empty in a non-batch dim."""
     return keep_format(input, _adaptive_avg(input, output_size, 2, "adaptive_avg_pool2d"))
 
 
 @autocast_op("fp32")
 def adaptive_avg_pool3d(input, output_size):
-    """Adaptive average pooling ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) to
-    ``[N, C, oD, oH, oW]``, as ``adaptive_avg_pool2d`` (torch.nn.functional.adaptive_avg_pool3d)."""
+    """Adaptive 3-d average pooling to a fixed output size
+    (torch.nn.functional.adaptive_avg_pool3d).
+
+    ``input``: ``[N, C, D, H, W]`` (or unbatched ``[C, D, H, W]``) (float32 under autocast); the
+    output is ``[N, C, *output_size]`` of its dtype. ``output_size``: an int or 3 entries, None
+    keeping that input size. Along each axis output cell ``i`` covers input cells ``floor(i * L
+    / out)`` to ``ceil((i + 1) * L / out)`` (exclusive), ``L`` the input size and ``out`` the
+    output size.
+
+    RuntimeError for an input of other dims, an ``output_size`` of another length or negative,
+    or an input empty in a non-batch dim."""
     return keep_format(input, _adaptive_avg(input, output_size, 3, "adaptive_avg_pool3d"))
 
 
@@ -594,40 +718,95 @@ def _index_scatter_rule(g, ind, shape):
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
-    """Adaptive max pooling ``[N, C, L]`` (or ``[C, L]``) to ``[N, C, out]`` over the windows
-    of ``adaptive_avg_pool1d``; with ``return_indices`` also the int64 index of each maximum
-    along ``L`` (the first maximum; a NaN is the maximum).  RuntimeError for a bad rank or
-    an empty input (torch.nn.functional.adaptive_max_pool1d)."""
+    """Adaptive 1-d max pooling to a fixed output size (torch.nn.functional.adaptive_max_pool1d).
+
+    ``input``: ``[N, C, L]`` (or unbatched ``[C, L]``); the output is ``[N, C, *output_size]``
+    of its dtype. ``output_size``: an int. Along each axis output cell ``i`` covers input cells
+    ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)`` (exclusive), ``L`` the input size and
+    ``out`` the output size. ``return_indices``: also return the int64 index of each (first)
+    maximum, flat into ``L`` of its plane; the result is then ``(values, indices)``. A NaN is
+    the maximum.
+
+    RuntimeError for an input of other dims, an ``output_size`` of another length or negative,
+    or an input empty in a non-batch dim."""
     return _adaptive_max(input, output_size, 1, return_indices, "adaptive_max_pool1d")
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    """Adaptive max pooling ``[N, C, H, W]`` (or ``[C, H, W]``) to ``[N, C, oH, oW]``;
-    ``output_size`` an int or a pair (None keeps that size); indices flat into ``H*W``
-    (torch.nn.functional.adaptive_max_pool2d)."""
+    """Adaptive 2-d max pooling to a fixed output size (torch.nn.functional.adaptive_max_pool2d).
+
+    ``input``: ``[N, C, H, W]`` (or unbatched ``[C, H, W]``); the output is ``[N, C,
+    *output_size]`` of its dtype. ``output_size``: an int or 2 entries, None keeping that input
+    size. Along each axis output cell ``i`` covers input cells ``floor(i * L / out)`` to
+    ``ceil((i + 1) * L / out)`` (exclusive), ``L`` the input size and ``out`` the output size.
+    ``return_indices``: also return the int64 index of each (first) maximum, flat into ``H*W``
+    of its plane; the result is then ``(values, indices)``. A NaN is the maximum.
+
+    RuntimeError for an input of other dims, an ``output_size`` of another length or negative,
+    or an input empty in a non-batch dim."""
     return _adaptive_max(input, output_size, 2, return_indices, "adaptive_max_pool2d")
 
 
 @autocast_op("fp32")
 def adaptive_max_pool3d(input, output_size, return_indices=False):
-    """Adaptive max pooling ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) to ``[N, C, oD, oH, oW]``;
-    indices flat into ``D*H*W`` (torch.nn.functional.adaptive_max_pool3d)."""
+    """Adaptive 3-d max pooling to a fixed output size (torch.nn.functional.adaptive_max_pool3d).
+
+    ``input``: ``[N, C, D, H, W]`` (or unbatched ``[C, D, H, W]``) (float32 under autocast); the
+    output is ``[N, C, *output_size]`` of its dtype. ``output_size``: an int or 3 entries, None
+    keeping that input size. Along each axis output cell ``i`` covers input cells ``floor(i * L
+    / out)`` to ``ceil((i + 1) * L / out)`` (exclusive), ``L`` the input size and ``out`` the
+    output size. ``return_indices``: also return the int64 index of each (first) maximum, flat
+    into ``D*H*W`` of its plane; the result is then ``(values, indices)``. A NaN is the maximum.
+
+    RuntimeError for an input of other dims, an ``output_size`` of another length or negative,
+    or an input empty in a non-batch dim."""
     return _adaptive_max(input, output_size, 3, return_indices, "adaptive_max_pool3d")
 
 
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
-    """``adaptive_max_pool1d`` returning ``(values, indices)``."""
+    """adaptive_max_pool1d that always returns the indices too
+    (torch.nn.functional.adaptive_max_pool1d_with_indices).
+
+    ``input``: ``[N, C, L]`` (or unbatched ``[C, L]``); the output is ``[N, C, *output_size]``
+    of its dtype. ``output_size``: an int. Along each axis output cell ``i`` covers input cells
+    ``floor(i * L / out)`` to ``ceil((i + 1) * L / out)`` (exclusive), ``L`` the input size and
+    ``out`` the output size. Returns ``(values, indices)``; ``return_indices`` is accepted and
+    ignored (always True).
+
+    RuntimeError for an input of other dims, an ``output_size`` of another length or negative,
+    or an input empty in a non-batch dim."""
     return adaptive_max_pool1d(input, output_size, True)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
-    """``adaptive_max_pool2d`` returning ``(values, indices)``."""
+    """adaptive_max_pool2d that always returns the indices too
+    (torch.nn.functional.adaptive_max_pool2d_with_indices).
+
+    ``input``: ``[N, C, H, W]`` (or unbatched ``[C, H, W]``); the output is ``[N, C,
+    *output_size]`` of its dtype. ``output_size``: an int or 2 entries, None keeping that input
+    size. Along each axis output cell ``i`` covers input cells ``floor(i * L / out)`` to
+    ``ceil((i + 1) * L / out)`` (exclusive), ``L`` the input size and ``out`` the output size.
+    Returns ``(values, indices)``; ``return_indices`` is accepted and ignored (always True).
+
+    RuntimeError for an input of other dims, an ``output_size`` of another length or negative,
+    or an input empty in a non-batch dim."""
     return adaptive_max_pool2d(input, output_size, True)
 
 
 @autocast_op("fp32")
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
-    """``adaptive_max_pool3d`` returning ``(values, indices)``."""
+    """adaptive_max_pool3d that always returns the indices too
+    (torch.nn.functional.adaptive_max_pool3d_with_indices).
+
+    ``input``: ``[N, C, D, H, W]`` (or unbatched ``[C, D, H, W]``) (float32 under autocast); the
+    output is ``[N, C, *output_size]`` of its dtype. ``output_size``: an int or 3 entries, None
+    keeping that input size. Along each axis output cell ``i`` covers input cells ``floor(i * L
+    / out)`` to ``ceil((i + 1) * L / out)`` (exclusive), ``L`` the input size and ``out`` the
+    output size. Returns ``(values, indices)``; ``return_indices`` is accepted and ignored
+    (always True).
+
+    RuntimeError for an input of other dims, an ``output_size`` of another length or negative,
+    or an input empty in a non-batch dim."""
     return adaptive_max_pool3d(input, output_size, True)
 
 
@@ -686,25 +865,55 @@ def _long_name(dtype):
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
-    """Partial inverse of ``max_pool1d``: ``[N, C, L]`` (or ``[C, L]``) values placed at their
-    ``indices`` (int64, same shape, as ``max_pool1d`` returns) in zeros of
-    ``[N, C, (L-1)*stride - 2*padding + kernel_size]`` (or ``output_size``).  RuntimeError
-    for a bad rank, dtype or shape of ``indices`` or an index outside the output; ValueError
-    for a bad ``output_size`` (torch.nn.functional.max_unpool1d)."""
+    """Partial inverse of max_pool1d (torch.nn.functional.max_unpool1d): each value of ``input`` is
+    placed at its index in a zero tensor, the other cells stay 0.
+
+    ``input``: ``[N, C, L]`` (or unbatched ``[C, L]``), as max_pool1d returned it. ``indices``:
+    int64 of the input's shape, flat into ``L`` of the output plane, as max_pool1d returns them
+    with ``return_indices``. ``kernel_size``, ``stride`` (None means ``kernel_size``) and
+    ``padding``: the pooling's, an int (or a 1-tuple) each. ``output_size``: the output's
+    spatial size (1 or 3 entries), needed when several input sizes pool to the same size; it
+    must lie within one ``stride`` of the default ``(size - 1)*stride - 2*padding +
+    kernel_size``. Returns ``[N, C, L_out]``.
+
+    RuntimeError for an input of other dims, ``indices`` of another dtype or shape, or an index
+    outside the output; ValueError for a bad ``output_size``."""
     return _max_unpool(input, indices, 1, kernel_size, stride, padding, output_size, "max_unpool1d")
 
 
 @autocast_op("fp32")
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
-    """Partial inverse of ``max_pool2d``: ``[N, C, H, W]`` (or ``[C, H, W]``) to
-    ``[N, C, H_out, W_out]``, as ``max_unpool1d`` (torch.nn.functional.max_unpool2d)."""
+    """Partial inverse of max_pool2d (torch.nn.functional.max_unpool2d): each value of ``input`` is
+    placed at its index in a zero tensor, the other cells stay 0.
+
+    ``input``: ``[N, C, H, W]`` (or unbatched ``[C, H, W]``), as max_pool2d returned it.
+    ``indices``: int64 of the input's shape, flat into ``H*W`` of the output plane, as
+    max_pool2d returns them with ``return_indices``. ``kernel_size``, ``stride`` (None means
+    ``kernel_size``) and ``padding``: the pooling's, an int or a pair each. ``output_size``: the
+    output's spatial size (2 or 4 entries), needed when several input sizes pool to the same
+    size; it must lie within one ``stride`` of the default ``(size - 1)*stride - 2*padding +
+    kernel_size``. Returns ``[N, C, H_out, W_out]``.
+
+    RuntimeError for an input of other dims, ``indices`` of another dtype or shape, or an index
+    outside the output; ValueError for a bad ``output_size``."""
     return _max_unpool(input, indices, 2, kernel_size, stride, padding, output_size, "max_unpool2d")
 
 
 @autocast_op("fp32")
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
-    """Partial inverse of ``max_pool3d``: ``[N, C, D, H, W]`` (or ``[C, D, H, W]``) to
-    ``[N, C, D_out, H_out, W_out]``, as ``max_unpool1d`` (torch.nn.functional.max_unpool3d)."""
+    """Partial inverse of max_pool3d (torch.nn.functional.max_unpool3d): each value of ``input`` is
+    placed at its index in a zero tensor, the other cells stay 0.
+
+    ``input``: ``[N, C, D, H, W]`` (or unbatched ``[C, D, H, W]``), as max_pool3d returned it
+    (float32 under autocast). ``indices``: int64 of the input's shape, flat into ``D*H*W`` of
+    the output plane, as max_pool3d returns them with ``return_indices``. ``kernel_size``,
+    ``stride`` (None means ``kernel_size``) and ``padding``: the pooling's, an int or a triple
+    each. ``output_size``: the output's spatial size (3 or 5 entries), needed when several input
+    sizes pool to the same size; it must lie within one ``stride`` of the default ``(size -
+    1)*stride - 2*padding + kernel_size``. Returns ``[N, C, D_out, H_out, W_out]``.
+
+    RuntimeError for an input of other dims, ``indices`` of another dtype or shape, or an index
+    outside the output; ValueError for a bad ``output_size``."""
     return _max_unpool(input, indices, 3, kernel_size, stride, padding, output_size, "max_unpool3d")
 
 
@@ -723,21 +932,39 @@ def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, nd, name):
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """Power-average pooling ``(sum over the window of x**p) ** (1/p)`` with ``p = norm_type``:
-    ``[N, C, L]`` (or ``[C, L]``) to ``[N, C, L_out]``, windows as ``avg_pool1d`` without
-    padding (with ``ceil_mode`` a window cut by the input's end is scaled as torch does: its
-    mean times the full kernel size); ``p = inf`` is max pooling of ``|x|``
-    (torch.nn.functional.lp_pool1d)."""
+    """1-d power-average pooling ``(sum over the window of x**p) ** (1/p)``, ``p = norm_type``
+    (torch.nn.functional.lp_pool1d).
+
+    ``input``: ``[N, C, L]`` (or unbatched ``[C, L]``), float; the output is ``[N, C, L_out]``.
+    ``norm_type``: the power ``p``; ``inf`` is max pooling of ``|x|`` and ``-inf`` min pooling
+    of it; ``p = 1`` is sum pooling. ``kernel_size``: the window, an int (or a 1-tuple).
+    ``stride``: an int (or a 1-tuple); None means ``kernel_size``. ``ceil_mode``: round the
+    output size up; a window cut by the input's end is scaled as torch does (its mean times the
+    full kernel size). No padding. Errors as avg_pool1d's."""
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1, "lp_pool1d")
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """Power-average pooling over ``[N, C, H, W]`` (or ``[C, H, W]``), as ``lp_pool1d``
-    (torch.nn.functional.lp_pool2d)."""
+    """2-d power-average pooling ``(sum over the window of x**p) ** (1/p)``, ``p = norm_type``
+    (torch.nn.functional.lp_pool2d).
+
+    ``input``: ``[N, C, H, W]`` (or unbatched ``[C, H, W]``), float; the output is ``[N, C,
+    H_out, W_out]``. ``norm_type``: the power ``p``; ``inf`` is max pooling of ``|x|`` and
+    ``-inf`` min pooling of it; ``p = 1`` is sum pooling. ``kernel_size``: the window, an int or
+    a pair. ``stride``: an int or a pair; None means ``kernel_size``. ``ceil_mode``: round the
+    output size up; a window cut by the input's end is scaled as torch does (its mean times the
+    full kernel size). No padding. Errors as avg_pool2d's."""
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2, "lp_pool2d")
 
 
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """Power-average pooling over ``[N, C, D, H, W]`` (or ``[C, D, H, W]``), as ``lp_pool1d``
-    (torch.nn.functional.lp_pool3d)."""
+    """3-d power-average pooling ``(sum over the window of x**p) ** (1/p)``, ``p = norm_type``
+    (torch.nn.functional.lp_pool3d).
+
+    ``input``: ``[N, C, D, H, W]`` (or unbatched ``[C, D, H, W]``), float; the output is ``[N,
+    C, D_out, H_out, W_out]``. ``norm_type``: the power ``p``; ``inf`` is max pooling of ``|x|``
+    and ``-inf`` min pooling of it; ``p = 1`` is sum pooling. ``kernel_size``: the window, an
+    int or a triple. ``stride``: an int or a triple; None means ``kernel_size``. ``ceil_mode``:
+    round the output size up; a window cut by the input's end is scaled as torch does (its mean
+    times the full kernel size). No padding. Errors as avg_pool3d's."""
     return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3, "lp_pool3d")

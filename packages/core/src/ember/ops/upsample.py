@@ -277,7 +277,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     """Resize the spatial dims of ``input`` ``[N, C, L]``, ``[N, C, H, W]`` or
     ``[N, C, D, H, W]`` to ``size`` or by ``scale_factor`` (torch.nn.functional.interpolate).
 
-    Modes: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' and 'bicubic' (4-D,
+    ``mode``: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' and 'bicubic' (4-D,
     cubic convolution with A=-0.75 and border cells repeated), 'trilinear' (5-D), 'area'
     (adaptive average pooling) and 'lanczos' (4-D, Lanczos-3, antialias=True only).
     ``align_corners`` maps the corner cells' centres onto each other (interpolating modes
@@ -383,7 +383,14 @@ def _type_name(dtype) -> str:
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """Deprecated alias of :func:`interpolate` (warns, as torch.nn.functional.upsample)."""
+    """Deprecated alias of interpolate (torch.nn.functional.upsample): warns, then resizes as
+    ``interpolate(input, size, scale_factor, mode, align_corners)``.
+
+    ``input``: ``[N, C, L]``, ``[N, C, H, W]`` or ``[N, C, D, H, W]``. ``size``: the output's
+    spatial size, an int or one int per spatial dim; or ``scale_factor``: a float or one per
+    spatial dim (one of the two). ``mode``: as interpolate's ('nearest' by default).
+    ``align_corners``: interpolating modes only. Returns ``[N, C, *out]`` of the input's dtype;
+    errors as interpolate's."""
     import warnings
     warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=2)
@@ -391,7 +398,13 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
-    """Deprecated: ``interpolate(input, size, scale_factor, mode='nearest')``."""
+    """Deprecated (torch.nn.functional.upsample_nearest): warns, then ``interpolate(input, size,
+    scale_factor, mode='nearest')``.
+
+    ``input``: ``[N, C, L]``, ``[N, C, H, W]`` or ``[N, C, D, H, W]``. ``size``: the output's
+    spatial size, an int or one int per spatial dim; or ``scale_factor``: a float or one per
+    spatial dim (one of the two). Returns ``[N, C, *out]`` of the input's dtype; errors as
+    interpolate's."""
     import warnings
     warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=2)
@@ -399,7 +412,12 @@ def upsample_nearest(input, size=None, scale_factor=None):
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
-    """Deprecated: ``interpolate(input, size, scale_factor, mode='bilinear', align_corners=True)``."""
+    """Deprecated (torch.nn.functional.upsample_bilinear): warns, then ``interpolate(input, size,
+    scale_factor, mode='bilinear', align_corners=True)``.
+
+    ``input``: ``[N, C, H, W]``, float. ``size``: the output's ``(H_out, W_out)``, an int or a
+    pair; or ``scale_factor``: a float or a pair (one of the two). Returns ``[N, C, H_out,
+    W_out]`` of the input's dtype; errors as interpolate's."""
     import warnings
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
                   stacklevel=2)
@@ -409,9 +427,13 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 # ---- pixel and channel shuffles ---------------------------------------------------------------
 
 def pixel_shuffle(input, upscale_factor):
-    """``[*, C*r*r, H, W]`` to ``[*, C, H*r, W*r]``, r = ``upscale_factor``: each group of r*r
-    channels becomes an r-by-r block of pixels (Shi et al., 2016; torch.nn.functional.pixel_shuffle).
-    RuntimeError for fewer than 3 dims, r < 1, or channels not divisible by r*r."""
+    """Sub-pixel rearrangement (torch.nn.functional.pixel_shuffle; Shi et al., arXiv:1609.05158):
+    ``[*, C*r*r, H, W]`` to ``[*, C, H*r, W*r]``, each group of ``r*r`` channels becoming an
+    r-by-r block of pixels.
+
+    ``input``: ``[*, C*r*r, H, W]``, at least 3 dims, any dtype (kept). ``upscale_factor``:
+    ``r``, positive. RuntimeError for fewer than 3 dims, ``r < 1``, or channels not divisible by
+    ``r*r``."""
     r = int(upscale_factor)
     if input.ndim < 3:
         raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
@@ -429,8 +451,12 @@ def pixel_shuffle(input, upscale_factor):
 
 
 def pixel_unshuffle(input, downscale_factor):
-    """The inverse of :func:`pixel_shuffle`: ``[*, C, H*r, W*r]`` to ``[*, C*r*r, H, W]``.
-    RuntimeError for fewer than 3 dims, r < 1, or H, W not divisible by r."""
+    """The inverse of pixel_shuffle (torch.nn.functional.pixel_unshuffle): ``[*, C, H*r, W*r]`` to
+    ``[*, C*r*r, H, W]``, each r-by-r block of pixels becoming ``r*r`` channels.
+
+    ``input``: ``[*, C, H*r, W*r]``, at least 3 dims, any dtype (kept). ``downscale_factor``:
+    ``r``, positive. RuntimeError for fewer than 3 dims, ``r < 1``, or H, W not divisible by
+    ``r``."""
     r = int(downscale_factor)
     if input.ndim < 3:
         raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
@@ -449,9 +475,13 @@ def pixel_unshuffle(input, downscale_factor):
 
 
 def channel_shuffle(input, groups):
-    """``[N, C, *]`` with its channels, seen as ``[groups, C/groups]``, transposed to
-    ``[C/groups, groups]`` (ShuffleNet, Zhang et al., 2017; torch.nn.functional.channel_shuffle).
-    RuntimeError for fewer than 3 dims, groups < 1, or C not divisible by groups."""
+    """Channel shuffle (torch.nn.functional.channel_shuffle; ShuffleNet, Zhang et al.,
+    arXiv:1707.01083): the channels of ``[N, C, *]``, seen as ``[groups, C/groups]``, transposed
+    to ``[C/groups, groups]``, so the next grouped convolution mixes the groups.
+
+    ``input``: ``[N, C, *]``, more than 2 dims, any dtype; the result has its shape and dtype.
+    ``groups``: a positive divisor of ``C``. RuntimeError for fewer than 3 dims, ``groups < 1``,
+    or ``C`` not divisible by ``groups``."""
     g = int(groups)
     if g <= 0:
         raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{g}")

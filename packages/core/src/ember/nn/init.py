@@ -77,9 +77,10 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Fill with samples of N(``mean``, ``std``^2) truncated to [``a``, ``b``]
-    (``torch.nn.init.trunc_normal_``'s method, ember's own stream): by rejection, redrawing normal samples outside [a, b] while
-    the interval holds more than 0.3 of the mass, else drawing uniformly in [a, b] and
-    keeping each draw with probability ``pdf(x) / max pdf`` (so far tails end quickly too).
+    (``torch.nn.init.trunc_normal_``'s method, ember's own stream): by rejection, redrawing
+    normal samples outside [a, b] while the interval holds more than 0.3 of the mass, else
+    drawing uniformly in [a, b] and keeping each draw with probability ``pdf(x) / max pdf``
+    (so far tails end quickly too).
     Warns, as torch, when ``mean`` is more than 2 ``std`` outside [a, b]. ``tensor`` (a float
     tensor of any shape) is filled in place and returned, outside autograd. ``generator``:
     the Generator to draw from (ember's default when None)."""

@@ -159,9 +159,10 @@ def _view_as_complex_rule(g):
 
 
 def complex(real, imag):
-    """``real + i * imag`` from the tensors ``real`` and ``imag``, both of one floating dtype (float32 -> complex64, float64
-    -> complex128), broadcast together (torch.complex). Other dtypes, or two different ones,
-    raise RuntimeError. ``out`` receives the result when given."""
+    """``real + i * imag`` from the tensors ``real`` and ``imag``, both of one floating
+    dtype (float32 gives complex64, float64 complex128), broadcast together
+    (torch.complex). Other dtypes, or two different ones, raise RuntimeError. ``out``
+    receives the result when given."""
     if real.dtype is not imag.dtype or real.dtype not in (D.float32, D.float64):
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got {real.dtype} and "
                            f"{imag.dtype}")

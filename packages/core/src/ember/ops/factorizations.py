@@ -306,9 +306,8 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     as torch's).  B is ``[*, n, k]`` or a vector ``[*, n]``; batch dims broadcast.
     ``check_errors`` raises LinAlgError for a singular A.  Source: torch.linalg.solve_ex.
 
-    ``A`` is [*, n, n]; ``out`` (a pair of tensors) receives the result when given.
-
-    ``B`` is the right-hand side [*, n, k] or [*, n]."""
+    ``A`` is [*, n, n], ``B`` the right-hand side; ``out`` (a pair of tensors) receives the
+    result when given."""
     check_input(A, "linalg.solve")
     check_same_dtype(A, B, "linalg.solve")
     vector = _vector_rhs(A, B)

@@ -57,7 +57,7 @@ def sym_min(a, b):
 
 
 def sym_not(a):
-    """``not a`` (torch.sym_not)."""
+    """The logical negation of ``a``: ``not a`` (torch.sym_not)."""
     return not a
 
 

@@ -228,9 +228,9 @@ def _check_rank(input, grid, nd):
 
 
 def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
-    """``grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)`` for [N,
-    C, H, W] inputs and [N, H_out, W_out, 2] grids only (torch.grid_sampler_2d);
-    RuntimeError for other ranks."""
+    """``grid_sampler`` for ``input`` [N, C, H, W] and ``grid`` [N, H_out, W_out, 2] only
+    (torch.grid_sampler_2d), with ``interpolation_mode``, ``padding_mode`` and
+    ``align_corners`` as there; RuntimeError for other ranks."""
     _check_rank(input, grid, 2)
     return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
 

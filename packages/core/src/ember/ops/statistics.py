@@ -91,8 +91,8 @@ def median(input, dim=None, keepdim=False):
 
 
 def nanmedian(input, dim=None, keepdim=False):
-    """``median(input, dim, keepdim)`` ignoring NaN: NaN only where a row is all NaN
-    (torch.nanmedian)."""
+    """The median of ``input`` ignoring NaN, over all elements or along ``dim`` with
+    ``keepdim``, as ``median`` otherwise: NaN only where a row is all NaN (torch.nanmedian)."""
     def pick(xp, ordered, order, d):
         n = ordered.shape[d]
         valid = _nan_last_count(xp, ordered, d)
@@ -171,8 +171,9 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 @autocast_op("fp32")
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
-    """``quantile(input, q, dim, keepdim, interpolation=interpolation)`` ignoring NaN: NaN only
-    where a row is all NaN (torch.nanquantile)."""
+    """The ``q``-quantiles of ``input`` ignoring NaN, over all elements or along ``dim``, with
+    ``keepdim`` and ``interpolation`` as in ``quantile``: NaN only where a row is all NaN
+    (torch.nanquantile)."""
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True)
 
 

@@ -293,9 +293,10 @@ def select_scatter(input, src, dim, index):
 
 
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
-    """A copy of ``input`` with ``src`` written into ``diagonal(input, offset, dim1, dim2)``
-    (torch.diagonal_scatter). ``src`` has the diagonal's shape (RuntimeError otherwise) and
-    is cast to ``input``'s dtype."""
+    """A copy of ``input`` with ``src`` written into its diagonal at ``offset`` (above the main
+    one when positive) of the planes spanned by ``dim1`` and ``dim2``, as ``diagonal`` would
+    see it (torch.diagonal_scatter). ``src`` has the diagonal's shape (RuntimeError
+    otherwise) and is cast to ``input``'s dtype."""
     from .layout import diagonal
     return _scatter(input, src, lambda t: diagonal(t, offset, dim1, dim2), "DiagonalScatterBackward0",
                     lambda t, s: diagonal_scatter(t, s, offset, dim1, dim2))
@@ -339,9 +340,9 @@ def _unsafe(input, sizes, dim, node):
 
 
 def unsafe_split(tensor, split_size, dim=0):
-    """``split(tensor, split_size, dim)`` with an int ``split_size``, without torch's checks on
-    in-place use of the pieces (ember's views never had them) (torch.unsafe_split). A list
-    raises TypeError."""
+    """``split`` of ``tensor`` along ``dim`` into pieces of the int ``split_size``, without
+    torch's checks on in-place use of the pieces (ember's views never had them)
+    (torch.unsafe_split). A list raises TypeError."""
     if isinstance(split_size, builtins.bool) or not isinstance(split_size, builtins.int):
         raise TypeError(f"unsafe_split(): argument 'split_size' (position 2) must be int, not "
                         f"{type(split_size).__name__}")
@@ -349,8 +350,8 @@ def unsafe_split(tensor, split_size, dim=0):
 
 
 def unsafe_split_with_sizes(input, split_sizes, dim=0):
-    """``split_with_sizes(input, split_sizes, dim)`` without the in-place checks
-    (torch.unsafe_split_with_sizes)."""
+    """``split_with_sizes`` of ``input`` along ``dim`` into pieces of the sizes
+    ``split_sizes``, without the in-place checks (torch.unsafe_split_with_sizes)."""
     return _unsafe(input, _sizes_list(split_sizes, "unsafe_split_with_sizes"), dim, "UnsafeSplitWithSizesBackward0")
 
 

@@ -70,7 +70,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 def householder_product(A, tau, *, out=None):
     """The first n columns of the product of the Householder reflectors that ``A``
-    [*, m, n] (below its diagonal) and ``tau`` [*, k] describe (torch.orgqr's values).
+    ``[*, m, n]`` (below its diagonal) and ``tau`` ``[*, k]`` describe (torch.orgqr's values).
 
     ``out`` receives the result when given."""
     return _orgqr(A, tau, out=out)

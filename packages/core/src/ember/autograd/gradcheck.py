@@ -67,7 +67,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 
     ``func`` takes the ``inputs`` (a tensor or a tuple) and returns a tensor or a tuple of
     them; ``eps`` is the finite-difference step; the Jacobians must agree within ``atol`` +
-    ``rtol`` * |numerical| (numpy.allclose). torch's other keywords are accepted and unused
+    ``rtol`` * ``|numerical|`` (numpy.allclose). torch's other keywords are accepted and unused
     (torch.autograd.gradcheck)."""
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     wrt = _tensors(inputs)

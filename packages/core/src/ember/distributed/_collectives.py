@@ -234,8 +234,8 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
-    """Every rank's ``input_tensor`` [*S], concatenated ([world * S0, ...]) or stacked ([world,
-    *S]) into ``output_tensor``, in rank order (torch.distributed.all_gather_into_tensor).
+    """Every rank's ``input_tensor`` ``[*S]``, concatenated (``[world * S0, ...]``) or stacked (``[world,
+    *S]``) into ``output_tensor``, in rank order (torch.distributed.all_gather_into_tensor).
 
     ``output_tensor`` has the input's dtype and world size times its elements (ValueError
     otherwise). ``group`` is the process group (the default group when None). With
@@ -254,7 +254,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
-    """Reduce ``input`` ([world * S0, ...] or [world, *S]) across ranks with ``op`` (a
+    """Reduce ``input`` (``[world * S0, ...]`` or ``[world, *S]``) across ranks with ``op`` (a
     ReduceOp, SUM by default) and give rank i the i-th block in ``output``
     (torch.distributed.reduce_scatter_tensor).
 

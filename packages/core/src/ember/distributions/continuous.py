@@ -160,7 +160,7 @@ class Gamma(Distribution):
 class Dirichlet(Distribution):
     """Dirichlet(concentration): distributions over the simplex of the last dim.
 
-    ``concentration`` [*batch, K] (positive) gives the batch shape [*batch] and the event
+    ``concentration`` ``[*batch, K]`` (positive) gives the batch shape ``[*batch]`` and the event
     shape [K]; a 0-d one raises ValueError (torch.distributions.Dirichlet).
     ``validate_args`` is accepted: the checks named here always run, the rest (support of
     ``log_prob``'s values, ...) never."""
@@ -241,7 +241,7 @@ class MultivariateNormal(Distribution):
     covariance (L L^T).
 
     Exactly one of ``covariance_matrix``, ``precision_matrix`` (its inverse) or
-    ``scale_tril`` [*, k, k] is given (ValueError otherwise); ``loc`` [*, k] broadcasts with
+    ``scale_tril`` ``[*, k, k]`` is given (ValueError otherwise); ``loc`` ``[*, k]`` broadcasts with
     its batch dims (torch.distributions.MultivariateNormal). A matrix that is not positive
     definite raises RuntimeError from the Cholesky factorization. ``validate_args`` is
     accepted: the checks named here always run, the rest (support of ``log_prob``'s values,

@@ -71,7 +71,7 @@ class Categorical(Distribution):
     (normalized) ``probs``.
 
     Exactly one of ``probs`` (non-negative, normalized along the last dim) or ``logits``
-    (unnormalized log-probabilities) [*batch, K] is given, ValueError otherwise
+    (unnormalized log-probabilities) ``[*batch, K]`` is given, ValueError otherwise
     (torch.distributions.Categorical). ``validate_args`` is accepted: the checks named here
     always run, the rest (support of ``log_prob``'s values, ...) never."""
 
@@ -143,7 +143,7 @@ class Categorical(Distribution):
 class OneHotCategorical(Distribution):
     """OneHotCategorical(probs | logits): Categorical's draws as one-hot vectors.
 
-    Exactly one of ``probs`` or ``logits`` [*batch, K], as in ``Categorical``; the event
+    Exactly one of ``probs`` or ``logits`` ``[*batch, K]``, as in ``Categorical``; the event
     shape is [K] (torch.distributions.OneHotCategorical). ``validate_args`` is accepted: the
     checks named here always run, the rest (support of ``log_prob``'s values, ...) never."""
 

@@ -47,7 +47,7 @@ def _linalg(A):
 
 @autocast_op("fp32")
 def inv(A, *, out=None):
-    """The inverse of each square matrix of ``A`` [*, n, n], same shape and dtype
+    """The inverse of each square matrix of ``A`` ``[*, n, n]``, same shape and dtype
     (torch.linalg.inv, torch.inverse).
 
     Raises RuntimeError for a singular matrix or an input that is not a batch of square
@@ -70,7 +70,7 @@ def _inv_rule(g, ainv):
 
 
 def det(A):
-    """The determinant of each square matrix of ``A`` [*, n, n]: a tensor of shape [*] in its
+    """The determinant of each square matrix of ``A`` ``[*, n, n]``: a tensor of shape ``[*]`` in its
     dtype (torch.linalg.det, torch.det). RuntimeError for an input that is not a batch of
     square matrices."""
     _check_matrix(A, "det")
@@ -85,8 +85,8 @@ def _det_rule(g, A, d):
 
 
 def slogdet(A):
-    """The named tuple ``(sign, logabsdet)`` of each square matrix of ``A`` [*, n, n]: the sign
-    (or, complex, the phase) of the determinant and ``log|det|``, both of shape [*]
+    """The named tuple ``(sign, logabsdet)`` of each square matrix of ``A`` ``[*, n, n]``: the sign
+    (or, complex, the phase) of the determinant and ``log|det|``, both of shape ``[*]``
     (torch.linalg.slogdet, torch.slogdet). A singular matrix gives sign 0 and -inf. The
     gradient flows through ``logabsdet`` only."""
     _check_matrix(A, "slogdet")
@@ -107,7 +107,7 @@ def _slogdet_rule(grads, A):
 
 
 def logdet(A):
-    """``log(det(A))`` of each square matrix of ``A`` [*, n, n], shape [*]: NaN for a negative
+    """``log(det(A))`` of each square matrix of ``A`` ``[*, n, n]``, shape ``[*]``: NaN for a negative
     determinant, -inf for a singular matrix (torch.logdet)."""
     import math
 
@@ -120,8 +120,8 @@ def logdet(A):
 def solve(A, B, *, left=True, out=None):
     """The solution X of ``A @ X = B`` (``X @ A = B`` when not ``left``) (torch.linalg.solve).
 
-    ``A`` is [*, n, n] and invertible; ``B`` is [*, n, k], or [*, n] (a batch of vectors,
-    then X is [*, n]); batch dims broadcast. Computed as ``inv(A) @ B``: a singular ``A``
+    ``A`` is ``[*, n, n]`` and invertible; ``B`` is ``[*, n, k]``, or ``[*, n]`` (a batch of vectors,
+    then X is ``[*, n]``); batch dims broadcast. Computed as ``inv(A) @ B``: a singular ``A``
     raises RuntimeError. ``out`` is accepted but not written."""
     _check_matrix(A, "solve")
     if not left:
@@ -136,7 +136,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """The solution X of ``A @ X = B`` (``X @ A = B`` when not ``left``) for triangular ``A``
     (torch.linalg.solve_triangular).
 
-    ``A`` is [*, n, n] (or [*, k, k] when not ``left``), ``B`` [*, n, k]: batch dims
+    ``A`` is ``[*, n, n]`` (or ``[*, k, k]`` when not ``left``), ``B`` ``[*, n, k]``: batch dims
     broadcast, complex matrices too. Only the triangle that ``upper`` names is read (its
     diagonal taken as ones when ``unitriangular``). LAPACK's trtrs (see ``factorizations``).
     A ``B`` of fewer than 2 dims raises RuntimeError; ``out`` receives the result when
@@ -152,8 +152,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     """The least-squares solution of ``A @ X = B`` through the pseudo-inverse
     (torch.linalg.lstsq).
 
-    ``A`` is [*, m, n], ``B`` [*, m, k] (or [*, m]). Returns the named tuple ``(solution,
-    residuals, rank, singular_values)``: the solution [*, n, k], and empty tensors for the
+    ``A`` is ``[*, m, n]``, ``B`` ``[*, m, k]`` (or ``[*, m]``). Returns the named tuple ``(solution,
+    residuals, rank, singular_values)``: the solution ``[*, n, k]``, and empty tensors for the
     other three. ``rcond`` and ``driver`` are accepted and unused (the cutoff is
     ``pinv``'s)."""
     X = matmul(pinv(A), B if B.ndim == A.ndim else B.unsqueeze(-1))
@@ -168,7 +168,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 @autocast_op("fp32")
 def cholesky(A, *, upper=False, out=None):
     """The lower triangular L with ``A = L @ L^H`` for each Hermitian positive-definite matrix
-    of ``A`` [*, n, n], or its conjugate transpose U when ``upper`` (torch.linalg.cholesky).
+    of ``A`` ``[*, n, n]``, or its conjugate transpose U when ``upper`` (torch.linalg.cholesky).
     RuntimeError when a matrix is not positive definite. ``out`` is accepted but not
     written."""
     _check_matrix(A, "cholesky")
@@ -197,11 +197,11 @@ def _cholesky_rule(gL, L):
 
 @autocast_op("fp32")
 def qr(A, mode="reduced"):
-    """The QR decomposition ``A = Q @ R`` of each matrix of ``A`` [*, m, n]: Q with orthonormal
+    """The QR decomposition ``A = Q @ R`` of each matrix of ``A`` ``[*, m, n]``: Q with orthonormal
     columns, R upper triangular (torch.linalg.qr).
 
-    ``mode`` 'reduced' gives Q [*, m, k] and R [*, k, n] (k = min(m, n)), 'complete' Q [*,
-    m, m] and R [*, m, n], 'r' R alone with an empty Q; another mode raises RuntimeError.
+    ``mode`` 'reduced' gives Q ``[*, m, k]`` and R ``[*, k, n]`` (k = min(m, n)), 'complete' Q ``[*,
+    m, m]`` and R ``[*, m, n]``, 'r' R alone with an empty Q; another mode raises RuntimeError.
     Returns the named tuple ``(Q, R)``. The gradient needs m >= n and mode 'reduced'
     (NotImplementedError otherwise)."""
     _check_matrix(A, "qr", square=False)
@@ -239,7 +239,7 @@ def _qr_rule(grads, Q, R):
 @autocast_op("fp32")
 def eigh(A, UPLO="L"):
     """The eigenvalues (ascending, real) and orthonormal eigenvectors of each Hermitian matrix
-    of ``A`` [*, n, n], read from its lower (``UPLO='L'``) or upper (``'U'``) triangle
+    of ``A`` ``[*, n, n]``, read from its lower (``UPLO='L'``) or upper (``'U'``) triangle
     (torch.linalg.eigh). Returns the named tuple ``(eigenvalues [*, n], eigenvectors [*, n,
     n])``, the eigenvectors as columns."""
     _check_matrix(A, "eigh")
@@ -267,18 +267,18 @@ def _eigh_rule(grads, w, V):
 
 @autocast_op("fp32")
 def eigvalsh(A, UPLO="L"):
-    """The eigenvalues (ascending) of each Hermitian matrix of ``A`` [*, n, n], as a [*, n]
+    """The eigenvalues (ascending) of each Hermitian matrix of ``A`` ``[*, n, n]``, as a ``[*, n]``
     tensor, read from the triangle ``UPLO`` names ('L' or 'U') (torch.linalg.eigvalsh)."""
     return eigh(A, UPLO).eigenvalues
 
 
 @autocast_op("fp32")
 def svd(A, full_matrices=True, *, driver=None):
-    """The singular value decomposition ``A = U @ diag(S) @ Vh`` of each matrix of ``A`` [*, m,
-    n], singular values descending (torch.linalg.svd).
+    """The singular value decomposition ``A = U @ diag(S) @ Vh`` of each matrix of ``A`` ``[*, m,
+    n]``, singular values descending (torch.linalg.svd).
 
-    With ``full_matrices`` U is [*, m, m] and Vh [*, n, n]; without, [*, m, k] and [*, k, n]
-    (k = min(m, n)); S is [*, k]. Returns the named tuple ``(U, S, Vh)``. ``driver`` is
+    With ``full_matrices`` U is ``[*, m, m]`` and Vh ``[*, n, n]``; without, ``[*, m, k]`` and ``[*, k, n]``
+    (k = min(m, n)); S is ``[*, k]``. Returns the named tuple ``(U, S, Vh)``. ``driver`` is
     accepted and unused. The gradient needs ``full_matrices=False`` (or a square ``A``), as
     torch's: NotImplementedError otherwise."""
     _check_matrix(A, "svd", square=False)
@@ -329,14 +329,14 @@ def _svd_rule(grads, U, S, Vh):
 
 @autocast_op("fp32")
 def svdvals(A):
-    """The singular values of each matrix of ``A`` [*, m, n], descending, as a [*, min(m, n)]
+    """The singular values of each matrix of ``A`` ``[*, m, n]``, descending, as a ``[*, min(m, n)]``
     tensor (torch.linalg.svdvals)."""
     return svd(A, full_matrices=False).S
 
 
 @autocast_op("fp32")
 def pinv(A, *, atol=None, rtol=None, hermitian=False):
-    """The Moore-Penrose pseudo-inverse [*, n, m] of each matrix of ``A`` [*, m, n], through
+    """The Moore-Penrose pseudo-inverse ``[*, n, m]`` of each matrix of ``A`` ``[*, m, n]``, through
     the SVD (torch.linalg.pinv, torch.pinverse).
 
     Singular values at or below ``max(atol, rtol * largest)`` count as zero; ``rtol``
@@ -358,7 +358,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
 
 @autocast_op("fp32")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
-    """The numerical rank (int64, shape [*]) of each matrix of ``A`` [*, m, n]: how many
+    """The numerical rank (int64, shape ``[*]``) of each matrix of ``A`` ``[*, m, n]``: how many
     singular values exceed ``max(atol, rtol * largest)`` (torch.linalg.matrix_rank).
     ``atol`` and ``rtol`` default as in ``pinv``; ``hermitian`` is accepted (the SVD is used
     either way)."""
@@ -374,7 +374,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
 
 
 def matrix_power(A, n):
-    """Each square matrix of ``A`` [*, n, n] multiplied by itself ``n`` times, by repeated
+    """Each square matrix of ``A`` ``[*, n, n]`` multiplied by itself ``n`` times, by repeated
     squaring (torch.linalg.matrix_power, torch.matrix_power): the inverse's power for a
     negative ``n``, the identity for 0. ``out`` receives the result when given."""
     _check_matrix(A, "matrix_power")

@@ -40,7 +40,7 @@ def eig(A, *, out=None):
     (complex64 for float32/complex64 input, complex128 for double precision); column i
     of the eigenvectors, of unit norm, belongs to eigenvalue i.  Source: torch.linalg.eig.
 
-    ``A`` is [*, n, n] of a floating or complex dtype (RuntimeError otherwise, or for a
+    ``A`` is ``[*, n, n]`` of a floating or complex dtype (RuntimeError otherwise, or for a
     matrix that is not square); ``out`` (a pair of tensors) receives the result when given."""
     import numpy
     _check_eig(A, "linalg.eig")
@@ -87,7 +87,7 @@ def eigvals(A, *, out=None):
     """The eigenvalues ``[*, n]`` of each square matrix, complex, in eig's order.  Source:
     torch.linalg.eigvals.
 
-    ``A`` is [*, n, n]; ``out`` receives the result when given."""
+    ``A`` is ``[*, n, n]``; ``out`` receives the result when given."""
     # the gradient needs the eigenvectors: they come from the same node
     return _write(eig(A).eigenvalues, out, "linalg.eigvals")
 

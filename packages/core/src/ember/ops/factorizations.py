@@ -133,7 +133,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     for such a matrix; ``pivot=False`` is not available on the CPU (RuntimeError, as
     torch).  Source: torch.linalg.lu_factor_ex.
 
-    ``A`` is the input [*, m, n]; ``out`` (a tuple of three tensors) receives the result
+    ``A`` is the input ``[*, m, n]``; ``out`` (a tuple of three tensors) receives the result
     when given."""
     lu_, piv, info = _lu_arrays(A, "linalg.lu_factor", pivot)
     if check_errors:
@@ -155,7 +155,7 @@ def _write(result, out, name):
 def lu_factor(A, *, pivot=True, out=None):
     """(LU, pivots) as lu_factor_ex; RuntimeError where U has a zero on its diagonal.
 
-    ``A`` [*, m, n] is factored with partial pivoting (``pivot=False`` raises RuntimeError
+    ``A`` ``[*, m, n]`` is factored with partial pivoting (``pivot=False`` raises RuntimeError
     on the CPU, as torch); ``out`` (a pair of tensors) receives the result when given
     (torch.linalg.lu_factor)."""
     lu_, piv, info = _lu_arrays(A, "linalg.lu_factor", pivot)
@@ -306,7 +306,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     as torch's).  B is ``[*, n, k]`` or a vector ``[*, n]``; batch dims broadcast.
     ``check_errors`` raises LinAlgError for a singular A.  Source: torch.linalg.solve_ex.
 
-    ``A`` is [*, n, n], ``B`` the right-hand side; ``out`` (a pair of tensors) receives the
+    ``A`` is ``[*, n, n]``, ``B`` the right-hand side; ``out`` (a pair of tensors) receives the
     result when given."""
     check_input(A, "linalg.solve")
     check_same_dtype(A, B, "linalg.solve")
@@ -358,7 +358,7 @@ def inv_ex(A, *, check_errors=False, out=None):
     for a singular matrix (the inverse then holds LAPACK's inf/nan, as torch's).
     ``check_errors`` raises LinAlgError for one.  Source: torch.linalg.inv_ex.
 
-    ``A`` is [*, n, n]; ``out`` (a pair of tensors) receives the result when given."""
+    ``A`` is ``[*, n, n]``; ``out`` (a pair of tensors) receives the result when given."""
     check_input(A, "linalg.inv")
     lu_, piv, info = _lapack.getrf(host(A))
     if check_errors:
@@ -387,7 +387,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     then holds LAPACK's partial factor).  ``check_errors`` raises LinAlgError for such a
     matrix.  Source: torch.linalg.cholesky_ex.
 
-    ``A`` is [*, n, n]; ``out`` (a pair of tensors) receives the result when given."""
+    ``A`` is ``[*, n, n]``; ``out`` (a pair of tensors) receives the result when given."""
     check_input(A, "linalg.cholesky")
     c, info = _lapack.potrf(host(A), lower=not upper)
     if check_errors:
@@ -431,7 +431,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     it, int32 pivots (negative for 2x2 blocks), info > 0 where D is singular.  No
     derivative (as torch).  Source: torch.linalg.ldl_factor_ex.
 
-    ``A`` is [*, n, n]; ``check_errors`` raises LinAlgError where D is singular; ``out`` (a
+    ``A`` is ``[*, n, n]``; ``check_errors`` raises LinAlgError where D is singular; ``out`` (a
     tuple of three tensors) receives the result when given."""
     check_input(A, "torch.linalg.ldl_factor_ex")
     ld, piv, info = _lapack.sytrf(host(A), hermitian)
@@ -449,7 +449,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
 def ldl_factor(A, *, hermitian=False, out=None):
     """(LD, pivots) as ldl_factor_ex; RuntimeError where D is singular.
 
-    ``A`` is [*, n, n], symmetric, or Hermitian when ``hermitian``
+    ``A`` is ``[*, n, n]``, symmetric, or Hermitian when ``hermitian``
     (torch.linalg.ldl_factor); ``out`` (a pair of tensors) receives the result when given."""
     LD, P, info = ldl_factor_ex(A, hermitian=hermitian)
     bad = _first_failure(host(info))
@@ -463,7 +463,7 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     """X with A X = B from A's ldl_factor output; B is ``[*, n, k]``, batch dims broadcast.
     No derivative (as torch).  Source: torch.linalg.ldl_solve.
 
-    ``LD`` and ``pivots`` are ``ldl_factor``'s output for A [*, n, n], ``B`` is [*, n, k];
+    ``LD`` and ``pivots`` are ``ldl_factor``'s output for A ``[*, n, n]``, ``B`` is ``[*, n, k]``;
     ``hermitian`` must match the factorization; ``out`` receives the result when given."""
     import numpy
     if B.ndim < 2:

@@ -142,14 +142,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 # ---- triangles and diagonals --------------------------------------------------------
 
 def tril(input, diagonal=0):
-    """The lower triangle of the last two dims of ``input`` [*, m, n]: the elements on and
+    """The lower triangle of the last two dims of ``input`` ``[*, m, n]``: the elements on and
     below ``diagonal`` (0 the main one, positive above it), zeros elsewhere (torch.tril).
     RuntimeError for fewer than 2 dims."""
     return _triangle(input, diagonal, "tril", "TrilBackward0")
 
 
 def triu(input, diagonal=0):
-    """The upper triangle of the last two dims of ``input`` [*, m, n]: the elements on and
+    """The upper triangle of the last two dims of ``input`` ``[*, m, n]``: the elements on and
     above ``diagonal`` (0 the main one, positive above it), zeros elsewhere (torch.triu).
     RuntimeError for fewer than 2 dims."""
     return _triangle(input, diagonal, "triu", "TriuBackward0")
@@ -231,7 +231,7 @@ def _diag_embed_rule(g, offset, d1, d2):
 
 
 def diag(input, diagonal=0):
-    """A 1-d ``input`` [n] becomes the square matrix [n + |diagonal|, n + |diagonal|] with it
+    """A 1-d ``input`` [n] becomes the square matrix [n + ``|diagonal|``, n + ``|diagonal|``] with it
     on diagonal ``diagonal``; a 2-d ``input`` gives that diagonal, as a copy (torch.diag).
     Other dims raise RuntimeError."""
     if input.ndim == 1:
@@ -574,7 +574,7 @@ def resize_(self, *sizes, memory_format=None):
 
 def resize_as_(input, the_template, *, memory_format=None):
     """``input.resize_(the_template.shape)``: ``input`` given ``the_template``'s shape in
-    place, and returned (torch.resize_as_). ``memory_format`` is accepted; the result is
+    place, and returned (``torch.resize_as_``). ``memory_format`` is accepted; the result is
     contiguous."""
     return resize_(input, tuple(the_template.shape))
 

@@ -27,7 +27,7 @@ def matmul(input, other, *, out=None, _node=None):
 
     Two 1-d tensors give their dot product (0-d); a 1-d operand is taken as a matrix (a row
     for ``input``, a column for ``other``) and that dim removed from the result; leading
-    (batch) dims broadcast: [*, n, m] @ [*, m, p] -> [*, n, p]. Both have one dtype; a
+    (batch) dims broadcast: ``[*, n, m]`` @ ``[*, m, p]`` -> ``[*, n, p]``. Both have one dtype; a
     mismatched dtype or inner size, or a 0-d operand, raises RuntimeError, a non-tensor
     TypeError. With ``out`` the result's data is placed into ``out`` (its memory replaced
     rather than written) and ``out`` returned."""

@@ -43,7 +43,7 @@ def svd_lowrank(A, q=6, niter=2, M=None):
     broadcast to A; default none), A ~ U diag(S) V^H; exact when q >= rank(A).  q is at
     most min(m, n).  Source: torch.svd_lowrank.
 
-    ``A`` is [*, m, n]; ``q`` (6 by default) the rank sought; ``niter`` (2) the number of
+    ``A`` is ``[*, m, n]``; ``q`` (6 by default) the rank sought; ``niter`` (2) the number of
     subspace iterations, which sharpen the approximation; ``M`` the matrix subtracted first.
     The range finder starts from a random Gaussian matrix, so results vary with the seed."""
     from .decompositions import svd
@@ -65,7 +65,7 @@ def pca_lowrank(A, q=None, center=True, niter=2):
     principal directions are V's columns, S**2 / (m - 1) their variances.  q defaults to
     min(6, m, n); ValueError outside [0, min(m, n)].  Source: torch.pca_lowrank.
 
-    ``A`` is [*, m, n] (rows the samples); ``niter`` as in ``svd_lowrank``.
+    ``A`` is ``[*, m, n]`` (rows the samples); ``niter`` as in ``svd_lowrank``.
 
     ``q`` is the rank sought."""
     m, n = A.shape[-2:]

@@ -14,7 +14,7 @@ __all__ = ["adjoint", "chain_matmul", "frobenius_norm", "nuclear_norm"]
 
 
 def adjoint(input):
-    """The conjugate transpose of the last two dims of ``input`` ([*, m, n] -> [*, n, m]); a
+    """The conjugate transpose of the last two dims of ``input`` (``[*, m, n]`` -> ``[*, n, m]``); a
     view for real tensors (torch.adjoint). RuntimeError for fewer than 2 dims."""
     from .complex_ops import conj
     if input.ndim < 2:

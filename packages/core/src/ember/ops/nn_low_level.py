@@ -48,7 +48,7 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
 
 
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
-    """``(batch_norm(...), save_mean, save_invstd)`` of ``input`` [N, C, *]
+    """``(batch_norm(...), save_mean, save_invstd)`` of ``input`` ``[N, C, *]``
     (torch.native_batch_norm).
 
     ``weight`` and ``bias`` ([C] or None) scale and shift; with ``training`` the batch
@@ -136,13 +136,13 @@ def feature_dropout(input, p, train):
 
 def feature_dropout_(input, p, train):
     """``feature_dropout`` written into ``input`` in place (drop probability ``p``, a no-op
-    when not ``train``), which is returned (torch.feature_dropout_)."""
+    when not ``train``), which is returned (``torch.feature_dropout_``)."""
     return inplace(input, feature_dropout, p, train)
 
 
 def native_channel_shuffle(input, groups):
-    """``channel_shuffle`` (torch.native_channel_shuffle): the C channels of ``input`` [N, C,
-    *] viewed as [``groups``, C / groups] and transposed."""
+    """``channel_shuffle`` (torch.native_channel_shuffle): the C channels of ``input`` ``[N, C,
+    *]`` viewed as [``groups``, C / groups] and transposed."""
     return channel_shuffle(input, groups)
 
 
@@ -159,8 +159,8 @@ def norm_except_dim(v, pow=2, dim=0):
 
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """``conv{1,2,3}d`` or, with ``transposed``, ``conv_transpose{1,2,3}d`` of ``input``, the
-    dimension taken from ``weight`` [C_out, C_in/groups, *k] (transposed: [C_in,
-    C_out/groups, *k]) (torch.convolution).
+    dimension taken from ``weight`` ``[C_out, C_in/groups, *k]`` (transposed: ``[C_in,
+    C_out/groups, *k]``) (torch.convolution).
 
     ``bias`` is [C_out] or None; ``stride``, ``padding``, ``dilation`` and
     ``output_padding`` are sequences of one int per spatial dim; ``groups`` splits the

@@ -125,8 +125,8 @@ def cross(input, other, dim=None):
 
 @autocast_op("fp32")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
-    """The ``p``-norm distances between the rows of ``x1`` [*, P, M] and ``x2`` [*, R, M]: a
-    tensor [*, P, R] (torch.cdist). ``p`` is >= 0 or inf (0 counts differing coordinates).
+    """The ``p``-norm distances between the rows of ``x1`` ``[*, P, M]`` and ``x2`` ``[*, R, M]``: a
+    tensor ``[*, P, R]`` (torch.cdist). ``p`` is >= 0 or inf (0 counts differing coordinates).
     ``compute_mode`` is accepted: the distances are always computed directly, never through
     a matrix product. The gradient at zero distance is zero, as torch's."""
     from .elementwise import abs as _abs

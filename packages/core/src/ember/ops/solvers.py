@@ -35,7 +35,7 @@ def lu(A, pivot=True, get_infos=False, out=None):
     """(A_LU, pivots), with info as a third result when ``get_infos``: the packed LU
     factorization of each matrix (as linalg.lu_factor_ex).  Source: torch.lu.
 
-    ``A`` is [*, m, n]; ``pivot=False`` raises RuntimeError on the CPU, as torch; ``out``
+    ``A`` is ``[*, m, n]``; ``pivot=False`` raises RuntimeError on the CPU, as torch; ``out``
     receives the result when given. Deprecated, as in torch (a UserWarning, once)."""
     if not _lu_warned:
         _lu_warned.append(True)
@@ -101,8 +101,8 @@ def lu_solve(b, LU_data, LU_pivots, *, out=None):
     """X with A X = b from A's LU factorization (linalg.lu_solve with the right-hand side
     first).  Source: torch.lu_solve.
 
-    ``b`` is [*, n, k], ``LU_data`` and ``LU_pivots`` the output of ``lu`` (or
-    ``linalg.lu_factor``) for A [*, n, n]; ``out`` receives the result when given."""
+    ``b`` is ``[*, n, k]``, ``LU_data`` and ``LU_pivots`` the output of ``lu`` (or
+    ``linalg.lu_factor``) for A ``[*, n, n]``; ``out`` receives the result when given."""
     return _write(_linalg_lu_solve(LU_data, LU_pivots, b), out, "lu_solve")
 
 
@@ -130,7 +130,7 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     """X with A X = B for A = L L^H given its Cholesky factor ``L`` (A = U^H U for an
     upper factor); B ``[*, n, k]``, batch dims broadcast.  Source: torch.cholesky_solve.
 
-    ``B`` is the right-hand side, ``L`` the factor [*, n, n], ``upper`` whether it is upper
+    ``B`` is the right-hand side, ``L`` the factor ``[*, n, n]``, ``upper`` whether it is upper
     triangular; ``out`` receives the result when given. RuntimeError for a ``B`` of fewer
     than 2 dims or of another dtype than ``L``."""
     if B.ndim < 2:
@@ -182,7 +182,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     ``unitriangular``; the second result is a copy of A.  Batch dims broadcast.
     Source: torch.triangular_solve.
 
-    ``b`` is [*, n, k] and ``A`` [*, n, n] of ``b``'s dtype; ``upper`` picks the triangle
+    ``b`` is ``[*, n, k]`` and ``A`` ``[*, n, n]`` of ``b``'s dtype; ``upper`` picks the triangle
     read; ``out`` (a pair of tensors) receives the result when given. RuntimeError for
     mismatched shapes or dtypes."""
     if b.ndim < 2:

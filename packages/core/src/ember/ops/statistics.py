@@ -499,7 +499,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     """For each value of ``input`` (a tensor or a number), the index in the last dim of
     ``sorted_sequence`` where it would be inserted to keep it sorted (torch.searchsorted).
 
-    ``sorted_sequence`` is 1-d, or [*, n] with ``input`` [*, m] matching its leading dims.
+    ``sorted_sequence`` is 1-d, or ``[*, n]`` with ``input`` ``[*, m]`` matching its leading dims.
     ``right`` (or ``side='right'``) puts the index after equal values; ``sorter`` holds the
     indices that sort an unsorted ``sorted_sequence`` along its last dim. The result is
     int64, or int32 with ``out_int32``."""

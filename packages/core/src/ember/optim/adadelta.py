@@ -17,7 +17,9 @@ class Adadelta(PerParameterOptimizer):
     """Adadelta(params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, ``*``, maximize=False).
     State: 'step', 'square_avg', 'acc_delta'.
 
-    Args (torch.optim.Adadelta; Zeiler, "ADADELTA: An Adaptive Learning Rate Method", 2012):
+    Source: torch.optim.Adadelta; Zeiler, "ADADELTA: An Adaptive Learning Rate Method", 2012.
+
+    Args:
         params: the parameters (tensors that require grad), or parameter groups (dicts with
             ``params`` and per-group options).
         lr (float): scales the delta before it is applied.

@@ -18,7 +18,9 @@ class Adagrad(PerParameterOptimizer):
     """Adagrad(params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
     ``*``, maximize=False).  Its state ('step', 'sum') exists from construction, as torch's.
 
-    Args (torch.optim.Adagrad; Duchi, Hazan and Singer, 2011):
+    Source: torch.optim.Adagrad; Duchi, Hazan and Singer, 2011.
+
+    Args:
         params: the parameters (tensors that require grad), or parameter groups (dicts with
             ``params`` and per-group options).
         lr (float): the learning rate.

@@ -17,7 +17,9 @@ class Adamax(PerParameterOptimizer):
     """Adamax(params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, ``*``, maximize=False).
     State: 'step', 'exp_avg', 'exp_inf'.  ValueError for invalid hyper-parameters.
 
-    Args (torch.optim.Adamax; the infinity-norm variant of Adam, Kingma and Ba, 2015):
+    Source: torch.optim.Adamax; the infinity-norm variant of Adam, Kingma and Ba, 2015.
+
+    Args:
         params: the parameters (tensors that require grad), or parameter groups (dicts with
             ``params`` and per-group options).
         lr (float): the learning rate.

@@ -19,7 +19,9 @@ class ASGD(PerParameterOptimizer):
     """ASGD(params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, ``*``, maximize=False).
     State: 'step', 'eta' and 'mu' (float32 scalars, as torch's), 'ax' (the average).
 
-    Args (torch.optim.ASGD; Polyak and Juditsky, 1992):
+    Source: torch.optim.ASGD; Polyak and Juditsky, 1992.
+
+    Args:
         params: the parameters (tensors that require grad), or parameter groups (dicts with
             ``params`` and per-group options).
         lr (float): the learning rate.

@@ -119,7 +119,9 @@ class LBFGS(Optimizer):
         ValueError: a negative lr, or more than one parameter group.
         RuntimeError: a ``line_search_fn`` other than 'strong_wolfe'.
 
-    Args (torch.optim.LBFGS; Nocedal and Wright, "Numerical Optimization", algorithm 7.4):
+    Source: torch.optim.LBFGS; Nocedal and Wright, "Numerical Optimization", algorithm 7.4.
+
+    Args:
         params: the parameters (tensors that require grad), or parameter groups (dicts with
             ``params`` and per-group options).
         lr (float): the step length (the line search's first trial step).

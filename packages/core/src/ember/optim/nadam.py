@@ -19,7 +19,9 @@ class NAdam(PerParameterOptimizer):
     decoupled_weight_decay=False, ``*``, maximize=False).  State: 'step', 'mu_product' (a
     float32 scalar, as torch keeps it), 'exp_avg', 'exp_avg_sq'.
 
-    Args (torch.optim.NAdam; Dozat, "Incorporating Nesterov Momentum into Adam", 2016):
+    Source: torch.optim.NAdam; Dozat, "Incorporating Nesterov Momentum into Adam", 2016.
+
+    Args:
         params: the parameters (tensors that require grad), or parameter groups (dicts with
             ``params`` and per-group options).
         lr (float): the learning rate.

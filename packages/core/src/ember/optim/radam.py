@@ -20,8 +20,9 @@ class RAdam(PerParameterOptimizer):
     decoupled_weight_decay=False, ``*``, maximize=False).  The first steps, while the
     variance estimate is not yet trusted (rho_t <= 5), are plain momentum SGD.
 
-    Args (torch.optim.RAdam; Liu et al., "On the Variance of the Adaptive Learning Rate and
-    Beyond", 2020):
+    Source: torch.optim.RAdam; Liu et al., "On the Variance of the Adaptive Learning Rate and Beyond", 2020.
+
+    Args:
         params: the parameters (tensors that require grad), or parameter groups (dicts with
             ``params`` and per-group options).
         lr (float): the learning rate.

@@ -18,7 +18,9 @@ class RMSprop(PerParameterOptimizer):
     ``*``, maximize=False).  State: 'step', 'square_avg', with momentum 'momentum_buffer', when
     centered 'grad_avg'.
 
-    Args (torch.optim.RMSprop; Hinton's lecture 6e of "Neural Networks for Machine Learning"):
+    Source: torch.optim.RMSprop; Hinton's lecture 6e of "Neural Networks for Machine Learning".
+
+    Args:
         params: the parameters (tensors that require grad), or parameter groups (dicts with
             ``params`` and per-group options).
         lr (float): the learning rate.

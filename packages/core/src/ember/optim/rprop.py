@@ -19,7 +19,9 @@ class Rprop(PerParameterOptimizer):
     weight's step grows by etas[1] while its gradient keeps its sign and shrinks by
     etas[0] when it flips (that step then skipped).  State: 'step', 'prev', 'step_size'.
 
-    Args (torch.optim.Rprop; Riedmiller and Braun, 1993):
+    Source: torch.optim.Rprop; Riedmiller and Braun, 1993.
+
+    Args:
         params: the parameters (tensors that require grad), or parameter groups (dicts with
             ``params`` and per-group options).
         lr (float): the initial step size of every weight.

@@ -46,8 +46,8 @@ class SGD(Optimizer):
             the gradient.
         nesterov (bool, default False): Nesterov momentum (needs momentum > 0 and dampening 0).
         maximize (bool, default False): ascend the objective instead of descending it.
-            foreach, differentiable, fused: accepted for torch's signature and kept in the
-                groups (the update is the same).
+        foreach, differentiable, fused: accepted for torch's signature and kept in the
+            groups (the update is the same).
 
     Raises:
         ValueError: a negative lr, momentum or weight_decay, or Nesterov momentum

@@ -119,14 +119,18 @@ from .version import __version__  # noqa: E402
 
 
 def is_tensor(obj) -> "builtins.bool":
+    """True when ``obj`` is an ember Tensor (a subclass counts) (torch.is_tensor)."""
     return isinstance(obj, Tensor)
 
 
 def numel(input) -> "builtins.int":
+    """The number of elements of the tensor ``input``, as an int (torch.numel)."""
     return input.numel()
 
 
 def is_floating_point(input) -> "builtins.bool":
+    """True when ``input``'s dtype is a floating one (float16, bfloat16, float32, float64)
+    (torch.is_floating_point)."""
     return input.dtype.is_floating_point
 
 

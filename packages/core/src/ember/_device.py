@@ -14,7 +14,10 @@ class device:
 
     Usable as a context manager that sets the default device of factory functions.
     Raises RuntimeError for an unknown device string, as torch does.
-    """
+
+    ``type_or_str`` is a type ('cpu', 'cuda', 'meta'), a string with an index ('cuda:1'), an
+    int (a CUDA index) or a device (returned as it is); ``index`` the device index when the
+    string has none."""
 
     __slots__ = ("type", "index", "_prev")
 
@@ -91,6 +94,9 @@ def set_default_device(dev) -> None:
 
 
 def get_default_device() -> device:
+    """The device factory functions place tensors on when given none: the CPU unless
+    ``set_default_device`` or a ``with device(...)`` block on this thread says otherwise
+    (torch.get_default_device)."""
     return default_device()
 
 

@@ -20,7 +20,11 @@ _BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 
 
 class dtype:
-    """A tensor element type (``ember.float32``...). Compare with ``is`` or ``==``."""
+    """A tensor element type (torch.dtype): ``ember.float32``... Compare with ``is`` or ``==``.
+
+    Made once per type by ember itself: ``name`` is torch's name ('float32'), ``np_dtype``
+    the numpy dtype that stores it, ``category`` its rank in type promotion (0 bool, 1
+    integer, 2 floating, 3 complex)."""
 
     __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "is_signed", "_category")
 
@@ -210,5 +214,7 @@ def result_type(*operands) -> dtype:
 
 
 def can_cast(from_: dtype, to: dtype) -> bool:
-    """torch.can_cast: False when the cast would lower the category (float -> int...)."""
+    """Whether a value of dtype ``from_`` may be cast to dtype ``to`` under torch's casting
+    rule: False when the cast lowers the category (complex to float, float to integer,
+    integer to bool), True otherwise (torch.can_cast)."""
     return from_._category <= to._category

@@ -10,7 +10,8 @@ __all__ = ["layout", "strided", "sparse_coo"]
 
 
 class layout:  # noqa: N801  (torch.layout)
-    """A layout object; compared by identity, printed as ``ember.<name>``."""
+    """A layout object (torch.layout): ``ember.strided`` (dense) and ``ember.sparse_coo``;
+    compared by identity, printed as ``ember.<name>``, ``name`` being the layout's."""
 
     __slots__ = ("name",)
 

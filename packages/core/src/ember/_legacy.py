@@ -98,7 +98,10 @@ def _make_type(name: str, device_type: str):
     return _TensorTypeMeta(name, (), {"dtype": dtype, "device_type": device_type, "is_cuda": device_type == "cuda",
                                       "__new__": _construct, "__module__": "ember" if device_type == "cpu" else
                                       "ember.cuda", "__doc__": f"The legacy type of {dtype} tensors on "
-                                      f"{device_type}: a constructor, and a class for isinstance."})
+                                      f"{device_type} (torch.{name}): a constructor, and a class for isinstance. "
+                                      f"``{name}(*sizes)`` is uninitialised of that shape, ``{name}(sequence)`` "
+                                      f"holds its values, ``{name}(tensor)`` is the tensor itself when its dtype is "
+                                      "the type's (TypeError otherwise); ``device`` places the new tensor."})
 
 
 TENSOR_TYPES = {name: _make_type(name, "cpu") for name in _NAMES}  # ember.FloatTensor, ...

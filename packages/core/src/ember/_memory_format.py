@@ -16,6 +16,10 @@ __all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last
 
 
 class memory_format:
+    """A memory format (torch.memory_format): how a dense tensor's elements are laid out.
+    ``ember.contiguous_format`` (row-major), ``channels_last`` ([N, C, H, W] stored as N, H,
+    W, C), ``channels_last_3d`` (the 5-d form) and ``preserve_format`` (keep the input's)
+    are the instances; ``name`` is the one printed after ``ember.``. Compared by identity."""
     __slots__ = ("name",)
 
     def __init__(self, name: str):

@@ -7,9 +7,9 @@ __all__ = ["typename", "is_storage", "is_distributed", "get_device", "_assert"]
 
 
 def typename(obj, /) -> str:
-    """The qualified name of an object's type: ``Tensor.type()`` for a tensor
-    ('torch.FloatTensor'), ``module.qualname`` for a class or function, the class's for
-    any other object; builtins go without their module ('int', 'list')."""
+    """The qualified name of the type of ``obj`` (torch.typename): ``Tensor.type()`` for a
+    tensor ('torch.FloatTensor'), ``module.qualname`` for a class or function, the class's
+    for any other object; builtins go without their module ('int', 'list')."""
     from ._tensor import Tensor
     if isinstance(obj, Tensor):
         return obj.type()

@@ -22,7 +22,11 @@ _state = {"deterministic": False, "warn_only": False, "matmul_precision": "highe
 
 
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
-    """Ask for deterministic algorithms (torch.use_deterministic_algorithms)."""
+    """Ask for deterministic algorithms (torch.use_deterministic_algorithms): ``mode`` (a bool)
+    turns the request on or off, ``warn_only`` (a bool) asks for warnings instead of errors
+    from nondeterministic ops. The setting is kept and reported; no ember op consults it
+    (none of them has a nondeterministic form to refuse). A value that is not a bool raises
+    TypeError."""
     if not isinstance(mode, bool):
         raise TypeError(f"use_deterministic_algorithms(): argument 'mode' (position 1) must be bool, not "
                         f"{type(mode).__name__}")
@@ -33,10 +37,14 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
 
 
 def are_deterministic_algorithms_enabled() -> bool:
+    """Whether ``use_deterministic_algorithms(True)`` is in effect
+    (torch.are_deterministic_algorithms_enabled)."""
     return _state["deterministic"]
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    """Whether deterministic algorithms were asked for with ``warn_only=True``
+    (torch.is_deterministic_algorithms_warn_only_enabled)."""
     return _state["warn_only"]
 
 
@@ -72,8 +80,10 @@ def get_deterministic_debug_mode() -> int:
 
 
 def set_float32_matmul_precision(precision: str) -> None:
-    """'highest' (IEEE float32), 'high' or 'medium' (TF32 / bfloat16 products allowed on cuda).
-    Another value warns and leaves the setting alone, as torch does."""
+    """Set the float32 matrix product ``precision``: 'highest' (IEEE float32), 'high' or
+    'medium' (TF32 / bfloat16 products allowed on cuda)
+    (torch.set_float32_matmul_precision). Another string warns and leaves the setting alone,
+    as torch does; a non-string raises RuntimeError."""
     if not isinstance(precision, str):
         raise RuntimeError(f"set_float32_matmul_precision expects a str, but got {type(precision).__name__}")
     if precision not in ("highest", "high", "medium"):
@@ -84,6 +94,8 @@ def set_float32_matmul_precision(precision: str) -> None:
 
 
 def get_float32_matmul_precision() -> str:
+    """The float32 matrix product precision: 'highest' (the default), 'high' or 'medium'
+    (torch.get_float32_matmul_precision)."""
     return _state["matmul_precision"]
 
 
@@ -95,6 +107,9 @@ def get_num_interop_threads() -> int:
 
 
 def set_num_interop_threads(n: int) -> None:
+    """Set the number of inter-op threads that ``get_num_interop_threads`` reports to the
+    positive int ``n`` (torch.set_num_interop_threads); ember runs ops one after another, so
+    nothing else changes. RuntimeError for another value."""
     if not isinstance(n, int) or n <= 0:
         raise RuntimeError("Number of inter-op threads must be positive")
     _state["interop_threads"] = n
@@ -107,15 +122,18 @@ def init_num_threads() -> None:
 
 
 def set_warn_always(b: bool, /) -> None:
-    """Keep torch's warn-always flag (torch.set_warn_always: True gives warnings that
+    """Keep torch's warn-always flag ``b`` (torch.set_warn_always: True gives warnings that
     torch gives once per process every time). ember has no once-only warnings of its own,
-    Python's warning filters decide, so the flag is kept and reported."""
+    Python's warning filters decide, so the flag is kept and reported. RuntimeError for a
+    value that is not a bool."""
     if not isinstance(b, bool):
         raise RuntimeError(f"set_warn_always expects a bool, but got {type(b).__name__}")
     _state["warn_always"] = b
 
 
 def is_warn_always_enabled() -> bool:
+    """The warn-always flag ``set_warn_always`` set (False by default)
+    (torch.is_warn_always_enabled)."""
     return _state["warn_always"]
 
 

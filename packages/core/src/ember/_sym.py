@@ -21,12 +21,13 @@ _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 def sym_int(a):
-    """``int(a)``: truncates a float toward zero."""
+    """``int(a)`` of the number ``a``: a float is truncated toward zero (torch.sym_int; ember
+    has no symbolic sizes, so every value is concrete)."""
     return builtins.int(a)
 
 
 def sym_float(a):
-    """``float(a)``."""
+    """``float(a)`` of the number ``a`` (torch.sym_float)."""
     return builtins.float(a)
 
 
@@ -37,31 +38,32 @@ def _check_numbers(a, b):
 
 
 def sym_max(a, b):
-    """The larger of two numbers, a float when either is one (unlike ``max``, which keeps
-    the winner's type).
+    """The larger of the numbers ``a`` and ``b``, a float when either is one (unlike ``max``,
+    which keeps the winner's type) (torch.sym_max).
 
     Raises:
-        AssertionError: an argument is not an int or float (Python's or numpy's).
-    """
+        AssertionError: an argument is not an int or float (Python's or numpy's)."""
     _check_numbers(a, b)
     out = builtins.max(a, b)
     return builtins.float(out) if isinstance(a, _FLOATS) or isinstance(b, _FLOATS) else out
 
 
 def sym_min(a, b):
-    """The smaller of two numbers, a float when either is one (see ``sym_max``)."""
+    """The smaller of the numbers ``a`` and ``b``, a float when either is one (see ``sym_max``)
+    (torch.sym_min)."""
     _check_numbers(a, b)
     out = builtins.min(a, b)
     return builtins.float(out) if isinstance(a, _FLOATS) or isinstance(b, _FLOATS) else out
 
 
 def sym_not(a):
-    """``not a``."""
+    """The logical negation of ``a``: ``not a`` (torch.sym_not)."""
     return not a
 
 
 def sym_sqrt(a):
-    """``math.sqrt(a)``, a float (ValueError for a negative number)."""
+    """``math.sqrt(a)`` of the number ``a``, a float (ValueError for a negative number)
+    (torch.sym_sqrt)."""
     return math.sqrt(a)
 
 
@@ -100,15 +102,16 @@ def _constrain(name, size, lo, hi):
 
 
 def sym_constrain_range(size, *, min=None, max=None) -> None:  # noqa: A002  (torch's names)
-    """Assert ``min <= size <= max`` (either bound defaults to int64's limit).
+    """Assert ``min <= size <= max`` for the number ``size``; ``min`` and ``max`` default to
+    int64's limits (torch.sym_constrain_range).
 
     Raises:
         RuntimeError: ``size`` is outside the range.
-        TypeError: ``size`` is not a number.
-    """
+        TypeError: ``size`` is not a number."""
     _constrain("sym_constrain_range", size, _INT64[0] if min is None else min, _INT64[1] if max is None else max)
 
 
 def sym_constrain_range_for_size(size, *, min=None, max=None) -> None:  # noqa: A002
-    """As ``sym_constrain_range`` for a size: ``min`` defaults to 0."""
+    """``sym_constrain_range`` for a ``size``: ``min`` defaults to 0, ``max`` to int64's
+    largest value (torch.sym_constrain_range_for_size)."""
     _constrain("sym_constrain_range_for_size", size, 0 if min is None else min, _INT64[1] if max is None else max)

@@ -12,7 +12,8 @@ __all__ = ["Tensor", "Size"]
 
 
 class Size(tuple):
-    """torch.Size: a tuple of ints with ``numel()``."""
+    """torch.Size: a tuple of ints with ``numel()``, made from an ``iterable`` of ints (a
+    tensor's ``shape``); slicing gives a Size."""
 
     def numel(self) -> int:
         n = 1

@@ -14,7 +14,14 @@ def _default_dtype():
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
-    """torch.set_printoptions."""
+    """Set how tensors print (torch.set_printoptions).
+
+    ``precision`` is the digits after the decimal point (4), ``threshold`` the element count
+    above which a tensor is summarized (1000), ``edgeitems`` the items shown at each end of
+    a summarized dim (3), ``linewidth`` the characters per line (80). ``profile`` 'default',
+    'short' or 'full' sets all four first (full: never summarize). ``sci_mode`` True or
+    False forces scientific notation on or off; None (the default, set by every call) lets
+    the values decide."""
     if profile == "default":
         PRINT_OPTIONS.update(precision=4, threshold=1000, edgeitems=3, linewidth=80)
     elif profile == "short":

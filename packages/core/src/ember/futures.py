@@ -15,7 +15,10 @@ __all__ = ["Future", "collect_all", "wait_all"]
 class Future:
     """A value that becomes available later. ``wait()`` blocks until it is (and re-raises
     an exception set with ``set_exception``); ``then(callback)`` gives a Future of
-    ``callback(this_future)``."""
+    ``callback(this_future)``.
+
+    ``devices`` is accepted for torch's signature (torch.futures.Future); ember's futures
+    hold any value."""
 
     def __init__(self, *, devices=None):
         self._done = False
@@ -101,5 +104,6 @@ def collect_all(futures) -> Future:
 
 
 def wait_all(futures) -> list:
-    """Wait on every future; their values."""
+    """Wait on every future of the list ``futures`` and return their values, in order; an
+    exception set on one is raised (torch.futures.wait_all)."""
     return [f.wait() for f in futures]

@@ -55,18 +55,24 @@ __all__ = ["cholesky", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm",
 
 
 def cross(input, other, *, dim=-1):
-    """The 3-d cross product along ``dim`` (default the last, unlike ember.cross)."""
+    """The 3-d cross product of ``input`` and ``other`` (broadcast together) along ``dim``
+    (default the last, unlike ember.cross) (torch.linalg.cross). A dim of another size than
+    3 raises RuntimeError."""
     return _cross(input, other, dim)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
-    """A view of the diagonals of the matrices in the last two dims (torch.linalg.diagonal)."""
+    """A view of the diagonals of the matrices of ``A`` in the dims ``dim1`` and ``dim2`` (the
+    last two by default), as its last dim; ``offset`` > 0 is above the main diagonal
+    (torch.linalg.diagonal)."""
     return _diagonal(A, offset, dim1, dim2)
 
 
 def householder_product(A, tau, *, out=None):
     """The first n columns of the product of the Householder reflectors that ``A``
-    [*, m, n] (below its diagonal) and ``tau`` [*, k] describe (torch.orgqr's values)."""
+    ``[*, m, n]`` (below its diagonal) and ``tau`` ``[*, k]`` describe (torch.orgqr's values).
+
+    ``out`` receives the result when given."""
     return _orgqr(A, tau, out=out)
 
 

@@ -20,7 +20,12 @@ _DEFAULT_SEED = 67280421310721  # torch's documented default seed
 
 
 class Generator:
-    """A random stream on one device (``ember.Generator(device="cpu")``)."""
+    """A random stream on one device (torch.Generator): ``ember.Generator(device="cpu")``.
+
+    ``device`` (a string or a device) is where the random ops that take this generator draw
+    their values; it starts from torch's documented default seed 67280421310721. The values
+    come from numpy's (or cupy's) bit generators, so a seed gives other numbers than
+    torch's."""
 
     def __init__(self, device="cpu"):
         from .backends import backend_for_device
@@ -29,6 +34,8 @@ class Generator:
         self.manual_seed(_DEFAULT_SEED)
 
     def manual_seed(self, seed: int) -> "Generator":
+        """Restart the stream from the int ``seed`` (taken modulo 2**64) and return the
+        generator. RuntimeError for a seed outside [-2**63, 2**64)."""
         seed = int(seed)
         if not -0x8000_0000_0000_0000 <= seed <= 0xFFFF_FFFF_FFFF_FFFF:
             raise RuntimeError(f"Overflow when unpacking long long: {seed}")
@@ -43,6 +50,7 @@ class Generator:
         return s
 
     def initial_seed(self) -> int:
+        """The seed the stream started from (the last ``manual_seed`` or ``seed``), as an int."""
         return self._initial_seed
 
     def get_state(self):
@@ -97,13 +105,16 @@ def default_generator(device=None) -> Generator:
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed every device's default generator (torch.manual_seed)."""
+    """Seed every device's default generator with the int ``seed`` and return the CPU one
+    (torch.manual_seed). RuntimeError for a seed outside [-2**63, 2**64)."""
     for gen in list(_generators.values()):
         gen.manual_seed(seed)
     return default_generator().manual_seed(seed)
 
 
 def seed() -> int:
+    """Seed the CPU default generator from the operating system's entropy, and every other
+    default generator with the same seed; returns the seed (torch.seed)."""
     s = default_generator().seed()
     for gen in _generators.values():
         gen.manual_seed(s)
@@ -111,20 +122,28 @@ def seed() -> int:
 
 
 def initial_seed() -> int:
+    """The seed the CPU default generator started from, as an int (torch.initial_seed)."""
     return default_generator().initial_seed()
 
 
 def get_rng_state():
+    """The CPU default generator's state as a uint8 tensor (opaque: pass it back to
+    ``set_rng_state``) (torch.get_rng_state)."""
     return default_generator().get_state()
 
 
 def set_rng_state(state) -> None:
+    """Restore the CPU default generator to ``state``, a uint8 tensor ``get_rng_state``
+    returned (torch.set_rng_state). TypeError for another type or dtype, RuntimeError for
+    bytes that hold no state of this generator."""
     default_generator().set_state(state)
 
 
 @contextlib.contextmanager
 def fork_rng(devices=None, enabled: bool = True):
-    """Run the block with the default generators' states restored afterwards."""
+    """A context manager that runs its block with the default generators' states restored
+    afterwards (torch.random.fork_rng). ``devices`` is accepted: every default generator
+    made so far is forked; with ``enabled`` False the block runs without forking."""
     if not enabled:
         yield
         return

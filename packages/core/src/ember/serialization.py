@@ -327,6 +327,7 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_
     Args:
         obj: any picklable object; tensors are written as torch writes them.
         f: a path (str or os.PathLike) or a writable binary file-like object.
+        pickle_module: None or the standard ``pickle`` module (another raises ValueError).
         pickle_protocol: the pickle protocol of ``data.pkl`` (torch's default, 2).
         _use_new_zipfile_serialization: False writes torch's older non-zip format.
 
@@ -376,7 +377,7 @@ def get_default_mmap_options() -> int:
 class set_default_mmap_options:
     """Set the flags of ``load(..., mmap=True)``, as a call or within a ``with`` block.
 
-    Raises ValueError for flags other than ``mmap.MAP_PRIVATE`` or ``mmap.MAP_SHARED``
+    ``flags`` is ``mmap.MAP_PRIVATE`` or ``mmap.MAP_SHARED``; another value raises ValueError
     (torch.serialization.set_default_mmap_options)."""
 
     def __init__(self, flags: int):
@@ -395,7 +396,8 @@ class set_default_mmap_options:
 
 
 def add_safe_globals(safe_globals) -> None:
-    """Allow these classes/functions (or ``(obj, "module.name")`` pairs) in ``load``."""
+    """Allow the classes and functions of the list ``safe_globals`` (or ``(obj, "module.name")``
+    pairs) in ``load``'s restricted unpickler, from now on (torch.serialization.add_safe_globals)."""
     for g in safe_globals:
         if isinstance(g, tuple):
             obj, qual = g
@@ -405,15 +407,18 @@ def add_safe_globals(safe_globals) -> None:
 
 
 def get_safe_globals() -> list:
+    """The objects ``add_safe_globals`` allowed, as a list (torch.serialization.get_safe_globals)."""
     return list(_safe_globals.values())
 
 
 def clear_safe_globals() -> None:
+    """Forget every global ``add_safe_globals`` allowed (torch.serialization.clear_safe_globals)."""
     _safe_globals.clear()
 
 
 class safe_globals:
-    """Allow these globals in ``load`` within the block only (torch.serialization.safe_globals)."""
+    """Allow the globals of the list ``safe_globals`` (as in ``add_safe_globals``) in ``load``
+    within the ``with`` block only (torch.serialization.safe_globals)."""
 
     def __init__(self, safe_globals: list):
         self.safe_globals = safe_globals
@@ -862,6 +867,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         map_location: None (each storage to the device it was saved from), a device or
             string (all storages there), a dict mapping saved locations to new ones, or
             a callable ``fn(storage, location)`` returning a tensor or None.
+        pickle_module: None or the standard ``pickle`` module (another raises ValueError).
         weights_only: True or None (torch's default since 2.6): the restricted unpickler;
             False also allows other globals (only for files you trust). As in torch,
             TORCH_FORCE_WEIGHTS_ONLY_LOAD=1 forces True, and TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1

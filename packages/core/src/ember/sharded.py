@@ -72,7 +72,12 @@ def save_torch_state_dict(state_dict: dict, save_directory, *, filename_pattern:
     """Write ``state_dict`` (name -> tensor) into ``save_directory`` as shards of at most
     ``max_shard_size`` bytes plus an index, or as one file when it fits (huggingface_hub's
     ``save_torch_state_dict`` layout and names). ``metadata`` goes into each safetensors
-    header beside ``{"format": "pt"}``. Raises ValueError for a bad ``max_shard_size``."""
+    header beside ``{"format": "pt"}``. Raises ValueError for a bad ``max_shard_size``.
+
+    ``filename_pattern`` names the files, with ``{suffix}`` replaced by ``-00001-of-00003``
+    (or nothing for one file); by default ``model{suffix}.safetensors``, or
+    ``pytorch_model{suffix}.bin`` without ``safe_serialization`` (then torch's format).
+    ``force_contiguous`` is accepted (tensors are always written contiguous)."""
     from .serialization import _write_path_atomically, save
     save_directory = os.fspath(save_directory)
     os.makedirs(save_directory, exist_ok=True)
@@ -131,7 +136,9 @@ def load_weights_file(path, *, mmap: bool = False) -> dict:
     """One weights file as name -> CPU tensor: safetensors (every dtype it names, bfloat16
     included, read by ember itself) or torch's format through ember's restricted unpickler
     (no code in the file runs). ``mmap=True`` maps the file: tensors are views of it, read
-    from disk when touched. Raises RuntimeError naming the file when it is corrupt."""
+    from disk when touched. Raises RuntimeError naming the file when it is corrupt.
+
+    ``path`` is the file (a str or os.PathLike); its name decides the format."""
     return _load_shard(os.fspath(path), mmap)
 
 
@@ -147,7 +154,9 @@ def load_state_dict_from_index(folder, prefer_safe: bool = True, *, mmap: bool =
     """Every tensor of the sharded checkpoint in ``folder`` (name -> tensor, the index's order);
     ``mmap=True`` maps each shard instead of reading it (see ``load_weights_file``).
 
-    Raises ValueError when the folder has no index, OSError when a shard it names is missing."""
+    Raises ValueError when the folder has no index, OSError when a shard it names is missing.
+
+    With ``prefer_safe`` the safetensors index is read when both it and torch's are there."""
     folder = os.fspath(folder)
     _, weight_map = _index(folder, prefer_safe)
     out = {}

@@ -51,7 +51,9 @@ _SQRT_2PI = math.sqrt(2 * math.pi)
 
 
 def i1(input, *, out=None):
-    """The modified Bessel function of the first kind, order 1."""
+    """The modified Bessel function of the first kind, order 1, of ``input`` elementwise
+    (torch.special.i1). Integer and bool ``input`` gives the default float dtype; ``out``
+    receives the result when given."""
     return _special(input, "i1", "SpecialI1Backward0", _i1_rule, "in", out=out)
 
 
@@ -62,7 +64,9 @@ def _i1_rule(g, x):
 
 
 def i0e(input, *, out=None):
-    """exp(-``|x|``) * I0(x), which does not overflow."""
+    """``exp(-|x|) * I0(x)`` of ``input`` elementwise, which does not overflow
+    (torch.special.i0e). Integer and bool ``input`` gives the default float dtype; ``out``
+    receives the result when given."""
     return _special(input, "i0e", "SpecialI0EBackward0", _i0e_rule, "in", out=out)
 
 
@@ -72,7 +76,9 @@ def _i0e_rule(g, x):
 
 
 def i1e(input, *, out=None):
-    """exp(-``|x|``) * I1(x), which does not overflow."""
+    """``exp(-|x|) * I1(x)`` of ``input`` elementwise, which does not overflow
+    (torch.special.i1e). Integer and bool ``input`` gives the default float dtype; ``out``
+    receives the result when given."""
     return _special(input, "i1e", "SpecialI1EBackward0", _i1e_rule, "in", out=out)
 
 
@@ -83,7 +89,9 @@ def _i1e_rule(g, x):
 
 
 def ndtr(input, *, out=None):
-    """The standard normal distribution function, P(Z <= x)."""
+    """The standard normal distribution function ``P(Z <= x)`` at ``input``, elementwise
+    (torch.special.ndtr). Integer and bool ``input`` gives the default float dtype; ``out``
+    receives the result when given."""
     return _special(input, "ndtr", "SpecialNdtrBackward0", _ndtr_rule, "in", out=out)
 
 
@@ -92,7 +100,9 @@ def _ndtr_rule(g, x):
 
 
 def ndtri(input, *, out=None):
-    """The inverse of ndtr on [0, 1] (the normal quantile function)."""
+    """The inverse of ``ndtr`` (the standard normal quantile function) of ``input`` in [0, 1],
+    elementwise: -inf at 0, +inf at 1, NaN outside (torch.special.ndtri). Integer and bool
+    ``input`` gives the default float dtype; ``out`` receives the result when given."""
     return _special(input, "ndtri", "SpecialNdtriBackward0", _ndtri_rule, "out", out=out)
 
 
@@ -101,7 +111,9 @@ def _ndtri_rule(g, r):
 
 
 def log_ndtr(input, *, out=None):
-    """log(ndtr(x)), accurate far into the lower tail."""
+    """``log(ndtr(input))`` elementwise, accurate far into the lower tail
+    (torch.special.log_ndtr). Integer and bool ``input`` gives the default float dtype;
+    ``out`` receives the result when given."""
     return _special(input, "log_ndtr", "SpecialLogNdtrBackward0", _log_ndtr_rule, "in", out=out)
 
 
@@ -110,7 +122,9 @@ def _log_ndtr_rule(g, x):
 
 
 def erfcx(input, *, out=None):
-    """The scaled complementary error function exp(x^2) * erfc(x)."""
+    """The scaled complementary error function ``exp(x**2) * erfc(x)`` of ``input``,
+    elementwise (torch.special.erfcx). Integer and bool ``input`` gives the default float
+    dtype; ``out`` receives the result when given."""
     return _special(input, "erfcx", "SpecialErfcxBackward0", _erfcx_rule, "in", out=out)
 
 
@@ -119,7 +133,9 @@ def _erfcx_rule(g, x):
 
 
 def entr(input, *, out=None):
-    """-x * log(x): 0 at 0, -inf for negative x."""
+    """The entropy term ``-x * log(x)`` of ``input`` elementwise: 0 at 0, -inf for negative x
+    (torch.special.entr). Integer and bool ``input`` gives the default float dtype; ``out``
+    receives the result when given."""
     dt = _float_dtype(input)
     bk = be(input)
     xp = bk.xp
@@ -135,7 +151,10 @@ def _entr_rule(g, x):
 
 
 def xlog1py(input, other, *, out=None):
-    """input * log1p(other), 0 where input is 0 (unless other is nan)."""
+    """``input * log1p(other)`` elementwise, 0 where ``input`` is 0 unless ``other`` is NaN
+    (torch.special.xlog1py). ``input`` and ``other`` are tensors or numbers, broadcast
+    together; integer operands give the default float dtype. ``out`` receives the result
+    when given."""
     r, _ = _float_binary(input, other, _xlog1py_array)
     if needs_grad(input, other):
         record("SpecialXlog1PyBackward0", _xlog1py_rule, (input, other), r, (input, other))
@@ -153,8 +172,10 @@ def _xlog1py_rule(g, x, y):
 
 
 def multigammaln(input, p: int, *, out=None):
-    """The log of the multivariate gamma function of dimension ``p``:
-    p(p-1)/4 log(pi) + sum_j lgamma(x - j/2), j = 0..p-1."""
+    """The log of the multivariate gamma function of dimension ``p`` at ``input``: ``p(p-1)/4
+    log(pi) + sum_j lgamma(x - j/2)``, j = 0..p-1 (torch.special.multigammaln,
+    torch.mvlgamma). ``p`` is a positive int. Integer and bool ``input`` gives the default
+    float dtype; ``out`` receives the result when given."""
     dt = _float_dtype(input)
     bk = be(input)
     x = operand(input, dt, bk)
@@ -173,8 +194,12 @@ def _multigammaln_rule(g, x, p):
 
 
 def zeta(input, other, *, out=None):
-    """The Hurwitz zeta function sum_k (k + other)^-input; differentiable in ``other``
-    only, as in torch."""
+    """The Hurwitz zeta function ``sum_k (k + other) ** -input``, k = 0, 1, ...
+    (torch.special.zeta).
+
+    ``input`` (the exponent) and ``other`` (the shift) are tensors or numbers, broadcast
+    together; integer operands give the default float dtype. Differentiable in ``other``
+    only, as in torch. ``out`` receives the result when given."""
     r, _ = _float_binary(input, other, lambda xp, x, q: _special_functions(input, other).zeta(x, q))
     if needs_grad(other):
         record("SpecialZetaBackward0", _zeta_rule, (input, other), r, (input, other))
@@ -195,42 +220,51 @@ def _special_functions(*operands):
 # ---- Bessel functions, orthogonal polynomials, incomplete gamma ----------------------
 # torch gives these no gradient (except gammainc/gammaincc in their second argument).
 
-def _forward_only(fname, doc):
+def _forward_only(fname, doc, fname_public):
     def op(input, *, out=None):
         r = wrap(getattr(be(input).special, fname)(operand(input, _float_dtype(input), be(input))),
                  _float_dtype(input))
         return _out(r, out)
-    op.__doc__ = doc
+    op.__doc__ = (f"{doc} Elementwise on ``input`` (torch.special.{fname_public}); integer and bool ``input`` "
+                  "gives the default float dtype; ``out`` receives the result when given. No gradient.")
     return op
 
 
-bessel_j0 = _forward_only("j0", "The Bessel function of the first kind, order 0.")
-bessel_j1 = _forward_only("j1", "The Bessel function of the first kind, order 1.")
-bessel_y0 = _forward_only("y0", "The Bessel function of the second kind, order 0.")
-bessel_y1 = _forward_only("y1", "The Bessel function of the second kind, order 1.")
-modified_bessel_i0 = _forward_only("i0", "The modified Bessel function of the first kind, order 0.")
-modified_bessel_i1 = _forward_only("i1", "The modified Bessel function of the first kind, order 1.")
-modified_bessel_k0 = _forward_only("k0", "The modified Bessel function of the second kind, order 0.")
-modified_bessel_k1 = _forward_only("k1", "The modified Bessel function of the second kind, order 1.")
-scaled_modified_bessel_k0 = _forward_only("k0e", "exp(x) * K0(x).")
-scaled_modified_bessel_k1 = _forward_only("k1e", "exp(x) * K1(x).")
+bessel_j0 = _forward_only("j0", "The Bessel function of the first kind, order 0.", "bessel_j0")
+bessel_j1 = _forward_only("j1", "The Bessel function of the first kind, order 1.", "bessel_j1")
+bessel_y0 = _forward_only("y0", "The Bessel function of the second kind, order 0.", "bessel_y0")
+bessel_y1 = _forward_only("y1", "The Bessel function of the second kind, order 1.", "bessel_y1")
+modified_bessel_i0 = _forward_only("i0", "The modified Bessel function of the first kind, order 0.",
+                                   "modified_bessel_i0")
+modified_bessel_i1 = _forward_only("i1", "The modified Bessel function of the first kind, order 1.",
+                                   "modified_bessel_i1")
+modified_bessel_k0 = _forward_only("k0", "The modified Bessel function of the second kind, order 0.",
+                                   "modified_bessel_k0")
+modified_bessel_k1 = _forward_only("k1", "The modified Bessel function of the second kind, order 1.",
+                                   "modified_bessel_k1")
+scaled_modified_bessel_k0 = _forward_only("k0e", "``exp(x) * K0(x)``.", "scaled_modified_bessel_k0")
+scaled_modified_bessel_k1 = _forward_only("k1e", "``exp(x) * K1(x)``.", "scaled_modified_bessel_k1")
 
 
 def spherical_bessel_j0(input, *, out=None):
-    """sin(x) / x, 1 at 0."""
+    """The spherical Bessel function of the first kind, order 0: ``sin(x) / x`` of ``input``, 1
+    at 0 (torch.special.spherical_bessel_j0). No gradient. Integer and bool ``input`` gives
+    the default float dtype; ``out`` receives the result when given."""
     dt = _float_dtype(input)
     bk = be(input)
     return _out(wrap(bk.special.spherical_jn(0, operand(input, dt, bk)), dt), out)
 
 
 def airy_ai(input, *, out=None):
-    """The Airy function Ai(x)."""
+    """The Airy function Ai of ``input``, elementwise (torch.special.airy_ai). No gradient.
+    Integer and bool ``input`` gives the default float dtype; ``out`` receives the result
+    when given."""
     dt = _float_dtype(input)
     bk = be(input)
     return _out(wrap(bk.special.airy(operand(input, dt, bk))[0], dt), out)
 
 
-def _recurrence(name, first, step):
+def _recurrence(name, first, step, title):
     """An orthogonal polynomial P_n(x) from P_0 = 1, P_1 = first(x) and
     P_{k+1} = step(k, x, P_k, P_{k-1}); ``n`` a number or a tensor broadcast with x
     (0 for negative n, as torch)."""
@@ -250,6 +284,10 @@ def _recurrence(name, first, step):
             result = numpy.where(ns == k + 1, cur, result)
         return _out(wrap(result.astype(dt.np), dt), out)
     op.__name__ = name
+    op.__doc__ = (f"{title} P_n(x) at ``input`` of degree ``n`` (torch.special.{name}), from its three-term "
+                  "recurrence.\n\n``n`` is an int or an integer tensor broadcast with ``input`` (a negative degree "
+                  "gives 0, as torch); integer and bool ``input`` gives the default float dtype, and the values "
+                  "are computed in float64. ``out`` receives the result when given. No gradient.")
     return op
 
 
@@ -257,17 +295,23 @@ def _chebyshev_step(k, x, cur, prev):
     return 2 * x * cur - prev
 
 
-chebyshev_polynomial_t = _recurrence("chebyshev_polynomial_t", lambda x: x, _chebyshev_step)
-chebyshev_polynomial_u = _recurrence("chebyshev_polynomial_u", lambda x: 2 * x, _chebyshev_step)
-chebyshev_polynomial_v = _recurrence("chebyshev_polynomial_v", lambda x: 2 * x - 1, _chebyshev_step)
-chebyshev_polynomial_w = _recurrence("chebyshev_polynomial_w", lambda x: 2 * x + 1, _chebyshev_step)
+chebyshev_polynomial_t = _recurrence("chebyshev_polynomial_t", lambda x: x, _chebyshev_step,
+                                     "The Chebyshev polynomial of the first kind")
+chebyshev_polynomial_u = _recurrence("chebyshev_polynomial_u", lambda x: 2 * x, _chebyshev_step,
+                                     "The Chebyshev polynomial of the second kind")
+chebyshev_polynomial_v = _recurrence("chebyshev_polynomial_v", lambda x: 2 * x - 1, _chebyshev_step,
+                                     "The Chebyshev polynomial of the third kind")
+chebyshev_polynomial_w = _recurrence("chebyshev_polynomial_w", lambda x: 2 * x + 1, _chebyshev_step,
+                                     "The Chebyshev polynomial of the fourth kind")
 
 
 def _shifted(poly, name):
     def op(input, n, *, out=None):
         return poly(2 * input - 1, n, out=out)
     op.__name__ = name
-    op.__doc__ = f"{poly.__name__} at 2x - 1 (on [0, 1])."
+    op.__doc__ = (f"{poly.__name__} at ``2 * input - 1``: the shifted polynomial of degree ``n``, orthogonal on "
+                  f"[0, 1] (torch.special.{name}). ``n`` is an int or an integer tensor broadcast with ``input``; "
+                  "``out`` receives the result when given. No gradient.")
     return op
 
 
@@ -276,22 +320,37 @@ shifted_chebyshev_polynomial_u = _shifted(chebyshev_polynomial_u, "shifted_cheby
 shifted_chebyshev_polynomial_v = _shifted(chebyshev_polynomial_v, "shifted_chebyshev_polynomial_v")
 shifted_chebyshev_polynomial_w = _shifted(chebyshev_polynomial_w, "shifted_chebyshev_polynomial_w")
 hermite_polynomial_h = _recurrence("hermite_polynomial_h", lambda x: 2 * x,
-                                   lambda k, x, cur, prev: 2 * x * cur - 2 * k * prev)
-hermite_polynomial_he = _recurrence("hermite_polynomial_he", lambda x: x, lambda k, x, cur, prev: x * cur - k * prev)
+                                   lambda k, x, cur, prev: 2 * x * cur - 2 * k * prev,
+                                   "The physicists' Hermite polynomial")
+hermite_polynomial_he = _recurrence("hermite_polynomial_he", lambda x: x, lambda k, x, cur, prev: x * cur - k * prev,
+                                    "The probabilists' Hermite polynomial")
 laguerre_polynomial_l = _recurrence("laguerre_polynomial_l", lambda x: 1 - x,
-                                    lambda k, x, cur, prev: ((2 * k + 1 - x) * cur - k * prev) / (k + 1))
+                                    lambda k, x, cur, prev: ((2 * k + 1 - x) * cur - k * prev) / (k + 1),
+                                    "The Laguerre polynomial")
 legendre_polynomial_p = _recurrence("legendre_polynomial_p", lambda x: x,
-                                    lambda k, x, cur, prev: ((2 * k + 1) * x * cur - k * prev) / (k + 1))
+                                    lambda k, x, cur, prev: ((2 * k + 1) * x * cur - k * prev) / (k + 1),
+                                    "The Legendre polynomial")
 
 
 def gammainc(input, other, *, out=None):
-    """The regularized lower incomplete gamma function P(input, other); differentiable in
-    ``other`` (torch gives no gradient in ``input``)."""
+    """The regularized lower incomplete gamma function ``P(input, other)`` elementwise
+    (torch.special.gammainc).
+
+    ``input`` (a > 0) and ``other`` (x >= 0) are tensors or numbers, broadcast together;
+    integer operands give the default float dtype. Differentiable in ``other``: a gradient
+    asked of ``input`` raises NotImplementedError, as in torch. ``out`` receives the result
+    when given."""
     return _incomplete_gamma(input, other, "gammainc", "IgammaBackward0", 1.0, out)
 
 
 def gammaincc(input, other, *, out=None):
-    """The regularized upper incomplete gamma function Q(input, other) = 1 - P."""
+    """The regularized upper incomplete gamma function ``Q(input, other) = 1 - P(input,
+    other)`` elementwise (torch.special.gammaincc).
+
+    ``input`` (a > 0) and ``other`` (x >= 0) are tensors or numbers, broadcast together;
+    integer operands give the default float dtype. Differentiable in ``other``: a gradient
+    asked of ``input`` raises NotImplementedError, as in torch. ``out`` receives the result
+    when given."""
     return _incomplete_gamma(input, other, "gammaincc", "IgammacBackward0", -1.0, out)
 
 

@@ -48,7 +48,11 @@ def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=Non
     mappings of them are compared elementwise: ``|actual - expected| <= atol + rtol *
     |expected|``. Without ``rtol``/``atol`` the tolerances of the dtype are used (zero for
     integers and bool). Shapes must match; dtypes too when ``check_dtype``.
-    """
+
+    ``check_device`` asks for tensors on one device; ``equal_nan`` makes NaN close to NaN;
+    ``msg`` (a string) replaces the failure message. ``allow_subclasses``, ``check_layout``
+    and ``check_stride`` are accepted for torch's signature and unused
+    (torch.testing.assert_close)."""
     if (rtol is None) != (atol is None):
         raise ValueError("Both 'rtol' and 'atol' must be either specified or omitted, "
                          f"but got no {'rtol' if rtol is None else 'atol'}.")
@@ -128,7 +132,12 @@ def _compare(a, e, rtol, atol, equal_nan, check_dtype, check_device, msg, path):
 
 
 def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=False, generator=None):
-    """A tensor of ``shape`` filled with values uniform on [low, high) (defaults -9, 9)."""
+    """A tensor of ``shape`` (ints, or one tuple or list) of ``dtype`` filled with random
+    values (torch.testing.make_tensor): uniform on [``low``, ``high``) (defaults -9 and 9;
+    integers drawn by ``randint``, uint8 from max(low, 0); bool half True).
+
+    ``device`` places it, ``requires_grad`` makes it a leaf that records gradients, and
+    ``generator`` draws the values (the default one when None)."""
     import ember
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])

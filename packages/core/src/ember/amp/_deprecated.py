@@ -37,6 +37,12 @@ def spellings(device_type: str):
     return autocast, GradScaler
 
 
+_ARGUMENT_DOCS = {
+    "set_enabled": " ``enabled`` (a bool; TypeError otherwise) turns autocast on or off for that device type.",
+    "set_dtype": " ``dtype`` (an ember dtype; TypeError otherwise) is the lower precision autocast runs ops in.",
+}
+
+
 def _state_functions():
     """{name: function} for the four deprecated state functions of each spelling: the
     'gpu' spelling means cuda; 'ipu' and 'xla' hold state only."""
@@ -75,7 +81,8 @@ def _state_functions():
             fn.__name__ = fn.__qualname__ = name
             fn.__module__ = "ember"
             fn.__doc__ = (f"Deprecated spelling of the autocast state function for '{device_type}' "
-                          "(torch gives a DeprecationWarning): use the one taking a device type.")
+                          f"(torch.{name}; a DeprecationWarning, as torch gives): use the one taking a device "
+                          "type." + _ARGUMENT_DOCS.get(name[:name.index("_")] + name[name.rindex("_"):], ""))
             found[name] = fn
         return found
 

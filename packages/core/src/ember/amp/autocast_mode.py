@@ -164,24 +164,34 @@ def set_autocast_dtype(device_type: str, dtype) -> None:
 
 
 def is_autocast_cache_enabled() -> bool:
+    """Whether autocast keeps the casts of leaf tensors for reuse inside a region (True by
+    default) (torch.is_autocast_cache_enabled)."""
     return _autocast.state.cache_enabled
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Turn autocast's cast cache on or off with the bool ``enabled`` (TypeError otherwise)
+    (torch.set_autocast_cache_enabled)."""
     _check_bool("enabled", enabled)
     _autocast.state.cache_enabled = enabled
 
 
 def clear_autocast_cache() -> None:
+    """Drop every cast autocast has cached (torch.clear_autocast_cache; ``autocast`` does it on
+    leaving its outermost region)."""
     _autocast.state.cache.clear()
 
 
 def autocast_increment_nesting() -> int:
+    """Count one more autocast region entered and return the new depth
+    (torch.autocast_increment_nesting)."""
     _autocast.state.nesting += 1
     return _autocast.state.nesting
 
 
 def autocast_decrement_nesting() -> int:
+    """Count one autocast region left and return the new depth
+    (torch.autocast_decrement_nesting)."""
     _autocast.state.nesting -= 1
     return _autocast.state.nesting
 
@@ -196,7 +206,9 @@ def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
 
     Raises:
         ValueError: ``device_type`` is not a string.
-    """
+
+    ``fwd`` is the forward decorated (None when called with keywords only, as
+    ``@custom_fwd(device_type="cuda")``)."""
     if not isinstance(device_type, str):
         raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
     if fwd is None:
@@ -220,7 +232,10 @@ def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
 
 def custom_bwd(bwd=None, *, device_type: str):
     """Decorate a custom Function's ``backward`` to run under the autocast state its
-    forward ran with (see ``custom_fwd``)."""
+    forward ran with (see ``custom_fwd``).
+
+    ``bwd`` is the backward decorated (None when called with keywords only); ``device_type``
+    (a string; ValueError otherwise) is the autocast device whose state is restored."""
     if not isinstance(device_type, str):
         raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
     if bwd is None:

@@ -38,6 +38,11 @@ class GradScaler:
     the device of the first scaled output. A GradScaler for 'cuda' when CUDA is not
     available warns and disables itself (every method then passes through).
 
+    ``device`` is the device type of the scaled gradients; ``init_scale`` the first scale;
+    the scale is multiplied by ``growth_factor`` after ``growth_interval`` steps without
+    inf or NaN gradients and by ``backoff_factor`` after a step with some (which is
+    skipped); with ``enabled`` False every method passes through (torch.amp.GradScaler).
+
     Raises:
         AssertionError: ``growth_factor <= 1`` or ``backoff_factor >= 1`` (as torch).
     """

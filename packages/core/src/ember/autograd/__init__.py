@@ -40,7 +40,11 @@ def _make_grads(outputs, grad_outputs):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None) -> None:
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves they depend on
-    (only of ``inputs`` when given). The graph is freed unless ``retain_graph``."""
+    (only of ``inputs`` when given). The graph is freed unless ``retain_graph``.
+
+    ``grad_tensors`` are the gradients of ``tensors`` (None for a 0-d one means 1); with
+    ``create_graph`` the backward pass is itself recorded (for higher derivatives, and
+    ``retain_graph`` then defaults to True) (torch.autograd.backward)."""
     tensors = _as_list(tensors)
     grads = _as_list(grad_tensors) or [None] * len(tensors)
     if retain_graph is None:
@@ -57,7 +61,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
     Raises RuntimeError when an input is not used in the graph, unless ``allow_unused``
     (then its gradient is None, or zeros with ``materialize_grads``).
-    """
+
+    ``grad_outputs`` are the vectors the Jacobians are multiplied by (None for a 0-d output
+    means 1); ``retain_graph`` keeps the graph (default: ``create_graph``); with
+    ``create_graph`` the gradients are themselves differentiable. ``only_inputs`` is
+    accepted (deprecated in torch, always True) and ``is_grads_batched`` is accepted and
+    ignored (torch.autograd.grad)."""
     outputs = _as_list(outputs)
     inputs = _as_list(inputs)
     grads = _as_list(grad_outputs) or [None] * len(outputs)

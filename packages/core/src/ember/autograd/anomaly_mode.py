@@ -24,10 +24,14 @@ STATE = _Anomaly()
 
 
 def is_anomaly_enabled() -> bool:
+    """Whether anomaly detection is on (torch.is_anomaly_enabled): then each graph node keeps
+    the stack of the forward call that made it, named when its backward fails."""
     return STATE.enabled
 
 
 def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection also checks every gradient for NaN
+    (torch.is_anomaly_check_nan_enabled; True by default)."""
     return STATE.check_nan
 
 
@@ -44,7 +48,9 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
 
 
 class set_detect_anomaly:
-    """Turn anomaly detection on or off (a function call or a context manager)."""
+    """Turn anomaly detection on or off, as a function call or a context manager that restores
+    the previous state on exit (torch.autograd.set_detect_anomaly): ``mode`` turns it on or
+    off, ``check_nan`` makes backward raise RuntimeError for a gradient holding NaN."""
 
     def __init__(self, mode: bool, check_nan: bool = True):
         self._prev = (STATE.enabled, STATE.check_nan)
@@ -58,7 +64,9 @@ class set_detect_anomaly:
 
 
 class detect_anomaly:
-    """Context manager (and decorator) that turns anomaly detection on inside it."""
+    """A context manager (and decorator) that turns anomaly detection on inside it, with a
+    UserWarning that it slows the program down (torch.autograd.detect_anomaly);
+    ``check_nan`` makes backward raise RuntimeError for a gradient holding NaN."""
 
     def __init__(self, check_nan: bool = True):
         self.check_nan = check_nan

@@ -137,7 +137,8 @@ def _run_backward(cls, ctx, n_inputs, out_meta, grads):
 
 
 def once_differentiable(fn):
-    """Mark a backward as not differentiable itself: it runs under no_grad."""
+    """Mark ``fn``, a Function's backward, as not differentiable itself: it runs under
+    no_grad (torch.autograd.function.once_differentiable)."""
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         with grad_mode.no_grad():

@@ -92,7 +92,14 @@ def _finish(t, create_graph):
 
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
-    """(func(inputs), v^T J): the outputs and the vector-Jacobian product."""
+    """``(func(inputs), v^T J)``: the outputs of ``func`` and the vector-Jacobian product with
+    ``v`` (torch.autograd.functional.vjp).
+
+    ``func`` takes the tensors ``inputs`` (a tensor or a tuple of them) and returns a tensor
+    or a tuple of tensors. With ``create_graph`` the results are part of the graph (for
+    higher derivatives), else detached. With ``strict`` an input the outputs do not depend
+    on raises RuntimeError; otherwise its part is zeros. ``v`` has the outputs' shapes; it
+    may be None for a single output of one element."""
     with enable_grad():
         xs, single_in = _prepare(inputs, create_graph)
         raw = func(*xs)
@@ -105,7 +112,14 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
-    """(func(inputs), J v): the outputs and the Jacobian-vector product."""
+    """``(func(inputs), J v)``: the outputs of ``func`` and the Jacobian-vector product with
+    ``v``, by the double-vjp construction (torch.autograd.functional.jvp).
+
+    ``func`` takes the tensors ``inputs`` (a tensor or a tuple of them) and returns a tensor
+    or a tuple of tensors. With ``create_graph`` the results are part of the graph (for
+    higher derivatives), else detached. With ``strict`` an input the outputs do not depend
+    on raises RuntimeError; otherwise its part is zeros. ``v`` has the inputs' shapes; it
+    may be None for a single input of one element."""
     from ..ops.creation import zeros_like
     with enable_grad():
         xs, single_in = _prepare(inputs, create_graph)
@@ -122,8 +136,15 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
-    """d func / d inputs: for one input and one output a tensor of shape
-    output.shape + input.shape; tuples of them (outputs outer) otherwise."""
+    """The Jacobian d func / d inputs (torch.autograd.functional.jacobian): for one input and
+    one output a tensor of shape ``output.shape + input.shape``; tuples of them (outputs
+    outer) otherwise.
+
+    ``func`` takes the tensors ``inputs`` (a tensor or a tuple of them) and returns a tensor
+    or a tuple of tensors. With ``create_graph`` the results are part of the graph (for
+    higher derivatives), else detached. With ``strict`` an input the outputs do not depend
+    on raises RuntimeError; otherwise its part is zeros. ``vectorize`` and ``strategy`` are
+    accepted: the rows are computed one output element at a time, in reverse mode."""
     from ..ops.shape import stack
     with enable_grad():
         xs, single_in = _prepare(inputs, create_graph)
@@ -153,8 +174,13 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
 
 
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, outer_jacobian_strategy="reverse-mode"):
-    """The matrix of second derivatives of a scalar ``func``: shape input.shape * 2 for
-    one input, a tuple of tuples for several."""
+    """The matrix of second derivatives of a scalar-valued ``func`` at ``inputs``: shape
+    ``input.shape * 2`` for one input, a tuple of tuples for several
+    (torch.autograd.functional.hessian).
+
+    ``create_graph`` and ``strict`` as in ``jacobian``; ``vectorize`` and
+    ``outer_jacobian_strategy`` are accepted and unused. RuntimeError when ``func`` does not
+    return one element."""
     xs, single_in = _as_tuple(inputs, "inputs")
 
     def gradient(*ys):
@@ -168,12 +194,16 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
 
 
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
-    """(func(inputs), v^T H) for a scalar ``func``."""
+    """``(func(inputs), v^T H)`` for a scalar-valued ``func``, H its Hessian at ``inputs``
+    (torch.autograd.functional.vhp); ``v`` has the inputs' shapes, ``create_graph`` and
+    ``strict`` as in ``vjp``."""
     return _hessian_product(func, inputs, v, create_graph, strict)
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
-    """(func(inputs), H v) for a scalar ``func`` (H is symmetric, so this equals vhp)."""
+    """``(func(inputs), H v)`` for a scalar-valued ``func``, H its Hessian at ``inputs`` (H is
+    symmetric, so this equals ``vhp``) (torch.autograd.functional.hvp); ``v`` has the
+    inputs' shapes, ``create_graph`` and ``strict`` as in ``vjp``."""
     return _hessian_product(func, inputs, v, create_graph, strict)
 
 

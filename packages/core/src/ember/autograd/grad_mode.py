@@ -18,10 +18,13 @@ STATE = _GradState()
 
 
 def is_grad_enabled() -> bool:
+    """Whether operations on this thread record the graph for autograd (False inside
+    ``no_grad`` and ``inference_mode``) (torch.is_grad_enabled)."""
     return STATE.enabled
 
 
 def is_inference_mode_enabled() -> bool:
+    """Whether ``inference_mode`` is on for this thread (torch.is_inference_mode_enabled)."""
     return STATE.inference
 
 

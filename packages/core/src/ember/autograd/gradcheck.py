@@ -64,7 +64,11 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 
     Inputs that require grad should be float64 (float32 is too coarse for ``eps``). Returns
     True, or raises GradcheckError (False when ``raise_exception=False``) on a mismatch.
-    """
+
+    ``func`` takes the ``inputs`` (a tensor or a tuple) and returns a tensor or a tuple of
+    them; ``eps`` is the finite-difference step; the Jacobians must agree within ``atol`` +
+    ``rtol`` * ``|numerical|`` (numpy.allclose). torch's other keywords are accepted and unused
+    (torch.autograd.gradcheck)."""
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     wrt = _tensors(inputs)
     if not wrt:
@@ -87,7 +91,11 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
                   raise_exception=True, **kwargs) -> bool:
-    """gradcheck of the gradient itself: second derivatives through create_graph=True."""
+    """gradcheck of the gradient itself: second derivatives through create_graph=True.
+
+    ``func`` and ``inputs`` as in ``gradcheck``; ``grad_outputs`` are the vectors of the
+    first backward pass (random ones that require grad when None); ``eps``, ``atol``,
+    ``rtol`` and ``raise_exception`` as there (torch.autograd.gradgradcheck)."""
     from ..ops.creation import randn_like
     from . import grad as autograd_grad
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)

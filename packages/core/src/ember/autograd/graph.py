@@ -24,7 +24,12 @@ _node_classes: dict = {}
 
 class Node:
     """One recorded op. Subclassed once per name so that ``type(node).__name__`` reads
-    ``MulBackward0`` as in torch.  ``_saved`` is None once backward has freed it."""
+    ``MulBackward0`` as in torch.  ``_saved`` is None once backward has freed it.
+
+    Made by ember's ops, not by users: ``rule`` maps the output gradients to the input
+    ones, ``edges`` lists ``(node, output_nr)`` per input (where its gradient goes),
+    ``saved`` holds what the rule needs, ``num_outputs`` the number of outputs
+    (torch.autograd.graph.Node)."""
 
     __slots__ = ("_edges", "_rule", "_saved", "_seq", "_num_outputs", "_hooks", "__weakref__")
 

@@ -76,6 +76,7 @@ _FINDER = _AliasFinder()
 
 
 def is_installed() -> bool:
+    """Whether ``install()`` is in effect: ``import torch`` gives ember."""
     return _FINDER in sys.meta_path
 
 

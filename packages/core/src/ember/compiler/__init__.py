@@ -58,7 +58,14 @@ def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,
     as torch checks them. ``disable=True`` returns ``model`` itself.
 
     Raises ``ember._dynamo.exc.InvalidBackend`` for an unknown backend name, RuntimeError
-    for an unknown ``mode`` or for ``mode`` and ``options`` together."""
+    for an unknown ``mode`` or for ``mode`` and ``options`` together.
+
+    ``dynamic``: True records every dim of every tensor argument as symbolic, False none,
+    None (the default) the dims whose size changed since the first recording and those
+    ``mark_dynamic`` named (torch's automatic dynamic shapes). ``recompile_limit`` bounds
+    the recordings of this function (``ember.compiler.config.recompile_limit`` when None).
+    ``name``, ``isolate_recompiles`` and ``shapes_spec`` are accepted for torch's signature
+    and unused."""
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
     if mode is not None and mode not in _MODES:
@@ -90,8 +97,9 @@ def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,
 
 
 class OptimizedModule(Module):
-    """A compiled module (torch's ``OptimizedModule``): ``_orig_mod`` is the module, calls go
-    through the compiled function, other attributes are the module's."""
+    """A compiled module (torch's ``OptimizedModule``): ``_orig_mod`` is the module ``mod``,
+    calls go through ``compiled`` (the compiled function of its ``forward``), other
+    attributes are the module's. Made by ``ember.compile(module)``."""
 
     def __init__(self, mod, compiled):
         super().__init__()
@@ -128,7 +136,11 @@ def reset() -> None:
 def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
     """``fn`` run eagerly, never recorded (torch.compiler.disable): inside a compiled
     function's recording it is kept as one call, so its Python runs at every replay; a
-    compiled function called inside it runs eagerly. Usable as a decorator."""
+    compiled function called inside it runs eagerly. Usable as a decorator.
+
+    ``fn`` is the function (None when used as ``@disable(...)``); ``recursive`` and
+    ``reason`` are accepted for torch's signature (the functions ``fn`` calls run eagerly
+    too, as with torch's recursive=True)."""
     if fn is None:
         return functools.partial(disable, recursive=recursive, reason=reason)
     from ..ops import _dispatch
@@ -170,5 +182,6 @@ def is_exporting() -> bool:
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list[str]:
-    """The backend names ``compile`` accepts (torch.compiler.list_backends)."""
+    """The backend names ``compile`` accepts, sorted, without those tagged with any of
+    ``exclude_tags`` (by default 'debug' and 'experimental') (torch.compiler.list_backends)."""
     return backends.list_backends(exclude_tags)

@@ -55,6 +55,7 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
+    """The number of CUDA devices cupy sees; 0 without cupy or a GPU (torch.cuda.device_count)."""
     cp = _cupy()
     return cp.cuda.runtime.getDeviceCount() if cp is not None else 0
 
@@ -76,14 +77,19 @@ def _require():
 
 
 def init() -> None:
+    """Make sure CUDA can be used (torch.cuda.init): AssertionError when ember runs without
+    cupy (torch's "not compiled with CUDA" error), RuntimeError when no GPU answers."""
     _require()
 
 
 def current_device() -> int:
+    """The index of the current CUDA device (torch.cuda.current_device); errors as ``init``."""
     return _require().cuda.runtime.getDevice()
 
 
 def set_device(device) -> None:
+    """Make ``device`` (an int index, or a device whose index None means 0) the current CUDA
+    device (torch.cuda.set_device); errors as ``init``."""
     index = device if isinstance(device, int) else getattr(device, "index", None)
     _require().cuda.runtime.setDevice(0 if index is None else index)
 
@@ -104,17 +110,23 @@ def get_device_properties(device=None):
 
 
 def get_device_name(device=None) -> str:
+    """The name of CUDA device ``device`` (an index or a device; the current one when None)
+    (torch.cuda.get_device_name); errors as ``init``."""
     name = get_device_properties(device)["name"]
     return name.decode() if isinstance(name, bytes) else name
 
 
 def get_device_capability(device=None) -> tuple[int, int]:
+    """The compute capability ``(major, minor)`` of CUDA device ``device`` (an index or a
+    device; the current one when None) (torch.cuda.get_device_capability); errors as
+    ``init``."""
     props = get_device_properties(device)
     return props["major"], props["minor"]
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
-    """bfloat16 on the current GPU: compute capability 8.0 or later; False without one."""
+    """Whether the current GPU runs bfloat16: compute capability 8.0 or later; False without
+    one (torch.cuda.is_bf16_supported). ``including_emulation`` is accepted and unused."""
     return is_available() and get_device_capability()[0] >= 8
 
 
@@ -138,13 +150,15 @@ def empty_cache() -> None:
 
 
 def memory_allocated(device=None) -> int:
-    """Bytes held by live cuda tensors (0 before any GPU use, as torch)."""
+    """Bytes held by live cuda tensors in cupy's memory pool: 0 before any GPU use, as torch
+    (torch.cuda.memory_allocated). ``device`` is accepted; the pool is the current device's."""
     pool = _pool()
     return pool.used_bytes() if pool is not None else 0
 
 
 def memory_reserved(device=None) -> int:
-    """Bytes the pool holds, used or cached."""
+    """Bytes cupy's memory pool holds, used or cached (torch.cuda.memory_reserved). ``device``
+    is accepted; the pool is the current device's."""
     pool = _pool()
     return pool.total_bytes() if pool is not None else 0
 
@@ -157,41 +171,53 @@ def _peak_unsupported():
 
 
 def max_memory_allocated(device=None) -> int:
-    """The peak of ``memory_allocated``: 0 before any GPU use."""
+    """The peak of ``memory_allocated`` (torch.cuda.max_memory_allocated): 0 before any GPU
+    use; after it RuntimeError, since ember does not track the pool's peak. ``device`` is
+    accepted."""
     return _peak_unsupported()
 
 
 def max_memory_reserved(device=None) -> int:
+    """The peak of ``memory_reserved`` (torch.cuda.max_memory_reserved): 0 before any GPU use;
+    after it RuntimeError, since ember does not track the pool's peak. ``device`` is
+    accepted."""
     return _peak_unsupported()
 
 
 def reset_peak_memory_stats(device=None) -> None:
-    """Reset the peaks: a no-op before any GPU use (torch's CPU build has no such function
-    and raises AttributeError; ember keeps programs that call it running)."""
+    """Reset the memory peaks of ``device``: a no-op (torch.cuda.reset_peak_memory_stats).
+    torch's CPU build has no such function and raises AttributeError; ember keeps programs
+    that call it running."""
 
 
 def memory_stats(device=None) -> dict:
-    """Allocator statistics: empty before any GPU use, as torch."""
+    """Allocator statistics (torch.cuda.memory_stats): empty before any GPU use, as torch;
+    after it ``allocated_bytes.all.current`` and ``reserved_bytes.all.current`` only.
+    ``device`` is accepted; the pool is the current device's."""
     if _pool() is None:
         return {}
     return {"allocated_bytes.all.current": memory_allocated(), "reserved_bytes.all.current": memory_reserved()}
 
 
 def mem_get_info(device=None) -> tuple[int, int]:
-    """(free, total) bytes of the device."""
+    """``(free, total)`` bytes of the current CUDA device, from the driver
+    (torch.cuda.mem_get_info). ``device`` is accepted and unused; errors as ``init``."""
     return tuple(_require().cuda.runtime.memGetInfo())
 
 
 # ---- random ------------------------------------------------------------------------
 
 def manual_seed(seed: int) -> None:
-    """Seed the default generator of the current CUDA device (a no-op without CUDA, as torch)."""
+    """Seed the default generator of the current CUDA device with the int ``seed``; a no-op
+    without CUDA, as torch (torch.cuda.manual_seed)."""
     if is_available():
         from ..random import default_generator
         default_generator(f"cuda:{current_device()}").manual_seed(seed)
 
 
 def manual_seed_all(seed: int) -> None:
+    """Seed the default generator of every CUDA device with the int ``seed``; a no-op without
+    CUDA (torch.cuda.manual_seed_all)."""
     if is_available():
         from ..random import default_generator
         for i in range(device_count()):
@@ -206,6 +232,8 @@ def seed() -> None:
 
 
 def seed_all() -> None:
+    """Seed the default generator of every CUDA device from the operating system's randomness;
+    a no-op without CUDA (torch.cuda.seed_all)."""
     if is_available():
         from ..random import default_generator
         for i in range(device_count()):
@@ -213,5 +241,7 @@ def seed_all() -> None:
 
 
 def initial_seed() -> int:
+    """The seed the current CUDA device's default generator started from
+    (torch.cuda.initial_seed); errors as ``init`` without a GPU."""
     from ..random import default_generator
     return default_generator(f"cuda:{current_device()}").initial_seed()

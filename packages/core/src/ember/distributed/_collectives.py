@@ -132,8 +132,12 @@ def _reduction(arr, op, size):
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
-    """Reduce ``tensor`` across the group's ranks, in place on every rank (any shape, every dtype;
-    bitwise ops need integer or bool tensors). Returns a Work when ``async_op``, else None."""
+    """Reduce ``tensor`` across the ranks of ``group`` with ``op`` (a ReduceOp, SUM by
+    default), in place on every rank (torch.distributed.all_reduce).
+
+    Any shape and every dtype; the bitwise ops need integer or bool tensors. ``group`` is
+    the process group (the default group when None). With ``async_op`` it returns a Work to
+    wait on; else it blocks and returns None."""
     pg = _resolve(group)
     _enter(pg, "all_reduce", tensor, op=op)
     arr = _array(tensor, "all_reduce's tensor")
@@ -159,7 +163,13 @@ def _group_rank(pg, global_rank, group_rank, what):
 
 
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
-    """Copy ``tensor`` of rank ``src`` (a global rank) into ``tensor`` on every other rank."""
+    """Copy ``tensor`` of rank ``src`` (a global rank; 0 of the group when neither is given)
+    into ``tensor`` on every other rank of ``group``, which must have its shape and dtype
+    (torch.distributed.broadcast).
+
+    ``group_src`` names the source by its rank within ``group`` instead. ``group`` is the
+    process group (the default group when None); a ``src`` outside it raises ValueError.
+    With ``async_op`` it returns a Work to wait on; else it blocks and returns None."""
     pg = _resolve(group)
     _enter(pg, "broadcast", tensor)
     root = _group_rank(pg, src, group_src, "src")
@@ -170,7 +180,12 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
 
 
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
-    """Reduce ``tensor`` of every rank into ``tensor`` on rank ``dst`` (the others keep theirs)."""
+    """Reduce ``tensor`` of every rank with ``op`` (a ReduceOp, SUM by default) into ``tensor``
+    on rank ``dst`` (a global rank); the others keep theirs (torch.distributed.reduce).
+
+    ``group_dst`` names the destination by its rank within ``group`` instead. ``group`` is
+    the process group (the default group when None). With ``async_op`` it returns a Work to
+    wait on; else it blocks and returns None."""
     pg = _resolve(group)
     _enter(pg, "reduce", tensor, op=op)
     root = _group_rank(pg, dst, group_dst, "dst")
@@ -194,7 +209,12 @@ def _same(arr, other, what):
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
-    """Fill ``tensor_list`` (one tensor per rank, each like ``tensor``) with every rank's ``tensor``."""
+    """Fill ``tensor_list`` (one tensor per rank, each of ``tensor``'s dtype and size) with
+    every rank's ``tensor``, in rank order (torch.distributed.all_gather).
+
+    A list of another length or mismatched tensors raise ValueError. ``group`` is the
+    process group (the default group when None). With ``async_op`` it returns a Work to wait
+    on; else it blocks and returns None."""
     pg = _resolve(group)
     _enter(pg, "all_gather", tensor)
     arr = _array(tensor, "all_gather's tensor")
@@ -214,8 +234,12 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
-    """Every rank's ``input_tensor`` ``[*S]``, concatenated (``[world * S0, ...]``) or stacked
-    (``[world, *S]``) into ``output_tensor``, in rank order."""
+    """Every rank's ``input_tensor`` ``[*S]``, concatenated (``[world * S0, ...]``) or stacked (``[world,
+    *S]``) into ``output_tensor``, in rank order (torch.distributed.all_gather_into_tensor).
+
+    ``output_tensor`` has the input's dtype and world size times its elements (ValueError
+    otherwise). ``group`` is the process group (the default group when None). With
+    ``async_op`` it returns a Work to wait on; else it blocks and returns None."""
     pg = _resolve(group)
     _enter(pg, "all_gather_into_tensor", input_tensor)
     arr = _array(input_tensor, "all_gather_into_tensor's input")
@@ -230,8 +254,13 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
-    """Reduce ``input`` (``[world * S0, ...]`` or ``[world, *S]``) across ranks and give rank i the
-    i-th block in ``output``."""
+    """Reduce ``input`` (``[world * S0, ...]`` or ``[world, *S]``) across ranks with ``op`` (a
+    ReduceOp, SUM by default) and give rank i the i-th block in ``output``
+    (torch.distributed.reduce_scatter_tensor).
+
+    ``input`` has ``output``'s dtype and world size times its elements (ValueError
+    otherwise). ``group`` is the process group (the default group when None). With
+    ``async_op`` it returns a Work to wait on; else it blocks and returns None."""
     pg = _resolve(group)
     _enter(pg, "reduce_scatter_tensor", input, op=op)
     arr = _array(input, "reduce_scatter_tensor's input")
@@ -255,7 +284,10 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
-    """Reduce the i-th tensors of every rank's ``input_list`` into ``output`` on rank i."""
+    """Reduce the i-th tensors of every rank's ``input_list`` (world size tensors) with ``op``
+    into ``output`` on rank i (torch.distributed.reduce_scatter). A list of another length
+    raises ValueError. ``group`` is the process group (the default group when None). With
+    ``async_op`` it returns a Work to wait on; else it blocks and returns None."""
     pg = _resolve(group)
     if len(input_list) != pg.size():
         raise ValueError(f"reduce_scatter: input_list must hold {pg.size()} tensors, got {len(input_list)}")
@@ -265,8 +297,13 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
 
 
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None, async_op=False):
-    """Split ``input`` along dim 0 (evenly, or by ``input_split_sizes``), send block i to rank i,
-    and concatenate the blocks received into ``output`` (by ``output_split_sizes``)."""
+    """Split ``input`` along dim 0 (evenly, or by ``input_split_sizes``), send block i to rank
+    i, and concatenate the blocks received into ``output`` along dim 0 (by
+    ``output_split_sizes``) (torch.distributed.all_to_all_single).
+
+    Split sizes that do not cover dim 0 in world size blocks, or an uneven dim 0 without
+    them, raise ValueError. ``group`` is the process group (the default group when None).
+    With ``async_op`` it returns a Work to wait on; else it blocks and returns None."""
     pg = _resolve(group)
     _enter(pg, "all_to_all_single", input)
     size = pg.size()
@@ -294,7 +331,10 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
-    """Send ``input_tensor_list[i]`` to rank i and receive rank i's into ``output_tensor_list[i]``."""
+    """Send ``input_tensor_list[i]`` to rank i and receive rank i's into
+    ``output_tensor_list[i]`` (torch.distributed.all_to_all); both lists hold world size
+    tensors (ValueError otherwise). ``group`` is the process group (the default group when
+    None). With ``async_op`` it returns a Work to wait on; else it blocks and returns None."""
     pg = _resolve(group)
     _enter(pg, "all_to_all")
     size = pg.size()
@@ -320,8 +360,13 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
 
 
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
-    """Every rank's ``tensor`` into ``gather_list`` (world size tensors) on rank ``dst``;
-    the other ranks pass no list."""
+    """Every rank's ``tensor`` into ``gather_list`` (world size tensors like it) on rank
+    ``dst`` (a global rank); the other ranks pass no list (torch.distributed.gather).
+
+    ``group_dst`` names the destination by its rank within ``group`` instead. A missing list
+    on the destination, or a list on another rank, raises ValueError. ``group`` is the
+    process group (the default group when None). With ``async_op`` it returns a Work to wait
+    on; else it blocks and returns None."""
     pg = _resolve(group)
     _enter(pg, "gather", tensor)
     root = _group_rank(pg, dst, group_dst, "dst")
@@ -348,7 +393,13 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
 
 
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
-    """``scatter_list[i]`` of rank ``src`` into ``tensor`` on rank i."""
+    """``scatter_list[i]`` of rank ``src`` (a global rank) into ``tensor`` on rank i; the other
+    ranks pass no list (torch.distributed.scatter).
+
+    ``group_src`` names the source by its rank within ``group`` instead. A missing list on
+    the source, or a list on another rank, raises ValueError. ``group`` is the process group
+    (the default group when None). With ``async_op`` it returns a Work to wait on; else it
+    blocks and returns None."""
     pg = _resolve(group)
     _enter(pg, "scatter", tensor)
     root = _group_rank(pg, src, group_src, "src")
@@ -369,7 +420,9 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
 
 
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
-    """Start sending ``tensor`` to rank ``dst``; returns a Work."""
+    """Start sending ``tensor`` to rank ``dst`` (a global rank; ``group_dst`` names it within
+    ``group`` instead) with the int ``tag``; returns a Work to wait on
+    (torch.distributed.isend). ``group`` is the process group (the default group when None)."""
     pg = _resolve(group)
     pg._seq += 1
     peer = _group_rank(pg, dst, group_dst, "dst")
@@ -378,8 +431,10 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
 
 
 def irecv(tensor, src=None, group=None, tag=0, group_src=None):
-    """Start receiving into ``tensor`` from rank ``src`` (any rank when None); the Work's
-    ``source_rank()`` names the sender once done."""
+    """Start receiving into ``tensor`` from rank ``src`` (a global rank; ``group_src`` names it
+    within ``group``; any rank when both are None) with the int ``tag``; returns a Work
+    whose ``source_rank()`` names the sender once done (torch.distributed.irecv). ``group``
+    is the process group (the default group when None)."""
     pg = _resolve(group)
     pg._seq += 1
     MPI = mpi()
@@ -391,19 +446,26 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
 
 
 def send(tensor, dst=None, group=None, tag=0, group_dst=None) -> None:
-    """Send ``tensor`` to rank ``dst`` and wait until it is sent."""
+    """Send ``tensor`` to rank ``dst`` (a global rank; ``group_dst`` names it within ``group``
+    instead) with the int ``tag``, and wait until it is sent (torch.distributed.send).
+    ``group`` is the process group (the default group when None)."""
     isend(tensor, dst, group, tag, group_dst).wait()
 
 
 def recv(tensor, src=None, group=None, tag=0, group_src=None) -> int:
-    """Receive into ``tensor`` from rank ``src`` (any rank when None); returns the sender's rank."""
+    """Receive into ``tensor`` from rank ``src`` (a global rank; ``group_src`` names it within
+    ``group``; any rank when both are None) with the int ``tag``; returns the sender's rank
+    (torch.distributed.recv). ``group`` is the process group (the default group when None)."""
     work = irecv(tensor, src, group, tag, group_src)
     work.wait()
     return work.source_rank()
 
 
 def barrier(group=None, async_op=False, device_ids=None):
-    """Wait until every rank of the group entered the barrier."""
+    """Wait until every rank of ``group`` entered the barrier (torch.distributed.barrier).
+    ``group`` is the process group (the default group when None); ``device_ids`` is accepted
+    and unused. With ``async_op`` it returns a Work to wait on; else it blocks and returns
+    None."""
     pg = _resolve(group)
     _enter(pg, "barrier")
     comm = pg._comm

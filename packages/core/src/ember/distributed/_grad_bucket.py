@@ -7,6 +7,11 @@ __all__ = ["GradBucket"]
 
 
 class GradBucket:
+    """The gradients a DistributedDataParallel communication hook reduces in one call
+    (torch.distributed.GradBucket): ``index`` is the bucket's position, ``buffer`` the
+    flattened gradients (a 1-d tensor), ``parameters`` the parameters they belong to, in
+    order, and ``is_last`` whether it is the last bucket of the iteration. Made by DDP."""
+
     def __init__(self, index, buffer, parameters, is_last):
         self._index = index
         self._buffer = buffer

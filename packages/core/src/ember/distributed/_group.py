@@ -21,7 +21,9 @@ default_pg_timeout = timedelta(minutes=30)
 
 
 class Backend(str):
-    """Backend names (torch.distributed.Backend): ``Backend("GLOO") == "gloo"``."""
+    """Backend names (torch.distributed.Backend): ``Backend(name)`` is the lower-case name,
+    ``Backend("GLOO") == "gloo"``; an unknown ``name`` is kept lower-cased. A ``name`` that
+    is not a string raises ValueError."""
     UNDEFINED = "undefined"
     GLOO = "gloo"
     NCCL = "nccl"
@@ -36,9 +38,11 @@ class Backend(str):
 
 
 class ReduceOp:
-    """Reduction operations of the collectives (torch.distributed.ReduceOp): SUM, AVG,
-    PRODUCT, MIN, MAX, BAND, BOR, BXOR, PREMUL_SUM (made with a factor by
-    ``_make_nccl_premul_sum``)."""
+    """Reduction operations of the collectives (torch.distributed.ReduceOp): SUM, AVG, PRODUCT,
+    MIN, MAX, BAND, BOR, BXOR, PREMUL_SUM (made with a factor by ``_make_nccl_premul_sum``).
+
+    ``ReduceOp(op, factor)`` wraps the RedOpType ``op`` (SUM by default); ``factor`` is
+    PREMUL_SUM's multiplier (None for the others). A ReduceOp equals its RedOpType."""
 
     class RedOpType(enum.IntEnum):
         SUM = 0
@@ -80,7 +84,11 @@ def _make_nccl_premul_sum(factor) -> ReduceOp:
 
 class ProcessGroup:
     """Ranks on one MPI communicator (a duplicate of the world's, so that ember's traffic never
-    matches the user's own mpi4py messages). ``ranks`` are global ranks in group order."""
+    matches the user's own mpi4py messages) (torch.distributed.ProcessGroup).
+
+    ``comm`` is the mpi4py communicator, ``ranks`` the global ranks in group order,
+    ``backend`` the backend name, ``timeout`` (a timedelta) the watchdog's limit on a
+    collective, ``name`` the group's name. Made by ``init_process_group`` and ``new_group``."""
 
     def __init__(self, comm, ranks, backend: str, timeout: timedelta, name: str = ""):
         self._comm = comm
@@ -125,6 +133,7 @@ def is_available() -> bool:
 
 
 def is_mpi_available() -> bool:
+    """True when mpi4py can be imported (torch.distributed.is_mpi_available)."""
     return _mpi.available()
 
 
@@ -134,10 +143,14 @@ def is_gloo_available() -> bool:
 
 
 def is_nccl_available() -> bool:
+    """False: ember's process groups run on MPI, never on NCCL
+    (torch.distributed.is_nccl_available)."""
     return False
 
 
 def is_torchelastic_launched() -> bool:
+    """True when the process was started by torchrun (TORCHELASTIC_RUN_ID is set in the
+    environment) (torch.distributed.is_torchelastic_launched)."""
     return os.environ.get("TORCHELASTIC_RUN_ID") is not None
 
 
@@ -194,7 +207,12 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     RANK / WORLD_SIZE from the environment, and ``rank`` / ``world_size`` when given, must
     agree with MPI's (RuntimeError otherwise). Outside an MPI launch only a world of one
     process can be made; anything else raises ValueError saying how to launch.
-    Installs an exception hook that aborts the whole job when a rank raises."""
+    Installs an exception hook that aborts the whole job when a rank raises.
+
+    ``timeout`` (a timedelta, 30 minutes by default; another type raises TypeError) bounds
+    each collective; ``group_name`` names the default group. ``pg_options`` and
+    ``device_id`` are accepted and unused (torch.distributed.init_process_group). A second
+    call raises ValueError."""
     if _world["pg"] is not None:
         raise ValueError("trying to initialize the default process group twice!")
     name = _check_backend(backend)
@@ -227,7 +245,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
 
 
 def destroy_process_group(group=None) -> None:
-    """Free the group's communicator; without a group, every group and the default one."""
+    """Free the group's communicator; without a group, every group and the default one.
+
+    ``group`` is the process group to free (torch.distributed.destroy_process_group)."""
     if group is None or group is _world["pg"]:
         for pg in [*_world["groups"], _world["pg"]]:
             if pg is not None and pg._comm is not None:
@@ -246,9 +266,14 @@ def destroy_process_group(group=None) -> None:
 
 def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False,
               group_desc=None, device_id=None):
-    """A group of the given global ranks (all ranks by default), in that order. Every rank of
-    the default group must call it (MPI_Comm_create is collective); a rank outside ``ranks``
-    gets ``GroupMember.NON_GROUP_MEMBER``."""
+    """A process group of the global ``ranks`` (all ranks by default), sorted, as torch does
+    (torch.distributed.new_group).
+
+    Every rank of the default group must call it (MPI_Comm_create is collective); a rank
+    outside ``ranks`` gets ``GroupMember.NON_GROUP_MEMBER``. ``timeout`` and ``backend``
+    default to the default group's; ``group_desc`` names the group. ``pg_options``,
+    ``use_local_synchronization`` and ``device_id`` are accepted and unused. A rank outside
+    the world, or a repeated one, raises ValueError."""
     pg = _default()
     size = pg.size()
     members = list(range(size)) if ranks is None else sorted(int(r) for r in ranks)
@@ -283,7 +308,8 @@ def get_world_size(group=None) -> int:
 
 
 def get_backend(group=None) -> str:
-    """The backend name the group was made with ("mpi" when init_process_group got None)."""
+    """The backend name ``group`` (the default group when None) was made with ("mpi" when
+    ``init_process_group`` got None) (torch.distributed.get_backend)."""
     return _resolve(group)._backend
 
 
@@ -293,6 +319,8 @@ def get_process_group_ranks(group) -> list[int]:
 
 
 def get_global_rank(group, group_rank: int) -> int:
+    """The global rank of the process whose rank in ``group`` is ``group_rank``
+    (torch.distributed.get_global_rank); ValueError when ``group`` has no such rank."""
     ranks = _resolve(group)._ranks
     if not 0 <= group_rank < len(ranks):
         raise ValueError(f"Group rank {group_rank} is not part of group {ranks}")
@@ -300,6 +328,8 @@ def get_global_rank(group, group_rank: int) -> int:
 
 
 def get_group_rank(group, global_rank: int) -> int:
+    """The rank in ``group`` of the process whose global rank is ``global_rank``
+    (torch.distributed.get_group_rank); ValueError when it is not in ``group``."""
     ranks = _resolve(group)._ranks
     if global_rank not in ranks:
         raise ValueError(f"Global rank {global_rank} is not part of group {ranks}")

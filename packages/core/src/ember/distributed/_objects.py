@@ -69,7 +69,12 @@ def _gather_bytes(pg, data: numpy.ndarray) -> list[numpy.ndarray]:
 
 
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
-    """Replace ``object_list``'s items on every rank with those of rank ``src`` (same length on every rank)."""
+    """Replace ``object_list``'s items on every rank with those of rank ``src`` (same length on every rank).
+
+    ``src`` is a global rank (0 of the group when neither is given); ``group_src`` names it
+    by its rank within ``group`` instead. ``group`` is the process group (the default group
+    when None). ``device`` is accepted and unused (the objects travel as bytes in CPU
+    tensors) (torch.distributed.broadcast_object_list)."""
     from .. import from_numpy
     from ._collectives import _group_rank, broadcast
     pg = _resolve(group)
@@ -87,7 +92,10 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
 
 
 def all_gather_object(object_list, obj, group=None):
-    """Fill ``object_list`` (world size items) with every rank's ``obj``."""
+    """Fill ``object_list`` (world size items) with every rank's ``obj``.
+
+    ``group`` is the process group (the default group when None). A list of another length
+    raises ValueError (torch.distributed.all_gather_object)."""
     pg = _resolve(group)
     if len(object_list) != pg.size():
         raise ValueError(f"all_gather_object: object_list must have {pg.size()} items, got {len(object_list)}")
@@ -97,7 +105,12 @@ def all_gather_object(object_list, obj, group=None):
 
 def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
     """Every rank's ``obj`` into ``object_gather_list`` (world size items) on rank ``dst``;
-    the other ranks pass None."""
+    the other ranks pass None.
+
+    ``dst`` is a global rank; ``group_dst`` names it by its rank within ``group`` instead.
+    ``group`` is the process group (the default group when None). A missing list on the
+    destination, or a list on another rank, raises ValueError
+    (torch.distributed.gather_object)."""
     from ._collectives import _group_rank
     pg = _resolve(group)
     root = _group_rank(pg, dst, group_dst, "dst")
@@ -113,7 +126,12 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
 
 def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=None, group=None,
                         group_src=None):
-    """``scatter_object_input_list[i]`` of rank ``src`` into ``scatter_object_output_list[0]`` on rank i."""
+    """``scatter_object_input_list[i]`` of rank ``src`` into ``scatter_object_output_list[0]`` on rank i.
+
+    ``src`` is a global rank; ``group_src`` names it by its rank within ``group`` instead.
+    ``group`` is the process group (the default group when None). ValueError for an output
+    list that is not a list of at least one item, or a source list of another length than
+    the world (torch.distributed.scatter_object_list)."""
     from ._collectives import _group_rank
     pg = _resolve(group)
     root = _group_rank(pg, src, group_src, "src")
@@ -129,7 +147,10 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
 def monitored_barrier(group=None, timeout=None, wait_all_ranks=False) -> None:
     """A barrier whose rank 0 names the ranks that did not arrive within ``timeout`` (the
     group's by default): RuntimeError "Rank 2 failed to pass monitoredBarrier in 2000 ms",
-    or every missing rank with ``wait_all_ranks=True``."""
+    or every missing rank with ``wait_all_ranks=True``.
+
+    ``group`` is the process group (the default group when None).
+    (torch.distributed.monitored_barrier)"""
     pg = _resolve(group)
     pg._next_seq()
     limit = (timeout or pg.timeout).total_seconds()

@@ -29,7 +29,12 @@ def _broadcast(*params):
 
 
 class Normal(Distribution):
-    """Normal(loc, scale): the Gaussian with mean ``loc`` and standard deviation ``scale``."""
+    """Normal(loc, scale): the Gaussian with mean ``loc`` and standard deviation ``scale``.
+
+    ``loc`` and ``scale`` (tensors or numbers) broadcast to the batch shape; a ``scale``
+    that is not positive raises ValueError (torch.distributions.Normal). ``validate_args``
+    is accepted: the checks named here always run, the rest (support of ``log_prob``'s
+    values, ...) never."""
 
     has_rsample = True
     arg_constraints = {"loc": None, "scale": None}
@@ -75,7 +80,11 @@ class Normal(Distribution):
 
 
 class Uniform(Distribution):
-    """Uniform(low, high): constant density on [low, high)."""
+    """Uniform(low, high): constant density on [low, high).
+
+    ``low`` and ``high`` (tensors or numbers) broadcast to the batch shape; ``low >= high``
+    raises ValueError (torch.distributions.Uniform). ``validate_args`` is accepted: the
+    checks named here always run, the rest (support of ``log_prob``'s values, ...) never."""
 
     has_rsample = True
     arg_constraints = {"low": None, "high": None}
@@ -110,7 +119,11 @@ class Uniform(Distribution):
 
 
 class Gamma(Distribution):
-    """Gamma(concentration, rate): density rate^a x^(a-1) e^(-rate x) / Gamma(a)."""
+    """Gamma(concentration, rate): density rate^a x^(a-1) e^(-rate x) / Gamma(a).
+
+    ``concentration`` (the shape a) and ``rate`` (tensors or numbers, positive) broadcast to
+    the batch shape (torch.distributions.Gamma). ``validate_args`` is accepted; the
+    parameters are not checked."""
 
     has_rsample = True
     arg_constraints = {"concentration": None, "rate": None}
@@ -145,7 +158,12 @@ class Gamma(Distribution):
 
 
 class Dirichlet(Distribution):
-    """Dirichlet(concentration): distributions over the simplex of the last dim."""
+    """Dirichlet(concentration): distributions over the simplex of the last dim.
+
+    ``concentration`` ``[*batch, K]`` (positive) gives the batch shape ``[*batch]`` and the event
+    shape [K]; a 0-d one raises ValueError (torch.distributions.Dirichlet).
+    ``validate_args`` is accepted: the checks named here always run, the rest (support of
+    ``log_prob``'s values, ...) never."""
 
     has_rsample = True
     arg_constraints = {"concentration": None}
@@ -184,7 +202,11 @@ class Dirichlet(Distribution):
 
 
 class Beta(Distribution):
-    """Beta(concentration1, concentration0) on [0, 1], as a two-category Dirichlet."""
+    """Beta(concentration1, concentration0) on [0, 1], as a two-category Dirichlet.
+
+    ``concentration1`` (alpha) and ``concentration0`` (beta), positive tensors or numbers,
+    broadcast to the batch shape (torch.distributions.Beta). ``validate_args`` is accepted;
+    the parameters are not checked."""
 
     has_rsample = True
     arg_constraints = {"concentration1": None, "concentration0": None}
@@ -216,7 +238,14 @@ class Beta(Distribution):
 class MultivariateNormal(Distribution):
     """MultivariateNormal(loc, covariance_matrix | precision_matrix | scale_tril): the
     Gaussian over the last dim of ``loc``; ``scale_tril`` is the Cholesky factor L of the
-    covariance (L L^T)."""
+    covariance (L L^T).
+
+    Exactly one of ``covariance_matrix``, ``precision_matrix`` (its inverse) or
+    ``scale_tril`` ``[*, k, k]`` is given (ValueError otherwise); ``loc`` ``[*, k]`` broadcasts with
+    its batch dims (torch.distributions.MultivariateNormal). A matrix that is not positive
+    definite raises RuntimeError from the Cholesky factorization. ``validate_args`` is
+    accepted: the checks named here always run, the rest (support of ``log_prob``'s values,
+    ...) never."""
 
     has_rsample = True
     arg_constraints = {"loc": None}

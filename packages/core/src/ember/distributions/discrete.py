@@ -16,7 +16,12 @@ def _one_of(probs, logits):
 
 
 class Bernoulli(Distribution):
-    """Bernoulli(probs | logits): 1 with probability ``probs``, else 0."""
+    """Bernoulli(probs | logits): 1 with probability ``probs``, else 0.
+
+    Exactly one of ``probs`` (in [0, 1]) or ``logits`` (log-odds) is given (ValueError
+    otherwise), a tensor or a number (torch.distributions.Bernoulli). ``validate_args`` is
+    accepted: the checks named here always run, the rest (support of ``log_prob``'s values,
+    ...) never."""
 
     arg_constraints = {"probs": None, "logits": None}
 
@@ -63,7 +68,12 @@ def _eps(t):
 
 class Categorical(Distribution):
     """Categorical(probs | logits): an index in 0..K-1 of the last dim, drawn with the
-    (normalized) ``probs``."""
+    (normalized) ``probs``.
+
+    Exactly one of ``probs`` (non-negative, normalized along the last dim) or ``logits``
+    (unnormalized log-probabilities) ``[*batch, K]`` is given, ValueError otherwise
+    (torch.distributions.Categorical). ``validate_args`` is accepted: the checks named here
+    always run, the rest (support of ``log_prob``'s values, ...) never."""
 
     arg_constraints = {"probs": None, "logits": None}
 
@@ -131,7 +141,11 @@ class Categorical(Distribution):
 
 
 class OneHotCategorical(Distribution):
-    """OneHotCategorical(probs | logits): Categorical's draws as one-hot vectors."""
+    """OneHotCategorical(probs | logits): Categorical's draws as one-hot vectors.
+
+    Exactly one of ``probs`` or ``logits`` ``[*batch, K]``, as in ``Categorical``; the event
+    shape is [K] (torch.distributions.OneHotCategorical). ``validate_args`` is accepted: the
+    checks named here always run, the rest (support of ``log_prob``'s values, ...) never."""
 
     arg_constraints = {"probs": None, "logits": None}
 

@@ -20,6 +20,9 @@ class Distribution:
     ``has_rsample``) draws reparameterized samples that gradients flow through; both give
     ``sample_shape + batch_shape + event_shape``.  ``log_prob(value)`` gives
     ``batch_shape``-shaped log densities (or log masses).
+
+    ``validate_args`` is accepted for torch's signature; each subclass names the checks it
+    runs (torch.distributions.Distribution).
     """
 
     has_rsample = False

@@ -14,7 +14,9 @@ _KL = {}
 
 
 def register_kl(type_p, type_q):
-    """Decorator: ``fn(p, q)`` computes KL(p || q) for these two types."""
+    """A decorator registering ``fn(p, q)`` as the KL(p || q) of a distribution of class
+    ``type_p`` and one of class ``type_q`` (torch.distributions.register_kl). Only the exact
+    pair of classes is looked up, not their base classes."""
     def mark(fn):
         _KL[(type_p, type_q)] = fn
         return fn
@@ -22,8 +24,9 @@ def register_kl(type_p, type_q):
 
 
 def kl_divergence(p, q):
-    """KL(p || q) = E_p[log p(x) - log q(x)], of shape batch_shape; NotImplementedError
-    for a pair without a closed form here."""
+    """``KL(p || q) = E_p[log p(x) - log q(x)]`` of the distributions ``p`` and ``q``, of their
+    batch shape (torch.distributions.kl_divergence); NotImplementedError for a pair of
+    classes without a registered closed form."""
     fn = _KL.get((type(p), type(q)))
     if fn is None:
         raise NotImplementedError(f"No KL(p || q) is implemented for p type {type(p).__name__} and q type "

@@ -144,7 +144,11 @@ def grad_and_value(func, argnums=0, has_aux=False):
 
 
 def grad(func, argnums=0, has_aux=False):
-    """The gradient of a scalar-valued ``func`` (torch.func.grad); see ``grad_and_value``."""
+    """The gradient of a scalar-valued ``func`` (torch.func.grad); see ``grad_and_value``.
+
+    ``argnums`` (an int or a tuple of ints) names the positional arguments differentiated
+    (the result is one gradient, or a tuple of them); with ``has_aux`` ``func`` returns
+    ``(output, aux)`` and the result is ``(gradient, aux)``."""
     both = grad_and_value(func, argnums, has_aux)
 
     @functools.wraps(func)
@@ -156,7 +160,9 @@ def grad(func, argnums=0, has_aux=False):
 
 def vjp(func, *primals, has_aux=False):
     """``(output, vjp_fn)``: ``vjp_fn(cotangents)`` gives the tuple of vector-Jacobian
-    products, one per primal (torch.func.vjp); with ``has_aux``, ``(output, vjp_fn, aux)``."""
+    products, one per primal (torch.func.vjp); with ``has_aux``, ``(output, vjp_fn, aux)``.
+
+    ``func`` is called on the ``primals`` (tensors or pytrees of them)."""
     with enable_grad():
         flat, spec = tree_flatten(list(primals))
         flat = [_track(x) for x in flat]
@@ -179,7 +185,10 @@ def vjp(func, *primals, has_aux=False):
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """``(output, jvp_out)``: the Jacobian of ``func`` at ``primals`` times ``tangents``
-    (torch.func.jvp), by the double-vjp construction; with ``has_aux``, ``(output, jvp_out, aux)``."""
+    (torch.func.jvp), by the double-vjp construction; with ``has_aux``, ``(output, jvp_out, aux)``.
+
+    ``primals`` and ``tangents`` are tuples of the same length; ``strict`` is accepted (an
+    output independent of the inputs gives a zero product)."""
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it should be valid to "
                            "call f(*primals).")
@@ -207,7 +216,10 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
 
 def linearize(func, *primals):
     """``(output, jvp_fn)`` with ``jvp_fn(*tangents)`` the Jacobian-vector product at
-    ``primals`` (torch.func.linearize)."""
+    ``primals`` (torch.func.linearize).
+
+    ``func`` is called on the ``primals``; ``jvp_fn`` recomputes ``jvp`` at them on each
+    call."""
     out = jvp(func, primals, tuple(tree_map(lambda t: t * 0 if isinstance(t, Tensor) else t, primals)))[0]
     return out, lambda *tangents: jvp(func, primals, tangents)[1]
 
@@ -223,19 +235,27 @@ def _jacobian(func, argnums, has_aux, products, name):
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
     """The Jacobian of ``func`` with respect to the arguments ``argnums``, one vector-Jacobian
     product per output element (torch.func.jacrev): ``[*output.shape, *input.shape]``.
-    ``chunk_size`` is accepted; the rows are computed one at a time."""
+    ``chunk_size`` is accepted; the rows are computed one at a time.
+
+    With ``has_aux`` ``func`` returns ``(output, aux)`` and the result is ``(jacobian,
+    aux)``."""
     return _jacobian(func, argnums, has_aux, _rev, "jacrev")
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """The Jacobian of ``func``, one Jacobian-vector product per input element
-    (torch.func.jacfwd); the same layout as ``jacrev``."""
+    (torch.func.jacfwd); the same layout as ``jacrev``.
+
+    ``argnums`` and ``has_aux`` as in ``jacrev``; ``randomness`` is accepted (the products
+    run one after another, so random ops need no policy)."""
     return _jacobian(func, argnums, has_aux, _fwd, "jacfwd")
 
 
 def hessian(func, argnums=0):
     """The Hessian of a scalar-valued ``func``: ``jacfwd(jacrev(func, argnums), argnums)``,
-    as torch.func defines it."""
+    as torch.func defines it.
+
+    ``argnums`` (an int or a tuple of ints) names the positional arguments differentiated."""
     return jacfwd(jacrev(func, argnums), argnums)
 
 

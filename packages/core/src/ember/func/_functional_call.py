@@ -50,7 +50,9 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     ``parameter_and_buffer_dicts`` (a dict of name -> tensor, or a tuple of such dicts, which
     must not share keys). Names not given keep the module's own. With ``tie_weights``, a
     tensor given for one of several names sharing a parameter replaces all of them. With
-    ``strict``, the names must be exactly the module's.
+    ``strict``, the names must be exactly the module's. ``args`` is a tuple of positional
+    arguments (a single non-tuple value is one argument), ``kwargs`` a dict of keyword
+    ones (torch.func.functional_call).
 
     Raises ValueError for keys in several dicts and RuntimeError (torch's message) for
     unexpected or missing keys under ``strict``."""

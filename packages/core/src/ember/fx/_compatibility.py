@@ -8,7 +8,8 @@ __all__ = ["compatibility"]
 
 def compatibility(is_backward_compatible: bool):
     """Return a decorator that leaves its argument unchanged apart from an
-    ``_fx_backward_compatible`` flag (torch.fx._compatibility.compatibility)."""
+    ``_fx_backward_compatible`` flag set to ``is_backward_compatible``
+    (torch.fx._compatibility.compatibility)."""
     def mark(fn):
         try:
             fn._fx_backward_compatible = bool(is_backward_compatible)

@@ -59,7 +59,10 @@ _proxyable_classes: dict[type, None] = {}
 class ProxyableClassMeta(type):
     """A metaclass making the construction of its classes traceable: built from Proxies
     while tracing, an instance is a ``call_function`` node of the class; an instance built
-    from plain values and used as an argument is stored on the root as a constant."""
+    from plain values and used as an argument is stored on the root as a constant.
+
+    As a metaclass it is called with the new class's ``name``, ``bases`` and ``attrs`` (the
+    ``class`` statement's), and registers the class (torch.fx.ProxyableClassMeta)."""
 
     def __init__(cls, name, bases, attrs):
         _proxyable_classes.setdefault(cls)
@@ -581,7 +584,9 @@ def wrap(fn_or_name):
     works for builtins), or use it as a decorator. Returns its argument.
 
     RuntimeError for something neither callable nor a string; NotImplementedError when
-    not called at the top level of a module (torch.fx.wrap)."""
+    not called at the top level of a module (torch.fx.wrap).
+
+    ``fn_or_name`` is the function or its global name."""
     if not callable(fn_or_name) and not isinstance(fn_or_name, str):
         raise RuntimeError("Unsupported type for global function! Must be either a callable or string name")
     fn_name = fn_or_name if isinstance(fn_or_name, str) else fn_or_name.__name__

@@ -542,7 +542,11 @@ class Graph:
     output node (torch.fx.Graph). Build one through ``placeholder``, ``get_attr``,
     ``call_function``, ``call_method``, ``call_module`` and ``output`` (or
     ``create_node``); they insert at the current insert point, the end unless
-    ``inserting_before``/``inserting_after`` moved it."""
+    ``inserting_before``/``inserting_after`` moved it.
+
+    ``owning_module`` is the GraphModule it belongs to (None for a free graph);
+    ``tracer_cls`` and ``tracer_extras`` record the tracer that built it, for code that
+    reads them back."""
 
     @compatibility(is_backward_compatible=True)
     def __init__(self, owning_module=None, tracer_cls: type | None = None,

@@ -269,8 +269,10 @@ class Node:
 
     ``name`` is the node's unique value name in generated code; ``meta`` is free for
     passes (``ShapeProp`` writes ``meta["tensor_meta"]``). Make nodes through ``Graph``'s
-    methods rather than by hand. Raises ``ValueError`` when a call_function target is not
-    callable or another op's target is not a str (torch.fx.Node)."""
+    methods rather than by hand: ``graph`` is the Graph it belongs to; ``return_type`` an
+    optional annotation of its value, written into the generated code. Raises
+    ``ValueError`` when a call_function target is not callable or another op's target is
+    not a str (torch.fx.Node)."""
 
     @compatibility(is_backward_compatible=True)
     def __init__(self, graph, name: str, op: str, target: Target, args: tuple, kwargs: dict,

@@ -218,7 +218,8 @@ class Proxy:
     and return new Proxies. A Proxy cannot be iterated, tested for truth, or measured
     with ``len`` (TraceError / RuntimeError as torch raises); ``fx.wrap`` a function that
     needs to, or make the loop's trip count a constant. ``Proxy(node)`` around a node of
-    an existing graph appends to that graph."""
+    an existing graph appends to that graph: ``node`` is the node it stands for, ``tracer``
+    the tracer recording (a GraphAppendingTracer of the node's graph when None)."""
 
     def __init__(self, node: Node, tracer: TracerBase | None = None):
         self.tracer = GraphAppendingTracer(node.graph) if tracer is None else tracer

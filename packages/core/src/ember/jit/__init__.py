@@ -52,7 +52,12 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
     symbolic sizes; the decisions the program took on them are the graph module's
     ``_ember_guards``.
 
-    Raises RuntimeError without example inputs, or when the run cannot be recorded."""
+    Raises RuntimeError without example inputs, or when the run cannot be recorded.
+
+    ``example_kwarg_inputs`` (a dict) passes keyword example inputs instead of, or besides,
+    ``example_inputs``. ``optimize``, ``check_trace``, ``check_inputs``, ``check_tolerance``
+    and ``strict`` are accepted for torch's signature and unused (the trace is not re-run to
+    check it)."""
     _deprecated("trace")
     from ..compiler import _capture
     from ..compiler._compiled import _placeholder_names
@@ -101,7 +106,12 @@ def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None
                  strict=True, _force_outplace=False, _module_class=None, _compilation_unit=None,
                  example_inputs_is_kwarg=False, _store_inputs=True):
     """``inputs`` maps method names to example inputs; only ``forward`` is traced (the
-    graph module has one method), other names raise ValueError."""
+    graph module has one method), other names raise ValueError.
+
+    ``mod`` is the module traced; ``example_inputs_is_kwarg`` makes ``inputs["forward"]`` a
+    dict of keyword inputs. ``optimize``, ``check_trace``, ``check_inputs``,
+    ``check_tolerance`` and ``strict`` are accepted and unused, as in ``trace``
+    (torch.jit.trace_module)."""
     unknown = set(inputs) - {"forward"}
     if unknown:
         raise ValueError(f"jit.trace_module traces forward only; got methods {sorted(unknown)}")
@@ -113,34 +123,44 @@ def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None
 
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     """Returns ``obj`` itself, with one warning: TorchScript is not carried over to ember,
-    so a scripted module is the eager module (which is what it computes)."""
+    so a scripted module is the eager module (which is what it computes).
+
+    ``optimize`` and ``example_inputs`` are accepted and unused (torch.jit.script)."""
     warnings.warn("ember.jit.script returns the object unchanged: TorchScript is not carried over to ember "
                   "(use ember.compile to speed it up, ember.onnx.export to deploy it)", UserWarning, stacklevel=2)
     return obj
 
 
 def ignore(drop=False, **kwargs):
-    """A pass-through decorator (``@jit.ignore`` and ``@jit.ignore(drop=True)``)."""
+    """A pass-through decorator (torch.jit.ignore): ``@jit.ignore`` and
+    ``@jit.ignore(drop=True)`` both return the function unchanged; ``drop`` is the function
+    itself when used bare."""
     if callable(drop):
         return drop
     return lambda fn: fn
 
 
 def unused(fn):
+    """The function ``fn`` unchanged (torch.jit.unused: a TorchScript marker with no effect in
+    eager code)."""
     return fn
 
 
 def export(fn):
+    """The function ``fn`` unchanged (torch.jit.export: a TorchScript marker with no effect in
+    eager code)."""
     return fn
 
 
 def annotate(the_type, the_value):
-    """Returns ``the_value`` (the type is for TorchScript only)."""
+    """``the_value`` itself (torch.jit.annotate); ``the_type`` matters to TorchScript only."""
     return the_value
 
 
 def isinstance(obj, target_type) -> bool:  # noqa: A001
-    """Python's isinstance, with typing's List/Dict/Tuple/Optional forms checked on the outer type."""
+    """Whether ``obj`` is an instance of ``target_type`` (Python's isinstance), with typing's
+    List/Dict/Tuple/Optional/Union forms of ``target_type`` checked on the outer type
+    (torch.jit.isinstance)."""
     import builtins
     origin = typing.get_origin(target_type)
     if origin is typing.Union:
@@ -149,7 +169,8 @@ def isinstance(obj, target_type) -> bool:  # noqa: A001
 
 
 class Future:
-    """A finished computation's result (``fork`` runs the function at once in eager mode)."""
+    """A finished computation's result (torch.jit.Future): ``fork`` runs the function at once
+    in eager mode and wraps its ``value``, which ``wait()`` returns."""
 
     def __init__(self, value):
         self._value = value
@@ -168,6 +189,8 @@ def fork(func, *args, **kwargs) -> Future:
 
 
 def wait(future: Future):
+    """The result of the ``Future`` ``future`` (torch.jit.wait; deprecated, as in torch 2.13: a
+    DeprecationWarning)."""
     _deprecated("wait")
     return future.wait()
 
@@ -178,12 +201,16 @@ def _deprecated(name: str) -> None:
 
 
 def save(m, f, _extra_files=None) -> None:
-    """Raises: ember writes no TorchScript archives."""
+    """Raises RuntimeError: ember writes no TorchScript archives (torch.jit.save). ``m`` and ``f``
+    (the module and the file) are accepted for torch's signature; save the weights with
+    ``ember.save(model.state_dict(), path)`` or export with ``ember.onnx.export``."""
     raise RuntimeError("ember.jit.save writes TorchScript, which ember does not carry over: save the weights with "
                        "ember.save(model.state_dict(), path), or export the model with ember.onnx.export")
 
 
 def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
-    """Raises: ember reads no TorchScript archives."""
+    """Raises RuntimeError: ember reads no TorchScript archives (torch.jit.load). ``f`` and
+    ``map_location`` are accepted for torch's signature; load weights with ``ember.load``, or
+    an ONNX file with ``ember.onnx``."""
     raise RuntimeError("ember.jit.load reads TorchScript, which ember does not carry over: load weights with "
                        "ember.load (into the model's class), or an ONNX file with ember.onnx")

@@ -75,7 +75,9 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     torch's legacy exporter does. The other arguments are accepted for torch's
     signature and do not change the result: ``report``/``profile``/``dump_exported_program``
     /``artifacts_dir`` (torch's debugging artifacts), ``optimize``/``do_constant_folding``
-    (the graph is written as recorded), ``custom_translation_table``/``custom_opsets``/
+    (the graph is written as recorded), ``verify`` (no ONNX runtime is run),
+    ``autograd_inlining`` (the ops a custom Function's forward runs are recorded either way),
+    ``custom_translation_table``/``custom_opsets``/
     ``operator_export_type``/``export_modules_as_functions`` must keep their defaults.
 
     Raises ValueError for an opset outside 17..21 or more names than inputs/outputs;

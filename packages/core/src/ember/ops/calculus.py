@@ -80,7 +80,9 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
-    """trapezoid under its older name (torch.trapz)."""
+    """``trapezoid`` under its older name (torch.trapz): the trapezoidal integral of ``y``
+    along ``dim``, at the sample points ``x`` (a tensor) or with the spacing ``dx`` (1 by
+    default)."""
     return trapezoid(y, x, dx=dx, dim=dim)
 
 

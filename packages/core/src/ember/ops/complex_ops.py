@@ -21,18 +21,21 @@ __all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "angle", "vi
 
 
 def is_complex(input) -> bool:
+    """True when ``input``'s dtype is complex (complex64 or complex128) (torch.is_complex)."""
     return input.dtype.is_complex
 
 
 def real(input):
-    """The real part: a view for complex tensors, the tensor itself for real ones."""
+    """The real part of ``input``: a view of a complex tensor in the matching real dtype
+    (complex64 -> float32), the tensor itself for real ones (torch.real)."""
     if not input.dtype.is_complex:
         return input
     return _part_view(input, "real", "RealBackward0", _real_rule)
 
 
 def imag(input):
-    """The imaginary part, a view; RuntimeError for real tensors (as torch)."""
+    """The imaginary part of a complex ``input``, as a view in the matching real dtype
+    (torch.imag); a real tensor raises RuntimeError, as torch."""
     if not input.dtype.is_complex:
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
     return _part_view(input, "imag", "ImagBackward0", _imag_rule)
@@ -54,8 +57,9 @@ def _imag_rule(g, dtype):
 
 
 def conj(input):
-    """The complex conjugate (a copy; torch returns a lazily conjugated view with the same
-    values).  Real tensors come back as they are."""
+    """The complex conjugate of ``input``, as a copy (torch returns a lazily conjugated view
+    with the same values) (torch.conj; ``conj_physical`` is the same function). Real tensors
+    come back as they are."""
     if not input.dtype.is_complex:
         return input
     r = _make(be(input).xp.conj(input._data), input.dtype)
@@ -72,12 +76,14 @@ conj_physical = conj
 
 
 def resolve_conj(input):
-    """The tensor itself: ember's conjugates are always materialized."""
+    """``input`` itself: ember's conjugates are always materialized (torch.resolve_conj)."""
     return input
 
 
 def angle(input):
-    """The argument (phase) in radians; for real tensors 0 or pi (nan stays nan)."""
+    """The argument (phase) of ``input`` in radians, in (-pi, pi] (torch.angle): complex inputs
+    give the matching real dtype; real ones 0 or pi (NaN stays NaN), integer inputs in the
+    default float dtype. ``out`` receives the result when given."""
     xp = be(input).xp
     dt = input.dtype.to_real() if input.dtype.is_complex else (
         input.dtype if input.dtype.is_floating_point else D.get_default_dtype())
@@ -115,7 +121,8 @@ def _complex_abs_rule(g, z, r):
 
 
 def view_as_real(input):
-    """A real view [..., 2] (real and imaginary parts) of a complex tensor."""
+    """A real view [..., 2] (real and imaginary parts) of a complex ``input`` [...], in the
+    matching real dtype (torch.view_as_real). A real ``input`` raises RuntimeError."""
     if not input.dtype.is_complex:
         raise RuntimeError("view_as_real is only supported for complex tensors")
     dt = input.dtype.to_real()
@@ -133,7 +140,9 @@ def _view_as_real_rule(g):
 
 @autocast_op("fp32")
 def view_as_complex(input):
-    """A complex view of a real tensor whose last dim has size 2 (real, imaginary)."""
+    """A complex view [...] of a float32 or float64 ``input`` [..., 2] whose last dim holds
+    (real, imaginary) with stride 1 (torch.view_as_complex). Another last dim, dtype or
+    stride raises RuntimeError."""
     if input.shape[-1:] != (2,) or input.dtype not in (D.float32, D.float64):
         raise RuntimeError("Tensor must have a last dimension of size 2")
     if input._data.strides[-1] != input._data.itemsize:
@@ -150,7 +159,10 @@ def _view_as_complex_rule(g):
 
 
 def complex(real, imag):
-    """real + i * imag (float32 -> complex64, float64 -> complex128)."""
+    """``real + i * imag`` from the tensors ``real`` and ``imag``, both of one floating
+    dtype (float32 gives complex64, float64 complex128), broadcast together
+    (torch.complex). Other dtypes, or two different ones, raise RuntimeError. ``out``
+    receives the result when given."""
     if real.dtype is not imag.dtype or real.dtype not in (D.float32, D.float64):
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got {real.dtype} and "
                            f"{imag.dtype}")
@@ -159,22 +171,25 @@ def complex(real, imag):
 
 @autocast_op("fp32")
 def polar(abs, angle):
-    """abs * (cos(angle) + i sin(angle))."""
+    """The complex tensor ``abs * (cos(angle) + i sin(angle))`` from float32 or float64 tensors
+    ``abs`` and ``angle``, broadcast together (torch.polar). ``out`` receives the result
+    when given."""
     from .elementwise import cos, sin
     return complex(abs * cos(angle), abs * sin(angle))
 
 
 def is_conj(input) -> bool:
-    """False: ember has no lazily conjugated tensors (``conj`` materializes), so no tensor
-    carries torch's conjugate bit."""
+    """False for every ``input``: ember has no lazily conjugated tensors (``conj``
+    materializes), so none carries torch's conjugate bit (torch.is_conj)."""
     return False
 
 
 def is_neg(input) -> bool:
-    """False: ember has no lazily negated tensors (torch's negative bit)."""
+    """False for every ``input``: ember has no lazily negated tensors (torch's negative bit)
+    (torch.is_neg)."""
     return False
 
 
 def resolve_neg(input):
-    """The tensor itself: no ember tensor carries a negative bit to resolve."""
+    """``input`` itself: no ember tensor carries a negative bit to resolve (torch.resolve_neg)."""
     return input

@@ -112,7 +112,9 @@ def vander(x, N=None, increasing=False):
     (x ** j when ``increasing``); N defaults to len(x).  Integer and bool inputs give
     int64.  RuntimeError for other than 1-d inputs or N < 0 (torch.vander, numpy.vander).
     Its gradient is that of the powers it documents; torch 2.13's vander raises in
-    backward instead (it writes its result in place)."""
+    backward instead (it writes its result in place).
+
+    ``N`` is the number of columns."""
     from .creation import ones
     from .shape import cat, flip
     from .statistics import cumprod
@@ -151,12 +153,21 @@ def _triangle_indices(row, col, offset, dtype, device, fname, pick):
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (row, column) indices [2, k] of the lower triangle of a ``row`` x ``col``
     matrix (diagonal ``offset`` and below), in row-major order; int64 (or int32).
-    RuntimeError for negative sizes (torch.tril_indices, numpy.tril_indices)."""
+    RuntimeError for negative sizes (torch.tril_indices, numpy.tril_indices).
+
+    ``dtype`` is int64 (default) or int32 (another raises NotImplementedError); ``device``
+    places the result; ``layout`` is accepted (strided only)."""
     return _triangle_indices(row, col, offset, dtype, device, "tril_indices", numpy.tril_indices)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    """The indices [2, k] of the upper triangle (diagonal ``offset`` and above)."""
+    """The (row, column) indices [2, k] of the upper triangle of a ``row`` x ``col`` matrix
+    (diagonal ``offset`` and above), in row-major order (torch.triu_indices,
+    numpy.triu_indices).
+
+    ``dtype`` is int64 (default) or int32 (another raises NotImplementedError); ``device``
+    places the result; ``layout`` is accepted (strided only). RuntimeError for negative
+    sizes."""
     return _triangle_indices(row, col, offset, dtype, device, "triu_indices", numpy.triu_indices)
 
 
@@ -187,7 +198,10 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None
     """True where an element of ``elements`` equals some element of ``test_elements``
     (False when ``invert``); either may be a Python number (not both), compared in the
     promoted dtype; NaN matches nothing.  A bool result of ``elements``' shape.
-    RuntimeError for bool and complex dtypes (torch.isin, numpy.isin)."""
+    RuntimeError for bool and complex dtypes (torch.isin, numpy.isin).
+
+    ``assume_unique`` lets the search assume each input holds distinct values (faster, and
+    only correct when they do); ``out`` receives the result when given."""
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin(): elements or test_elements must be a Tensor")
     like = elements if isinstance(elements, Tensor) else test_elements
@@ -209,7 +223,10 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """An uninitialized tensor of ``size`` whose strides (in elements) are ``stride``, over
     a buffer just large enough (strides of 0 share elements).  RuntimeError when the two
-    lengths differ or a stride is negative (torch.empty_strided)."""
+    lengths differ or a stride is negative (torch.empty_strided).
+
+    ``dtype`` defaults to the default dtype; ``device`` places the tensor; ``requires_grad``
+    makes it a leaf that records gradients; ``layout`` and ``pin_memory`` are accepted."""
     size, stride = _size((size,)), tuple(builtins.int(s) for s in stride)
     if len(size) != len(stride):
         raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
@@ -230,7 +247,10 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     """An uninitialized tensor of ``size`` laid out in memory with its dims in the order
     ``physical_layout`` (outermost first): empty(size[p] for p in layout) permuted back.
     RuntimeError for a layout that is not a permutation of the dims
-    (torch.empty_permuted)."""
+    (torch.empty_permuted).
+
+    ``dtype`` defaults to the default dtype; ``device`` places the tensor; ``requires_grad``
+    makes it a leaf that records gradients; ``layout`` and ``pin_memory`` are accepted."""
     size, order = _size((size,)), tuple(builtins.int(p) for p in physical_layout)
     if len(order) != len(size):
         raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; i.e. "
@@ -253,7 +273,10 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     (bytearray, array.array, memoryview, ...): ``count`` elements (-1: all) from byte
     ``offset``.  A read-only buffer gives a UserWarning, as torch.  ValueError for an
     offset or count outside the buffer, a length that is not a multiple of the element
-    size, or an object without the buffer protocol (torch.frombuffer)."""
+    size, or an object without the buffer protocol (torch.frombuffer).
+
+    ``buffer`` is the object whose memory is shared, ``dtype`` the element dtype it is read
+    as; ``requires_grad`` makes the result a leaf that records gradients."""
     dt = D.to_dtype(dtype)
     try:
         view = memoryview(buffer)
@@ -292,7 +315,10 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
     + 1 of them, in the default float dtype unless ``dtype`` is given (an integer dtype
     truncates the bounds first).  Deprecated in torch in favour of arange (end
     exclusive): a UserWarning says so.  RuntimeError for a zero step or bounds that
-    disagree with its sign (torch.range)."""
+    disagree with its sign (torch.range).
+
+    ``device`` places the result, ``requires_grad`` makes it a leaf that records gradients,
+    ``layout`` is accepted (strided only); ``out`` receives the result when given."""
     if end is None:
         raise TypeError('range() missing 1 required positional arguments: "end"')
     warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "

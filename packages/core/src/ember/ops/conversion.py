@@ -128,7 +128,9 @@ def detach(input):
 def from_dlpack(ext_tensor):
     """A tensor sharing memory with any object that exports DLPack (``__dlpack__``): a
     torch, numpy, cupy or ember tensor.  CPU memory becomes a numpy-backed tensor, CUDA
-    memory a cupy-backed one (torch.from_dlpack)."""
+    memory a cupy-backed one (torch.from_dlpack).
+
+    ``ext_tensor`` is the exporting object (or a DLPack capsule, taken as CPU memory)."""
     import numpy
 
     from .. import _dtype as D
@@ -155,7 +157,7 @@ def is_nonzero(input) -> builtins.bool:
 
 
 def is_same_size(input, other) -> builtins.bool:
-    """Whether the two tensors have the same shape (torch.is_same_size)."""
+    """Whether the tensors ``input`` and ``other`` have the same shape (torch.is_same_size)."""
     return tuple(input.shape) == tuple(other.shape)
 
 

@@ -80,11 +80,14 @@ def _host_array(data):
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
-    """A new tensor copying ``data`` (nested lists, numbers, numpy arrays, tensors).
+    """A new tensor copying ``data`` (nested lists, numbers, numpy arrays, tensors)
+    (torch.tensor).
 
     dtype inference is torch's: Python floats give the default dtype (float32), ints give
-    int64, numpy arrays keep theirs.
-    """
+    int64, bools bool, complex numbers the default complex dtype; numpy arrays and tensors
+    keep theirs. ``dtype`` overrides it, ``device`` places the result (a tensor's own device
+    by default, else the CPU), ``requires_grad`` makes it a leaf that records gradients;
+    ``pin_memory`` is accepted and has no effect."""
     if dtype is not None:
         dtype = D.to_dtype(dtype)
     if isinstance(data, (numpy.ndarray, numpy.generic)):
@@ -110,7 +113,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False, pin_me
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
-    """Like tensor(), but shares memory with a tensor or numpy array when no copy is needed."""
+    """``data`` as a tensor, sharing its memory when no copy is needed (torch.as_tensor).
+
+    A tensor is returned itself, or converted with ``.to(dtype, device)`` when ``dtype`` or
+    ``device`` is given; a CPU numpy array of the asked dtype (``dtype`` None keeps its own)
+    is shared; anything else is copied as by ``tensor(data, dtype=dtype, device=device)``."""
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device) if (dtype or device) else data
     if isinstance(data, numpy.ndarray) and (device is None or to_device(device).type == "cpu"):
@@ -124,14 +131,16 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None) -> T
     memory when the dtype and device allow (torch.asarray).
 
     Args:
+        dtype: the result's dtype; None keeps ``obj``'s (inferred as ``tensor`` does for
+            Python data).
+        device: the result's device; None keeps a tensor's, else the CPU.
         copy: None shares when it can; True always copies; False never copies.
         requires_grad: True makes the result require grad; None keeps a tensor's flag.
 
     Raises:
         ValueError: ``copy=False`` where sharing is impossible (another dtype or device, a
             Python sequence).
-        RuntimeError: ``requires_grad=True`` for a result that is not floating or complex.
-    """
+        RuntimeError: ``requires_grad=True`` for a result that is not floating or complex."""
     dt = D.to_dtype(dtype) if dtype is not None else None
     if isinstance(obj, Tensor):
         same = (dt is None or dt is obj.dtype) and (device is None or to_device(device) == obj.device)
@@ -164,13 +173,13 @@ def from_numpy(ndarray) -> Tensor:
 
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A 0-d tensor holding the number ``s``, of ``dtype`` (default: the default dtype).
+    """A 0-d tensor holding the number ``s``, of ``dtype`` (default: the default dtype), on
+    ``device``, requiring grad when ``requires_grad`` (torch.scalar_tensor).
 
     Raises:
         TypeError: ``s`` is not a Python or numpy number (a tensor is not one).
         RuntimeError: ``s`` does not fit ``dtype`` (a complex into a real dtype, an int out
-            of range, inf or nan into an integer dtype).
-    """
+            of range, inf or nan into an integer dtype)."""
     if isinstance(s, Tensor) or not isinstance(s, (numbers.Number, numpy.generic)):
         raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {type(s).__name__}")
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
@@ -206,18 +215,31 @@ def _factory(size, dtype, device, requires_grad, fill):
 
 
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor of zeros of shape ``size`` (default dtype float32); written into ``out`` when given."""
+    """A tensor of zeros of shape ``size`` (ints, or one tuple or list) (torch.zeros).
+
+    ``dtype`` defaults to ``out``'s when given, else the default dtype (float32); ``device``
+    places it (the default device when None); ``requires_grad`` makes it a leaf that records
+    gradients; ``layout`` is accepted (strided only). The result is written into ``out``
+    when given."""
     return _into(out, _factory(size, dtype if dtype is not None or out is None else out.dtype, device, requires_grad,
                                 0), "zeros")
 
 
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ones of shape ``size`` (ints, or one tuple or list) (torch.ones).
+
+    ``out``, ``dtype``, ``layout``, ``device`` and ``requires_grad`` are as in ``zeros``."""
     return _into(out, _factory(size, dtype if dtype is not None or out is None else out.dtype, device, requires_grad,
                                 1), "ones")
 
 
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           memory_format=None, pin_memory=False) -> Tensor:
+    """An uninitialised tensor of shape ``size`` (ints, or one tuple or list) (torch.empty).
+
+    ``out``, ``dtype``, ``layout``, ``device`` and ``requires_grad`` are as in ``zeros``;
+    ``memory_format`` and ``pin_memory`` are accepted and have no effect (the result is
+    contiguous)."""
     return _into(out, _factory(size, dtype if dtype is not None or out is None else out.dtype, device, requires_grad,
                                 None), "empty")
 
@@ -249,7 +271,12 @@ def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=Non
 
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor filled with ``fill_value``; its dtype is inferred from the value as torch does."""
+    """A tensor of shape ``size`` (an int, tuple or list) filled with ``fill_value`` (a number
+    or a 0-d tensor) (torch.full).
+
+    ``dtype`` defaults to ``out``'s when given, else is inferred from ``fill_value`` as
+    torch does (bool, int64, the default float or complex dtype); ``layout``, ``device`` and
+    ``requires_grad`` are as in ``zeros``. The result is written into ``out`` when given."""
     if dtype is None:
         dtype = out.dtype if out is not None else \
             D.result_type(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
@@ -263,21 +290,31 @@ def _like(t: Tensor, dtype, device):
 
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    """A tensor of zeros of ``input``'s shape (torch.zeros_like); ``dtype`` and ``device``
+    default to ``input``'s, ``requires_grad`` makes it a leaf that records gradients.
+    ``layout`` and ``memory_format`` are accepted; the result is contiguous."""
     dt, dev = _like(input, dtype, device)
     return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    """A tensor of ones of ``input``'s shape (torch.ones_like); ``dtype``, ``layout``,
+    ``device``, ``requires_grad`` and ``memory_format`` are as in ``zeros_like``."""
     dt, dev = _like(input, dtype, device)
     return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    """An uninitialised tensor of ``input``'s shape (torch.empty_like); ``dtype``, ``layout``,
+    ``device``, ``requires_grad`` and ``memory_format`` are as in ``zeros_like``."""
     dt, dev = _like(input, dtype, device)
     return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    """A tensor of ``input``'s shape filled with ``fill_value`` (torch.full_like); ``dtype``
+    and ``device`` default to ``input``'s (not inferred from the value); ``layout``,
+    ``requires_grad`` and ``memory_format`` are as in ``zeros_like``."""
     dt, dev = _like(input, dtype, device)
     return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
@@ -304,7 +341,14 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 
 
 def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 unless a bound is a float."""
+    """The 1-d tensor ``start, start + step, ...`` up to ``end`` exclusive (torch.arange);
+    called with one bound, it is ``end`` and ``start`` is 0.
+
+    The bounds and ``step`` are numbers or 0-d tensors; the length is ``ceil((end - start) /
+    step)``. ``dtype`` defaults to int64 when all three are ints, else the default dtype;
+    values are computed as ``start + i * step`` in float64 or int64, then cast. ``layout``,
+    ``device`` and ``requires_grad`` are as in ``zeros``; ``out`` is accepted but not
+    written. A zero ``step`` or one of the wrong sign raises RuntimeError."""
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -321,7 +365,13 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
 
 
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    """A 1-d tensor of ``steps`` evenly spaced values from ``start`` to ``end``, both included
+    (torch.linspace).
+
+    Computed in float64 then cast to ``dtype`` (the default dtype when None, truncating
+    towards zero for integer dtypes); ``layout``, ``device`` and ``requires_grad`` are as in
+    ``zeros``; ``out`` is accepted but not written. A negative ``steps`` raises
+    RuntimeError."""
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     xp = backend_for_device(to_device(device)).xp
     if steps < 0:
@@ -331,12 +381,18 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """A 1-d tensor of ``steps`` values ``base ** v``, v evenly spaced from ``start`` to
+    ``end`` inclusive (torch.logspace). Computed in float64 then cast to ``dtype`` (the
+    default dtype when None); ``device`` and ``requires_grad`` are as in ``zeros``."""
     lin = linspace(start, end, steps, dtype=D.float64, device=device)
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     return _finish((base ** lin._data).astype(dt.np), dt, requires_grad)
 
 
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """The 2-d [n, m] tensor with ones on the main diagonal and zeros elsewhere (``m`` defaults
+    to ``n``) (torch.eye). ``dtype`` (default: the default dtype), ``layout``, ``device``
+    and ``requires_grad`` are as in ``zeros``; ``out`` is accepted but not written."""
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     xp = backend_for_device(to_device(device)).xp
     return _finish(xp.eye(n, m if m is not None else n, dtype=dt.np), dt, requires_grad)
@@ -349,14 +405,25 @@ def _gen(generator, device):
 
 
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    """Uniform samples on [0, 1)."""
+    """Samples uniform on [0, 1) in a tensor of shape ``size`` (torch.rand).
+
+    ``generator`` draws them (the default generator of ``device`` when None); ``dtype`` (a
+    floating dtype; the default dtype when None), ``layout``, ``device`` and
+    ``requires_grad`` are as in ``zeros``; ``out`` is accepted but not written. The values
+    come from numpy's generator, not torch's: the same seed gives other numbers."""
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     arr = _gen(generator, device).random(_size(size), dtype=numpy.float64 if dt.itemsize > 4 else numpy.float32)
     return _finish(arr.astype(dt.np, copy=False), dt, requires_grad)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    """Standard normal samples."""
+    """Standard normal samples (mean 0, variance 1) in a tensor of shape ``size``
+    (torch.randn).
+
+    ``generator`` draws them (the default generator of ``device`` when None); ``dtype`` (a
+    floating dtype; the default dtype when None), ``layout``, ``device`` and
+    ``requires_grad`` are as in ``zeros``; ``out`` is accepted but not written. The values
+    come from numpy's generator, not torch's."""
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     arr = _gen(generator, device).standard_normal(_size(size),
                                                   dtype=numpy.float64 if dt.itemsize > 4 else numpy.float32)
@@ -365,7 +432,13 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
 
 def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None,
             device=None, requires_grad=False):
-    """Integers uniform on [low, high) (int64 by default). Called as randint(high, size) too."""
+    """Integers uniform on [``low``, ``high``) in a tensor of shape ``size`` (torch.randint);
+    ``randint(high, size)`` draws from [0, high).
+
+    ``generator`` draws them (the default generator of ``device`` when None); ``dtype``
+    defaults to int64; ``layout``, ``device`` and ``requires_grad`` are as in ``zeros``;
+    ``out`` is accepted but not written. ``low >= high`` raises RuntimeError, a missing
+    ``size`` TypeError."""
     if size is None:
         if high is None or not isinstance(high, (tuple, list)):
             raise TypeError("randint() missing required argument 'size'")
@@ -380,30 +453,51 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    """A random permutation of 0..n-1 (int64)."""
+    """A random permutation of 0 .. ``n`` - 1 as a 1-d tensor (torch.randperm).
+
+    ``generator`` draws it (the default generator of ``device`` when None); ``dtype``
+    defaults to int64; ``layout``, ``device`` and ``requires_grad`` are as in ``zeros``;
+    ``out`` is accepted but not written."""
     dt = D.to_dtype(dtype) if dtype is not None else D.int64
     arr = _gen(generator, device).permutation(int(n))
     return _finish(arr.astype(dt.np, copy=False), dt, requires_grad)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """``rand`` with ``input``'s shape (torch.rand_like); ``dtype`` and ``device`` default to
+    ``input``'s, ``requires_grad`` as in ``zeros``; ``memory_format`` is accepted."""
     dt, dev = _like(input, dtype, device)
     return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """``randn`` with ``input``'s shape (torch.randn_like); ``dtype`` and ``device`` default to
+    ``input``'s, ``requires_grad`` as in ``zeros``; ``memory_format`` is accepted."""
     dt, dev = _like(input, dtype, device)
     return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+    """Integers uniform on [``low``, ``high``) with ``input``'s shape (torch.randint_like);
+    ``randint_like(input, high)`` draws from [0, high). ``dtype`` and ``device`` default to
+    ``input``'s, ``requires_grad`` as in ``zeros``."""
     dt, dev = _like(input, dtype, device)
     return randint(low, high, input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
            device=None, requires_grad=False):
-    """Normal samples; ``mean`` and ``std`` may be tensors (broadcast) or numbers with ``size``."""
+    """Normal samples of mean ``mean`` and standard deviation ``std`` (torch.normal).
+
+    With a tensor ``mean`` or ``std`` the two broadcast and the result has their shape and
+    the tensor's dtype and device (``mean + z * std``, differentiable in both); with
+    numbers, ``size`` gives the shape and ``dtype`` (default: the default dtype),
+    ``layout``, ``device`` and ``requires_grad`` are as in ``zeros``. ``generator`` draws
+    the samples (the default one when None); ``out`` is accepted but not written.
+
+    Raises:
+        RuntimeError: a negative ``std``.
+        TypeError: numbers for ``mean`` and ``std`` without ``size``."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         like = mean if isinstance(mean, Tensor) else std
         shape = numpy.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
@@ -493,12 +587,13 @@ def bernoulli_(self, p=0.5, *, generator=None):
 
 
 def bernoulli(input, p=None, *, generator=None):
-    """1 with probability ``input`` (or ``p``), else 0; same dtype as ``input``.
+    """1 with probability ``input`` (or ``p``), else 0; same shape and dtype as ``input``
+    (torch.bernoulli). ``generator`` draws the samples (the default one of ``input``'s
+    device when None).
 
     Raises:
         NotImplementedError: ``input`` holds integers or bools (torch's kernels are floating only).
-        RuntimeError: a probability outside [0, 1].
-    """
+        RuntimeError: a probability outside [0, 1]."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"bernoulli is not implemented for {input.dtype} tensors")
     _check_probabilities(input if p is None else p)
@@ -509,14 +604,17 @@ def bernoulli(input, p=None, *, generator=None):
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
-    """Sample ``num_samples`` category indices (int64) from each row of non-negative
-    weights ``[C]`` or ``[N, C]``. Without replacement the categories of zero weight come
-    only after every positive one is drawn (as torch).
+    """Sample ``num_samples`` category indices (int64) from each row of non-negative weights
+    ``input`` of shape [C] or [N, C]; the result is [num_samples] or [N, num_samples]
+    (torch.multinomial).
+
+    With ``replacement`` a category may be drawn again; without it the categories of zero
+    weight come only after every positive one is drawn (as torch). ``generator`` draws the
+    samples (the default one of ``input``'s device when None).
 
     Raises:
         RuntimeError: a weight that is negative, inf or nan; a row summing to 0; more
-            samples than categories without replacement.
-    """
+            samples than categories without replacement."""
     g = _gen(generator, input.device)
     w = numpy.asarray(input.__array__(), dtype=numpy.float64)
     rows = w.reshape(-1, w.shape[-1])

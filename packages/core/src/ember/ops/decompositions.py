@@ -47,7 +47,11 @@ def _linalg(A):
 
 @autocast_op("fp32")
 def inv(A, *, out=None):
-    """The inverse of each square matrix; RuntimeError for a singular one."""
+    """The inverse of each square matrix of ``A`` ``[*, n, n]``, same shape and dtype
+    (torch.linalg.inv, torch.inverse).
+
+    Raises RuntimeError for a singular matrix or an input that is not a batch of square
+    matrices. ``out`` is accepted but not written."""
     _check_matrix(A, "inv")
     try:
         arr = _linalg(A).inv(A._data)
@@ -66,7 +70,9 @@ def _inv_rule(g, ainv):
 
 
 def det(A):
-    """The determinant of each square matrix."""
+    """The determinant of each square matrix of ``A`` ``[*, n, n]``: a tensor of shape ``[*]`` in its
+    dtype (torch.linalg.det, torch.det). RuntimeError for an input that is not a batch of
+    square matrices."""
     _check_matrix(A, "det")
     r = _make(be(A).xp.asarray(_linalg(A).det(A._data)), A.dtype)
     if needs_grad(A):
@@ -79,7 +85,10 @@ def _det_rule(g, A, d):
 
 
 def slogdet(A):
-    """(sign, log|det|) of each square matrix; the gradient flows through log|det|."""
+    """The named tuple ``(sign, logabsdet)`` of each square matrix of ``A`` ``[*, n, n]``: the sign
+    (or, complex, the phase) of the determinant and ``log|det|``, both of shape ``[*]``
+    (torch.linalg.slogdet, torch.slogdet). A singular matrix gives sign 0 and -inf. The
+    gradient flows through ``logabsdet`` only."""
     _check_matrix(A, "slogdet")
     sign, logabs = _linalg(A).slogdet(A._data)
     xp = be(A).xp
@@ -98,7 +107,8 @@ def _slogdet_rule(grads, A):
 
 
 def logdet(A):
-    """log(det(A)): nan for a negative determinant, -inf for a singular matrix."""
+    """``log(det(A))`` of each square matrix of ``A`` ``[*, n, n]``, shape ``[*]``: NaN for a negative
+    determinant, -inf for a singular matrix (torch.logdet)."""
     import math
 
     from .elementwise import where
@@ -108,7 +118,11 @@ def logdet(A):
 
 @autocast_op("fp32")
 def solve(A, B, *, left=True, out=None):
-    """X with A @ X = B (X @ A = B when not ``left``); B may be [*, n] or [*, n, k]."""
+    """The solution X of ``A @ X = B`` (``X @ A = B`` when not ``left``) (torch.linalg.solve).
+
+    ``A`` is ``[*, n, n]`` and invertible; ``B`` is ``[*, n, k]``, or ``[*, n]`` (a batch of vectors,
+    then X is ``[*, n]``); batch dims broadcast. Computed as ``inv(A) @ B``: a singular ``A``
+    raises RuntimeError. ``out`` is accepted but not written."""
     _check_matrix(A, "solve")
     if not left:
         return _mT(solve(_mT(A), _mT(B)))
@@ -119,9 +133,14 @@ def solve(A, B, *, left=True, out=None):
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
-    """X with A @ X = B (X @ A = B when not ``left``) for triangular A: only its upper or
-    lower triangle is read (its diagonal taken as ones when ``unitriangular``); batch
-    dims broadcast, complex matrices too (LAPACK's trtrs, see ``factorizations``)."""
+    """The solution X of ``A @ X = B`` (``X @ A = B`` when not ``left``) for triangular ``A``
+    (torch.linalg.solve_triangular).
+
+    ``A`` is ``[*, n, n]`` (or ``[*, k, k]`` when not ``left``), ``B`` ``[*, n, k]``: batch dims
+    broadcast, complex matrices too. Only the triangle that ``upper`` names is read (its
+    diagonal taken as ones when ``unitriangular``). LAPACK's trtrs (see ``factorizations``).
+    A ``B`` of fewer than 2 dims raises RuntimeError; ``out`` receives the result when
+    given."""
     from .factorizations import _write, solve_tri
     if B.ndim < 2:
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
@@ -130,9 +149,13 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 
 @autocast_op("fp32")
 def lstsq(A, B, rcond=None, *, driver=None):
-    """The least-squares solution of A @ X = B through the pseudo-inverse; returns
-    (solution, residuals, rank, singular_values) with torch's empty placeholders for the
-    last three where its default driver gives them."""
+    """The least-squares solution of ``A @ X = B`` through the pseudo-inverse
+    (torch.linalg.lstsq).
+
+    ``A`` is ``[*, m, n]``, ``B`` ``[*, m, k]`` (or ``[*, m]``). Returns the named tuple ``(solution,
+    residuals, rank, singular_values)``: the solution ``[*, n, k]``, and empty tensors for the
+    other three. ``rcond`` and ``driver`` are accepted and unused (the cutoff is
+    ``pinv``'s)."""
     X = matmul(pinv(A), B if B.ndim == A.ndim else B.unsqueeze(-1))
     if B.ndim != A.ndim:
         X = X.squeeze(-1)
@@ -144,8 +167,10 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 @autocast_op("fp32")
 def cholesky(A, *, upper=False, out=None):
-    """The lower triangular L with A = L L^T (its transpose when ``upper``); RuntimeError
-    when A is not positive definite."""
+    """The lower triangular L with ``A = L @ L^H`` for each Hermitian positive-definite matrix
+    of ``A`` ``[*, n, n]``, or its conjugate transpose U when ``upper`` (torch.linalg.cholesky).
+    RuntimeError when a matrix is not positive definite. ``out`` is accepted but not
+    written."""
     _check_matrix(A, "cholesky")
     try:
         arr = _linalg(A).cholesky(A._data)
@@ -172,8 +197,13 @@ def _cholesky_rule(gL, L):
 
 @autocast_op("fp32")
 def qr(A, mode="reduced"):
-    """Q with orthonormal columns and upper triangular R, A = Q R ('reduced' or
-    'complete'; 'r' gives an empty Q).  The gradient needs m >= n and mode 'reduced'."""
+    """The QR decomposition ``A = Q @ R`` of each matrix of ``A`` ``[*, m, n]``: Q with orthonormal
+    columns, R upper triangular (torch.linalg.qr).
+
+    ``mode`` 'reduced' gives Q ``[*, m, k]`` and R ``[*, k, n]`` (k = min(m, n)), 'complete' Q ``[*,
+    m, m]`` and R ``[*, m, n]``, 'r' R alone with an empty Q; another mode raises RuntimeError.
+    Returns the named tuple ``(Q, R)``. The gradient needs m >= n and mode 'reduced'
+    (NotImplementedError otherwise)."""
     _check_matrix(A, "qr", square=False)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
@@ -208,8 +238,10 @@ def _qr_rule(grads, Q, R):
 
 @autocast_op("fp32")
 def eigh(A, UPLO="L"):
-    """Eigenvalues (ascending) and orthonormal eigenvectors of each symmetric matrix,
-    from its lower (``UPLO='L'``) or upper triangle."""
+    """The eigenvalues (ascending, real) and orthonormal eigenvectors of each Hermitian matrix
+    of ``A`` ``[*, n, n]``, read from its lower (``UPLO='L'``) or upper (``'U'``) triangle
+    (torch.linalg.eigh). Returns the named tuple ``(eigenvalues [*, n], eigenvectors [*, n,
+    n])``, the eigenvectors as columns."""
     _check_matrix(A, "eigh")
     w, v = _linalg(A).eigh(A._data, UPLO=UPLO)
     L, V = _make(w, A.dtype), _make(v, A.dtype)
@@ -235,14 +267,20 @@ def _eigh_rule(grads, w, V):
 
 @autocast_op("fp32")
 def eigvalsh(A, UPLO="L"):
-    """The eigenvalues (ascending) of each symmetric matrix."""
+    """The eigenvalues (ascending) of each Hermitian matrix of ``A`` ``[*, n, n]``, as a ``[*, n]``
+    tensor, read from the triangle ``UPLO`` names ('L' or 'U') (torch.linalg.eigvalsh)."""
     return eigh(A, UPLO).eigenvalues
 
 
 @autocast_op("fp32")
 def svd(A, full_matrices=True, *, driver=None):
-    """U, S, Vh with A = U diag(S) Vh, singular values descending.  The gradient needs
-    ``full_matrices=False`` (or a square A), as torch's."""
+    """The singular value decomposition ``A = U @ diag(S) @ Vh`` of each matrix of ``A`` ``[*, m,
+    n]``, singular values descending (torch.linalg.svd).
+
+    With ``full_matrices`` U is ``[*, m, m]`` and Vh ``[*, n, n]``; without, ``[*, m, k]`` and ``[*, k, n]``
+    (k = min(m, n)); S is ``[*, k]``. Returns the named tuple ``(U, S, Vh)``. ``driver`` is
+    accepted and unused. The gradient needs ``full_matrices=False`` (or a square ``A``), as
+    torch's: NotImplementedError otherwise."""
     _check_matrix(A, "svd", square=False)
     u, s, vh = _linalg(A).svd(A._data, full_matrices=full_matrices)
     U, S, Vh = _make(u, A.dtype), _make(s, A.dtype), _make(vh, A.dtype)
@@ -291,14 +329,19 @@ def _svd_rule(grads, U, S, Vh):
 
 @autocast_op("fp32")
 def svdvals(A):
-    """The singular values, descending."""
+    """The singular values of each matrix of ``A`` ``[*, m, n]``, descending, as a ``[*, min(m, n)]``
+    tensor (torch.linalg.svdvals)."""
     return svd(A, full_matrices=False).S
 
 
 @autocast_op("fp32")
 def pinv(A, *, atol=None, rtol=None, hermitian=False):
-    """The Moore-Penrose pseudo-inverse through the SVD; singular values at or below
-    max(atol, rtol * largest) count as zero (rtol defaults to eps * max(m, n))."""
+    """The Moore-Penrose pseudo-inverse ``[*, n, m]`` of each matrix of ``A`` ``[*, m, n]``, through
+    the SVD (torch.linalg.pinv, torch.pinverse).
+
+    Singular values at or below ``max(atol, rtol * largest)`` count as zero; ``rtol``
+    defaults to ``eps * max(m, n)`` when ``atol`` is not given, else to 0. ``hermitian`` is
+    accepted (the SVD is used either way)."""
     from .elementwise import where
     U, S, Vh = svd(A, full_matrices=False)
     eps = 1.1920929e-07 if A.dtype is D.float32 else 2.220446049250313e-16
@@ -315,7 +358,10 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
 
 @autocast_op("fp32")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
-    """How many singular values exceed max(atol, rtol * largest) (int64)."""
+    """The numerical rank (int64, shape ``[*]``) of each matrix of ``A`` ``[*, m, n]``: how many
+    singular values exceed ``max(atol, rtol * largest)`` (torch.linalg.matrix_rank).
+    ``atol`` and ``rtol`` default as in ``pinv``; ``hermitian`` is accepted (the SVD is used
+    either way)."""
     from .reduction import sum as _sum
     S = svdvals(A.detach())
     eps = 1.1920929e-07 if A.dtype is D.float32 else 2.220446049250313e-16
@@ -328,8 +374,9 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
 
 
 def matrix_power(A, n):
-    """A multiplied by itself ``n`` times (the inverse's power for negative n; the
-    identity for 0), by repeated squaring."""
+    """Each square matrix of ``A`` ``[*, n, n]`` multiplied by itself ``n`` times, by repeated
+    squaring (torch.linalg.matrix_power, torch.matrix_power): the inverse's power for a
+    negative ``n``, the identity for 0. ``out`` receives the result when given."""
     _check_matrix(A, "matrix_power")
     if n < 0:
         return matrix_power(inv(A), -n)
@@ -350,8 +397,10 @@ def matrix_power(A, n):
 
 
 def multi_dot(tensors, *, out=None):
-    """The product of a chain of matrices (the first and last may be vectors), left to
-    right."""
+    """The product of the chain of matrices ``tensors``, left to right
+    (torch.linalg.multi_dot): the first may be a vector [n] and the last a vector [m], which
+    are dropped from the result's shape. Fewer than 2 tensors raise RuntimeError; ``out`` is
+    accepted but not written."""
     ts = list(tensors)
     if len(ts) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
@@ -364,8 +413,12 @@ def multi_dot(tensors, *, out=None):
 # ---- norms --------------------------------------------------------------------------
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
-    """The ``ord``-norm of the elements over ``dim`` (all when None): any real ``ord``,
-    inf, -inf, or 0 (the count of nonzeros)."""
+    """The ``ord``-norm of the elements of ``x`` over ``dim`` (an int or a tuple; all when
+    None) (torch.linalg.vector_norm).
+
+    ``ord`` is any real, inf, -inf, or 0 (the count of nonzeros); ``keepdim`` keeps the
+    reduced dims with size 1; ``dtype`` casts ``x`` first. Integer inputs raise
+    RuntimeError."""
     from .reduction import norm as _norm
     if dtype is not None:
         x = x.to(dtype)
@@ -373,8 +426,12 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    """The matrix norm over the two ``dim``: 'fro', 'nuc', 2 / -2 (largest / smallest
-    singular value), 1 / -1 (largest / smallest absolute column sum), inf / -inf (rows)."""
+    """The matrix norm of ``A`` over the two dims ``dim`` (torch.linalg.matrix_norm).
+
+    ``ord`` is 'fro', 'nuc', 2 / -2 (the largest / smallest singular value), 1 / -1 (the
+    largest / smallest absolute column sum) or inf / -inf (row sums); another raises
+    RuntimeError, as does an ``A`` of fewer than 2 dims. ``keepdim`` keeps the reduced dims
+    with size 1; ``dtype`` casts ``A`` first."""
     import math
 
     from .elementwise import abs as _abs
@@ -404,8 +461,11 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
-    """A vector norm (``dim`` an int, or a 1-d input) or a matrix norm (``dim`` a pair,
-    or a 2-d input with ``ord`` given); with neither, the 2-norm of all elements."""
+    """A vector norm of ``A`` (``dim`` an int, or a 1-d input) or a matrix norm (``dim`` a
+    pair, or a 2-d input with ``ord`` given); with neither ``dim`` nor ``ord``, the 2-norm
+    of all elements (torch.linalg.norm). ``ord``, ``keepdim`` and ``dtype`` as in
+    ``vector_norm`` and ``matrix_norm``. RuntimeError for an ``ord`` without ``dim`` on an
+    input that is not 1-d or 2-d."""
     if dim is None and ord is None:
         return vector_norm(A, 2, None, keepdim, dtype=dtype)
     if dim is None and A.ndim not in (1, 2):

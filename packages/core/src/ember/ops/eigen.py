@@ -38,7 +38,10 @@ def _check_eig(A, name):
 def eig(A, *, out=None):
     """(eigenvalues ``[*, n]``, eigenvectors ``[*, n, n]``) of each square matrix, complex
     (complex64 for float32/complex64 input, complex128 for double precision); column i
-    of the eigenvectors, of unit norm, belongs to eigenvalue i.  Source: torch.linalg.eig."""
+    of the eigenvectors, of unit norm, belongs to eigenvalue i.  Source: torch.linalg.eig.
+
+    ``A`` is ``[*, n, n]`` of a floating or complex dtype (RuntimeError otherwise, or for a
+    matrix that is not square); ``out`` (a pair of tensors) receives the result when given."""
     import numpy
     _check_eig(A, "linalg.eig")
     cdt = D.complex128 if A.dtype in (D.float64, D.complex128) else D.complex64
@@ -82,14 +85,18 @@ def _eig_rule(grads, W, V, complex_input):
 
 def eigvals(A, *, out=None):
     """The eigenvalues ``[*, n]`` of each square matrix, complex, in eig's order.  Source:
-    torch.linalg.eigvals."""
+    torch.linalg.eigvals.
+
+    ``A`` is ``[*, n, n]``; ``out`` receives the result when given."""
     # the gradient needs the eigenvectors: they come from the same node
     return _write(eig(A).eigenvalues, out, "linalg.eigvals")
 
 
 def matrix_exp(A):
     """exp(A) = sum_k A^k / k! of each square matrix ``[*, n, n]`` (scaling and squaring
-    with Pade approximants, scipy.linalg.expm).  Source: torch.linalg.matrix_exp."""
+    with Pade approximants, scipy.linalg.expm).  Source: torch.linalg.matrix_exp.
+
+    ``A`` is the input; RuntimeError for one that is not a batch of square matrices."""
     check_input(A, "linalg.matrix_exp")
     R = back(A, _lapack.expm(host(A)))
     if needs_grad(A):

@@ -100,7 +100,11 @@ def scalar_like(x, like: Tensor) -> Tensor:
 # ---- arithmetic --------------------------------------------------------------------
 
 def add(input, other, *, alpha=1, out=None):
-    """input + alpha * other, broadcasting; dtype by torch's promotion."""
+    """``input + alpha * other``, elementwise with broadcasting (torch.add).
+
+    ``input`` is a tensor (or a number when ``other`` is a tensor), ``other`` a tensor or a
+    number, ``alpha`` a number scaling ``other``. The result has the broadcast shape and the
+    dtype of torch's type promotion; ``out`` receives it when given."""
     if alpha == 1 and out is None and _fast_pair(input, other):
         r = _fast_result(_np_binary(_NP.add, input, other), input.dtype)
         if _STATE.enabled and (input._requires_grad or other._requires_grad):
@@ -132,7 +136,12 @@ def _add_rule(g, alpha):
 
 
 def sub(input, other, *, alpha=1, out=None, _node="SubBackward0"):
-    """input - alpha * other."""
+    """``input - alpha * other``, elementwise with broadcasting (torch.sub; ``subtract`` is the
+    same function).
+
+    ``input`` and ``other`` are tensors or numbers (one at least a tensor), ``alpha`` a
+    number scaling ``other``. The result has the broadcast shape and the promoted dtype;
+    ``out`` receives it when given. Raises RuntimeError when either operand is bool."""
     if alpha == 1 and out is None:
         if _fast_pair(input, other) and input.dtype in _FAST_SCALAR_DTYPES:
             r = _fast_result(_np_binary(_NP.subtract, input, other), input.dtype)
@@ -167,14 +176,23 @@ def _sub_rule(g, alpha, other_needs=True):
 
 
 def rsub(input, other, *, alpha=1):
-    """other - alpha * input."""
+    """``other - alpha * input``: ``sub`` with its operands swapped (torch.rsub).
+
+    ``input`` is a tensor, ``other`` a tensor or a number, ``alpha`` a number scaling
+    ``input``. The result has the broadcast shape and the promoted dtype; bool operands
+    raise RuntimeError, as in ``sub``."""
     if alpha != 1:
         input = mul(input, alpha)
     return sub(other, input, _node="RsubBackward0" if isinstance(other, Tensor) else "RsubBackward1")
 
 
 def mul(input, other, *, out=None):
-    """input * other."""
+    """``input * other``, elementwise with broadcasting (torch.mul; ``multiply`` is the same
+    function).
+
+    ``input`` and ``other`` are tensors or numbers (one at least a tensor). The result has
+    the broadcast shape and the promoted dtype; ``out`` receives it when given. A complex
+    factor passes its conjugate to the gradient, as torch does."""
     if out is None and _fast_pair(input, other) and input.dtype is not D.bool_:
         r = _fast_result(_np_binary(_NP.multiply, input, other), input.dtype)
         if _STATE.enabled and (input._requires_grad or other._requires_grad):
@@ -243,8 +261,14 @@ def _req(x) -> bool:
 
 
 def div(input, other, *, rounding_mode=None, out=None):
-    """input / other. Integer inputs give the default float dtype; ``rounding_mode``
-    'trunc' or 'floor' keep the promoted dtype (torch.div)."""
+    """``input / other``, elementwise with broadcasting (torch.div; ``divide`` and
+    ``true_divide`` are the same function).
+
+    ``input`` and ``other`` are tensors or numbers. Without ``rounding_mode`` the division
+    is true division: integer and bool inputs give the default float dtype.
+    ``rounding_mode`` ``'trunc'`` rounds towards zero, ``'floor'`` towards minus infinity,
+    both in the promoted dtype (integer division by zero raises RuntimeError); any other
+    mode raises RuntimeError. ``out`` receives the result when given."""
     if rounding_mode is None and out is None:
         if _fast_pair(input, other) and input.dtype in _FAST_SCALAR_DTYPES:
             r = _fast_result(_np_binary(_NP.divide, input, other), input.dtype)
@@ -323,7 +347,12 @@ subtract = sub
 
 
 def floor_divide(input, other, *, out=None):
-    """Division rounded towards minus infinity (Python's //), as torch.floor_divide."""
+    """``input // other``: division rounded towards minus infinity, elementwise with
+    broadcasting (torch.floor_divide, Python's ``//``).
+
+    ``input`` and ``other`` are tensors or numbers; the result has the promoted dtype,
+    ``out`` receives it when given. Integer division by zero raises RuntimeError. The
+    gradient is zero."""
     dt = _promote(input, other)
     if dt._category < 2:
         _check_int_zero_division(other)
@@ -334,7 +363,12 @@ def floor_divide(input, other, *, out=None):
 
 
 def remainder(input, other, *, out=None):
-    """Python's modulus: the result has the sign of the divisor (torch.remainder)."""
+    """Python's modulus ``input - floor(input / other) * other``: the result has the sign of
+    the divisor (torch.remainder).
+
+    ``input`` and ``other`` are tensors or numbers, broadcast together; the result has the
+    promoted dtype and ``out`` receives it when given. Integer division by zero raises
+    RuntimeError."""
     dt = _promote(input, other)
     if dt._category < 2:
         _check_int_zero_division(other)
@@ -349,7 +383,12 @@ def _remainder_rule(g, a, b):
 
 
 def fmod(input, other, *, out=None):
-    """C's fmod: the result has the sign of the dividend."""
+    """C's ``fmod``: ``input - trunc(input / other) * other``, with the sign of the dividend
+    (torch.fmod).
+
+    ``input`` and ``other`` are tensors or numbers, broadcast together; the result has the
+    promoted dtype and ``out`` receives it when given. Integer division by zero raises
+    RuntimeError."""
     dt = _promote(input, other)
     if dt._category < 2:
         _check_int_zero_division(other)
@@ -364,7 +403,11 @@ def _fmod_rule(g, a, b):
 
 
 def pow(input, exponent, *, out=None):
-    """input ** exponent; integer tensors to negative integer powers raise, as in torch."""
+    """``input ** exponent``, elementwise with broadcasting (torch.pow).
+
+    ``input`` is a tensor or a number, ``exponent`` a tensor or a number; the result has the
+    promoted dtype and ``out`` receives it when given. An integer tensor raised to a
+    negative integer number raises RuntimeError, as in torch."""
     scalar_base = not isinstance(input, Tensor)
     if scalar_base:
         input = scalar_like(input, exponent)
@@ -414,6 +457,10 @@ def _pow_rule(g, a, e, r):
 
 
 def neg(input, *, out=None):
+    """``-input``, elementwise (torch.neg; ``negative`` is the same function).
+
+    ``input`` is a tensor of any dtype but bool (which raises RuntimeError); the result
+    keeps its shape and dtype, ``out`` receives it when given."""
     if input.dtype is D.bool_:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -432,12 +479,17 @@ negative = neg
 
 
 def maximum(input, other, *, out=None):
-    """Elementwise max; a tie sends half the gradient to each side, as torch does."""
+    """Elementwise maximum of ``input`` and ``other`` (both tensors, broadcast together), in
+    the promoted dtype; NaN propagates. A tie sends half the gradient to each side, as torch
+    does. ``out`` receives the result when given; a number for ``other`` raises TypeError
+    (torch.maximum)."""
     return _out(_minmax(input, other, "maximum", "MaximumBackward0"), out)
 
 
 def minimum(input, other, *, out=None):
-    """Elementwise min; a tie sends half the gradient to each side."""
+    """Elementwise minimum of ``input`` and ``other`` (both tensors, broadcast together), in
+    the promoted dtype; NaN propagates. A tie sends half the gradient to each side. ``out``
+    receives the result when given; a number for ``other`` raises TypeError (torch.minimum)."""
     return _out(_minmax(input, other, "minimum", "MinimumBackward0"), out)
 
 
@@ -461,8 +513,12 @@ def _minmax_rule(g, a, b, is_max):
 
 
 def clamp(input, min=None, max=None, *, out=None):
-    """Clamp into [min, max]; bounds may be numbers or tensors. The gradient passes where
-    min <= input <= max."""
+    """``input`` clamped into ``[min, max]`` (torch.clamp; ``clip`` is the same function).
+
+    ``min`` and ``max`` are numbers or tensors broadcastable to ``input``; either may be
+    None, not both (RuntimeError). The result has the dtype promoted from ``input`` and the
+    bounds; ``out`` receives it when given. The gradient passes where ``min <= input <=
+    max`` and, for tensor bounds, to the bound that was taken."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     dt = input.dtype
@@ -514,15 +570,24 @@ clip = clamp
 
 
 def clamp_min(input, min):
+    """``input`` clamped from below: ``clamp(input, min=min)`` (torch.clamp_min). ``min`` is a
+    number or a tensor broadcastable to ``input``."""
     return clamp(input, min=min)
 
 
 def clamp_max(input, max):
+    """``input`` clamped from above: ``clamp(input, max=max)`` (torch.clamp_max). ``max`` is a
+    number or a tensor broadcastable to ``input``."""
     return clamp(input, max=max)
 
 
 def where(condition, input=None, other=None, *, out=None):
-    """``input`` where ``condition`` else ``other``; with one argument, the nonzero indices."""
+    """``input`` where ``condition`` is True, else ``other`` (torch.where).
+
+    ``condition`` is a bool tensor (another dtype raises RuntimeError); ``input`` and
+    ``other`` are tensors or numbers, broadcast with it; the result has the broadcast shape
+    and the promoted dtype, and ``out`` receives it when given. With ``condition`` alone it
+    is ``nonzero(condition, as_tuple=True)``: a tuple of int64 index tensors, one per dim."""
     if input is None and other is None:
         from .indexing import nonzero
         return nonzero(condition, as_tuple=True)
@@ -565,15 +630,26 @@ def _where_rule(g, cond):
 
 
 def lerp(input, end, weight):
-    """input + weight * (end - input)."""
+    """Linear interpolation ``input + weight * (end - input)`` (torch.lerp).
+
+    ``input`` and ``end`` are tensors, ``weight`` a number or a tensor; all broadcast
+    together and the result has the promoted dtype."""
     return input + weight * (end - input)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 * tensor2``, elementwise with broadcasting (torch.addcmul).
+
+    ``input``, ``tensor1`` and ``tensor2`` are tensors, ``value`` a number; the result has
+    the broadcast shape and the promoted dtype, ``out`` receives it when given."""
     return input + value * tensor1 * tensor2
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 / tensor2``, elementwise with broadcasting (torch.addcdiv).
+
+    ``input``, ``tensor1`` and ``tensor2`` are tensors, ``value`` a number; the division is
+    true division, so the result has a floating dtype; ``out`` receives it when given."""
     return input + value * tensor1 / tensor2
 
 
@@ -584,26 +660,54 @@ def _compare(a, b, fname):
     return wrap(_binary(a, b, lambda xp, x, y: getattr(xp, fname)(x, y), dt), D.bool_)
 
 
-def eq(input, other): return _compare(input, other, "equal")
-def ne(input, other): return _compare(input, other, "not_equal")
-def lt(input, other): return _compare(input, other, "less")
-def le(input, other): return _compare(input, other, "less_equal")
-def gt(input, other): return _compare(input, other, "greater")
-def ge(input, other): return _compare(input, other, "greater_equal")
+def eq(input, other):
+    """``input == other`` elementwise, as a bool tensor of the broadcast shape (torch.eq).
+    ``input`` is a tensor, ``other`` a tensor or a number; they are compared in their
+    promoted dtype. ``out`` receives the result when given."""
+    return _compare(input, other, "equal")
+def ne(input, other):
+    """``input != other`` elementwise, as a bool tensor of the broadcast shape (torch.ne;
+    ``not_equal`` is the same function). ``input`` is a tensor, ``other`` a tensor or a
+    number, compared in their promoted dtype. ``out`` receives the result when given."""
+    return _compare(input, other, "not_equal")
+def lt(input, other):
+    """``input < other`` elementwise, as a bool tensor of the broadcast shape (torch.lt;
+    ``less`` is the same function). ``input`` is a tensor, ``other`` a tensor or a number,
+    compared in their promoted dtype. ``out`` receives the result when given."""
+    return _compare(input, other, "less")
+def le(input, other):
+    """``input <= other`` elementwise, as a bool tensor of the broadcast shape (torch.le;
+    ``less_equal`` is the same function). ``input`` is a tensor, ``other`` a tensor or a
+    number, compared in their promoted dtype. ``out`` receives the result when given."""
+    return _compare(input, other, "less_equal")
+def gt(input, other):
+    """``input > other`` elementwise, as a bool tensor of the broadcast shape (torch.gt;
+    ``greater`` is the same function). ``input`` is a tensor, ``other`` a tensor or a
+    number, compared in their promoted dtype. ``out`` receives the result when given."""
+    return _compare(input, other, "greater")
+def ge(input, other):
+    """``input >= other`` elementwise, as a bool tensor of the broadcast shape (torch.ge;
+    ``greater_equal`` is the same function). ``input`` is a tensor, ``other`` a tensor or a
+    number, compared in their promoted dtype. ``out`` receives the result when given."""
+    return _compare(input, other, "greater_equal")
 
 
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 
 def equal(input, other) -> bool:
-    """True when both tensors have the same shape and values."""
+    """True when tensors ``input`` and ``other`` have the same shape and equal values (a Python
+    bool; NaN is never equal to itself) (torch.equal)."""
     return input.shape == other.shape and bool(be(input).xp.all(eq(input, other)._data))
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """Elementwise ``|input - other| <= atol + rtol * |other|`` as a bool tensor (broadcast);
-    an infinity is close only to itself, NaN only to NaN and only with ``equal_nan``.
-    Raises RuntimeError when the dtypes differ (torch.isclose)."""
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` as a bool tensor of the
+    broadcast shape (torch.isclose).
+
+    ``input`` and ``other`` are tensors of one dtype (different dtypes raise RuntimeError);
+    ``rtol`` and ``atol`` are the relative and absolute tolerances. An infinity is close
+    only to itself; NaN is close to NaN only with ``equal_nan``."""
     if input.dtype is not other.dtype:
         raise RuntimeError(f"{_name(input.dtype)} did not match {_name(other.dtype)}")
     b = be(input)
@@ -621,7 +725,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    """True when every element of ``input`` is close to ``other`` (see isclose)."""
+    """True when every element of ``input`` is close to ``other`` (a Python bool), with
+    ``rtol``, ``atol`` and ``equal_nan`` as in ``isclose`` (torch.allclose)."""
     return bool(be(input).xp.all(isclose(input, other, rtol, atol, equal_nan)._data))
 
 
@@ -637,12 +742,24 @@ def _truth(x, xp):
     return xp.asarray(builtins.bool(x))
 
 
-def logical_and(input, other): return _logical(input, other, "logical_and")
-def logical_or(input, other): return _logical(input, other, "logical_or")
-def logical_xor(input, other): return _logical(input, other, "logical_xor")
+def logical_and(input, other):
+    """Elementwise logical and of ``input`` and ``other`` (nonzero is True), as a bool tensor
+    of the broadcast shape (torch.logical_and). ``out`` receives the result when given."""
+    return _logical(input, other, "logical_and")
+def logical_or(input, other):
+    """Elementwise logical or of ``input`` and ``other`` (nonzero is True), as a bool tensor of
+    the broadcast shape (torch.logical_or). ``out`` receives the result when given."""
+    return _logical(input, other, "logical_or")
+def logical_xor(input, other):
+    """Elementwise logical exclusive or of ``input`` and ``other`` (nonzero is True), as a bool
+    tensor of the broadcast shape (torch.logical_xor). ``out`` receives the result when
+    given."""
+    return _logical(input, other, "logical_xor")
 
 
 def logical_not(input):
+    """Elementwise logical not of ``input`` (zero becomes True), as a bool tensor of its shape
+    (torch.logical_not). ``out`` receives the result when given."""
     xp = be(input).xp
     return wrap(xp.logical_not(_truth(input, xp)), D.bool_)
 
@@ -654,12 +771,27 @@ def _bitwise(a, b, fname):
     return wrap(_binary(a, b, lambda xp, x, y: getattr(xp, fname)(x, y), dt), dt)
 
 
-def bitwise_and(input, other): return _bitwise(input, other, "bitwise_and")
-def bitwise_or(input, other): return _bitwise(input, other, "bitwise_or")
-def bitwise_xor(input, other): return _bitwise(input, other, "bitwise_xor")
+def bitwise_and(input, other):
+    """Elementwise bitwise and (``&``) of integer or bool ``input`` and ``other``, broadcast,
+    in their promoted dtype (torch.bitwise_and). Floating dtypes raise RuntimeError. ``out``
+    receives the result when given."""
+    return _bitwise(input, other, "bitwise_and")
+def bitwise_or(input, other):
+    """Elementwise bitwise or (``|``) of integer or bool ``input`` and ``other``, broadcast, in
+    their promoted dtype (torch.bitwise_or). Floating dtypes raise RuntimeError. ``out``
+    receives the result when given."""
+    return _bitwise(input, other, "bitwise_or")
+def bitwise_xor(input, other):
+    """Elementwise bitwise exclusive or (``^``) of integer or bool ``input`` and ``other``,
+    broadcast, in their promoted dtype (torch.bitwise_xor). Floating dtypes raise
+    RuntimeError. ``out`` receives the result when given."""
+    return _bitwise(input, other, "bitwise_xor")
 
 
 def bitwise_not(input):
+    """Elementwise bitwise not (``~``) of an integer or bool tensor ``input``, in its dtype
+    (bool is logical not) (torch.bitwise_not). Floating dtypes raise TypeError. ``out``
+    receives the result when given."""
     if input.dtype._category >= 2:
         raise TypeError(f"bitwise_not is only supported for integer and boolean tensors, got {input.dtype}")
     xp = be(input).xp
@@ -667,23 +799,33 @@ def bitwise_not(input):
     return wrap(fn(input._data), input.dtype)
 
 
-def isnan(input): return _make(be(input).xp.isnan(input._data), D.bool_)
-def isinf(input): return _make(be(input).xp.isinf(input._data), D.bool_)
-def isfinite(input): return _make(be(input).xp.isfinite(input._data), D.bool_)
+def isnan(input):
+    """True where ``input`` is NaN: a bool tensor of its shape (torch.isnan)."""
+    return _make(be(input).xp.isnan(input._data), D.bool_)
+def isinf(input):
+    """True where ``input`` is +inf or -inf: a bool tensor of its shape (torch.isinf)."""
+    return _make(be(input).xp.isinf(input._data), D.bool_)
+def isfinite(input):
+    """True where ``input`` is neither infinite nor NaN: a bool tensor of its shape
+    (torch.isfinite)."""
+    return _make(be(input).xp.isfinite(input._data), D.bool_)
 
 
 def isposinf(input):
-    """True where the element is +inf."""
+    """True where ``input`` is +inf: a bool tensor of its shape (torch.isposinf). ``out``
+    receives the result when given."""
     return _make(be(input).xp.isinf(input._data) & (input._data > 0), D.bool_)
 
 
 def isneginf(input):
-    """True where the element is -inf."""
+    """True where ``input`` is -inf: a bool tensor of its shape (torch.isneginf). ``out``
+    receives the result when given."""
     return _make(be(input).xp.isinf(input._data) & (input._data < 0), D.bool_)
 
 
 def isreal(input):
-    """True where the element has no imaginary part (everywhere for real dtypes)."""
+    """True where ``input`` has a zero imaginary part (everywhere for real dtypes): a bool
+    tensor of its shape (torch.isreal)."""
     xp = be(input).xp
     if input.dtype.is_complex:
         return _make(xp.imag(input._data) == 0, D.bool_)
@@ -691,12 +833,16 @@ def isreal(input):
 
 
 def bitwise_left_shift(input, other):
-    """input * 2**other for integer tensors (torch.bitwise_left_shift)."""
+    """``input`` shifted left by ``other`` bits (``input * 2**other``) for integer tensors or
+    numbers, broadcast, in their promoted dtype (torch.bitwise_left_shift). Floating dtypes
+    raise RuntimeError."""
     return _bitwise(input, other, "bitwise_left_shift")
 
 
 def bitwise_right_shift(input, other):
-    """input // 2**other for integer tensors, arithmetic for signed ones."""
+    """``input`` shifted right by ``other`` bits (``input // 2**other``, arithmetic for signed
+    dtypes) for integer tensors or numbers, broadcast, in their promoted dtype
+    (torch.bitwise_right_shift). Floating dtypes raise RuntimeError."""
     return _bitwise(input, other, "bitwise_right_shift")
 
 
@@ -773,7 +919,10 @@ _holomorphic(_exp_rule, _exp2_rule, _log_rule, _log2_rule, _log10_rule, _log1p_r
 
 
 def abs(input, *, out=None):
-    """``|x|``; a complex tensor gives its modulus in the real dtype."""
+    """``|input|`` elementwise (torch.abs; ``absolute`` is the same function).
+
+    Integer dtypes are kept; a complex ``input`` gives its modulus in the matching real
+    dtype (complex64 -> float32). ``out`` receives the result when given."""
     if input.dtype.is_complex:
         from .complex_ops import complex_abs
         return _out(complex_abs(input), out)
@@ -784,38 +933,61 @@ absolute = abs
 
 
 def exp(input, *, out=None):
+    """``e ** input`` elementwise (torch.exp). Integer and bool ``input`` gives the default
+    float dtype; ``out`` receives the result when given."""
     return _unary(input, "exp", "ExpBackward0", _exp_rule, "out", out)
 
 
 def exp2(input, *, out=None):
+    """``2 ** input`` elementwise (torch.exp2, torch.special.exp2). Integer and bool ``input``
+    gives the default float dtype; ``out`` receives the result when given."""
     return _unary(input, "exp2", "Exp2Backward0", _exp2_rule, "out", out)
 
 
 def log(input, *, out=None):
+    """Natural logarithm of ``input`` elementwise: NaN below zero, -inf at zero (torch.log).
+    Integer and bool ``input`` gives the default float dtype; ``out`` receives the result
+    when given."""
     return _unary(input, "log", "LogBackward0", _log_rule, "in", out)
 
 
 def log2(input, *, out=None):
+    """Base-2 logarithm of ``input`` elementwise (torch.log2). Integer and bool ``input`` gives
+    the default float dtype; ``out`` receives the result when given."""
     return _unary(input, "log2", "Log2Backward0", _log2_rule, "in", out)
 
 
 def log10(input, *, out=None):
+    """Base-10 logarithm of ``input`` elementwise (torch.log10). Integer and bool ``input``
+    gives the default float dtype; ``out`` receives the result when given."""
     return _unary(input, "log10", "Log10Backward0", _log10_rule, "in", out)
 
 
 def log1p(input, *, out=None):
+    """``log(1 + input)`` elementwise, accurate for small ``input`` (torch.log1p,
+    torch.special.log1p). Integer and bool ``input`` gives the default float dtype; ``out``
+    receives the result when given."""
     return _unary(input, "log1p", "Log1PBackward0", _log1p_rule, "in", out)
 
 
 def expm1(input, *, out=None):
+    """``exp(input) - 1`` elementwise, accurate for small ``input`` (torch.expm1,
+    torch.special.expm1). Integer and bool ``input`` gives the default float dtype; ``out``
+    receives the result when given."""
     return _unary(input, "expm1", "Expm1Backward0", _expm1_rule, "out", out)
 
 
 def sqrt(input, *, out=None):
+    """Square root of ``input`` elementwise: NaN below zero for real dtypes (torch.sqrt).
+    Integer and bool ``input`` gives the default float dtype; ``out`` receives the result
+    when given."""
     return _unary(input, "sqrt", "SqrtBackward0", _sqrt_rule, "out", out)
 
 
 def rsqrt(input, *, out=None):
+    """``1 / sqrt(input)`` elementwise: inf at zero, NaN below it for real dtypes
+    (torch.rsqrt). Integer and bool ``input`` gives the default float dtype; ``out``
+    receives the result when given."""
     dt = input.dtype if input.dtype._category >= 2 else _float_default()
     bk = be(input)
     xp = bk.xp
@@ -826,18 +998,27 @@ def rsqrt(input, *, out=None):
 
 
 def sin(input, *, out=None):
+    """Sine of ``input`` (radians) elementwise (torch.sin). Integer and bool ``input`` gives
+    the default float dtype; ``out`` receives the result when given."""
     return _unary(input, "sin", "SinBackward0", _sin_rule, "in", out)
 
 
 def cos(input, *, out=None):
+    """Cosine of ``input`` (radians) elementwise (torch.cos). Integer and bool ``input`` gives
+    the default float dtype; ``out`` receives the result when given."""
     return _unary(input, "cos", "CosBackward0", _cos_rule, "in", out)
 
 
 def tan(input, *, out=None):
+    """Tangent of ``input`` (radians) elementwise (torch.tan). Integer and bool ``input`` gives
+    the default float dtype; ``out`` receives the result when given."""
     return _unary(input, "tan", "TanBackward0", _tan_rule, "out", out)
 
 
 def tanh(input, *, out=None):
+    """Hyperbolic tangent of ``input`` elementwise, in (-1, 1) for real inputs (torch.tanh).
+    Integer and bool ``input`` gives the default float dtype; ``out`` receives the result
+    when given."""
     if out is None and input.dtype in _PLAIN_FLOATS and _big(input._data) and kernels.accepts(input._data):
         r = _make(kernels.activation.tanh(input._data), input.dtype)  # one pass, over the threads
         if _STATE.enabled and input._requires_grad:
@@ -847,6 +1028,9 @@ def tanh(input, *, out=None):
 
 
 def sigmoid(input, *, out=None):
+    """The logistic function ``1 / (1 + exp(-input))`` elementwise, computed without overflow
+    (torch.sigmoid, torch.special.expit). Integer and bool ``input`` gives the default float
+    dtype; ``out`` receives the result when given."""
     dt = input.dtype if input.dtype._category >= 2 else _float_default()
     if dt in _PLAIN_FLOATS and input.dtype is dt and _big(input._data) and kernels.accepts(input._data):
         r = _make(kernels.activation.sigmoid(input._data), dt)  # one pass, over the threads
@@ -867,7 +1051,8 @@ def sigmoid(input, *, out=None):
 
 
 def relu(input):
-    """max(input, 0); the gradient is 1 where the result is positive."""
+    """``max(input, 0)`` elementwise, in ``input``'s shape and dtype; the gradient is 1 where
+    the result is positive, 0 elsewhere (torch.relu)."""
     x = input._data
     if input.dtype in _PLAIN_FLOATS and _big(x) and kernels.accepts(x):
         r = _make(kernels.activation.relu(x), input.dtype)  # one pass over the threads
@@ -890,6 +1075,8 @@ def _relu_rule(g, r):
 
 
 def sign(input, *, out=None):
+    """The sign of ``input`` elementwise: -1, 0 or 1 in its dtype (torch.sign). The gradient is
+    zero. ``out`` receives the result when given."""
     r = wrap(be(input).xp.sign(input._data), input.dtype)
     if needs_grad(input):
         record("SignBackward0", lambda g: g * 0, (input,), r)
@@ -905,7 +1092,8 @@ def _rounding(fname, node):
             record(node, lambda g: g * 0, (input,), r)
         return _out(r, out)
     op.__name__ = fname
-    op.__doc__ = f"Elementwise {fname}; its gradient is zero."
+    op.__doc__ = (f"Elementwise {fname} of ``input`` (torch.{fname}), in its shape and dtype; integer tensors "
+                  "come back unchanged (a copy). ``out`` receives the result when given. The gradient is zero.")
     return op
 
 
@@ -916,7 +1104,12 @@ fix = trunc
 
 
 def round(input, *, decimals=0, out=None):
-    """Round half to even, as torch.round (and numpy.round) do."""
+    """``input`` rounded to ``decimals`` decimal places, halves to even (torch.round,
+    torch.special.round).
+
+    ``decimals`` is an int (negative rounds to tens, hundreds, ...); the result keeps the
+    shape and dtype, integer tensors come back unchanged (a copy). ``out`` receives the
+    result when given. The gradient is zero."""
     if input.dtype._category < 2:
         return input.clone()
     xp = be(input).xp
@@ -932,14 +1125,21 @@ def round(input, *, decimals=0, out=None):
 
 
 def square(input, *, out=None):
+    """``input * input`` elementwise (torch.square). A bool ``input`` gives int64; other dtypes
+    are kept. ``out`` receives the result when given."""
     return pow(input, 2, out=out) if input.dtype is not D.bool_ else input.to(D.int64) * input.to(D.int64)
 
 
 def reciprocal(input, *, out=None):
+    """``1 / input`` elementwise (torch.reciprocal). Integer and bool ``input`` gives the
+    default float dtype; ``out`` receives the result when given."""
     return _unary(input, "reciprocal", "ReciprocalBackward0", _reciprocal_rule, "out", out)
 
 
 def erf(input, *, out=None):
+    """The error function ``2/sqrt(pi) * integral_0^x exp(-t**2) dt`` of ``input`` elementwise
+    (torch.erf, torch.special.erf). Integer and bool ``input`` gives the default float
+    dtype; ``out`` receives the result when given."""
     dt = input.dtype if input.dtype._category >= 2 else _float_default()
     bk = be(input)
     r = wrap(bk.special.erf(operand(input, dt, bk)), dt)
@@ -949,6 +1149,12 @@ def erf(input, *, out=None):
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """``input`` with NaN, +inf and -inf replaced by finite numbers (torch.nan_to_num).
+
+    ``nan`` replaces NaN (default 0); ``posinf`` and ``neginf`` replace the infinities
+    (default: the largest and the lowest finite value of ``input``'s dtype). The result
+    keeps the shape and dtype; ``out`` receives it when given. The gradient is zero where
+    ``input`` was not finite."""
     r = wrap(be(input).nan_to_num(input._data, nan, posinf, neginf), input.dtype)
     if needs_grad(input):
         record("NanToNumBackward0", lambda g, x: where(isfinite(x), g, 0.0), (input,), r, (input,))
@@ -958,9 +1164,10 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 # ---- copies and in-place forms -----------------------------------------------------
 
 def clone(input, *, memory_format=None):
-    """A copy with its own memory; differentiable (CloneBackward0). By default
-    (``preserve_format``) a dense tensor keeps its strides (a channels-last tensor stays
-    channels-last), as torch's; ``memory_format`` asks for a layout."""
+    """A copy of ``input`` with its own memory; differentiable (CloneBackward0) (torch.clone).
+
+    By default (``preserve_format``) a dense tensor keeps its strides (a channels-last
+    tensor stays channels-last), as torch's; ``memory_format`` asks for a layout."""
     data = input._data
     if memory_format is not None and memory_format.name != "preserve_format":
         from .._memory_format import to_format

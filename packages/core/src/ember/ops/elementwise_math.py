@@ -61,39 +61,56 @@ def _cosh_rule(g, x): return g * sinh(x)
 
 
 def asin(input, *, out=None):
-    """Inverse sine, elementwise (nan outside [-1, 1])."""
+    """Inverse sine of ``input`` elementwise, in [-pi/2, pi/2]; NaN outside [-1, 1]
+    (torch.asin; ``arcsin`` is the same function). Integer and bool ``input`` gives the
+    default float dtype; ``out`` receives the result when given."""
     return _unary(input, "asin", "AsinBackward0", _asin_rule, "in", out)
 
 
 def acos(input, *, out=None):
-    """Inverse cosine, elementwise (nan outside [-1, 1])."""
+    """Inverse cosine of ``input`` elementwise, in [0, pi]; NaN outside [-1, 1] (torch.acos;
+    ``arccos`` is the same function). Integer and bool ``input`` gives the default float
+    dtype; ``out`` receives the result when given."""
     return _unary(input, "acos", "AcosBackward0", _acos_rule, "in", out)
 
 
 def atan(input, *, out=None):
-    """Inverse tangent, elementwise, in (-pi/2, pi/2)."""
+    """Inverse tangent of ``input`` elementwise, in (-pi/2, pi/2) (torch.atan; ``arctan`` is
+    the same function). Integer and bool ``input`` gives the default float dtype; ``out``
+    receives the result when given."""
     return _unary(input, "atan", "AtanBackward0", _atan_rule, "in", out)
 
 
 def sinh(input, *, out=None):
+    """Hyperbolic sine of ``input`` elementwise (torch.sinh). Integer and bool ``input`` gives
+    the default float dtype; ``out`` receives the result when given."""
     return _unary(input, "sinh", "SinhBackward0", _sinh_rule, "in", out)
 
 
 def cosh(input, *, out=None):
+    """Hyperbolic cosine of ``input`` elementwise (torch.cosh). Integer and bool ``input``
+    gives the default float dtype; ``out`` receives the result when given."""
     return _unary(input, "cosh", "CoshBackward0", _cosh_rule, "in", out)
 
 
 def asinh(input, *, out=None):
+    """Inverse hyperbolic sine of ``input`` elementwise (torch.asinh; ``arcsinh`` is the same
+    function). Integer and bool ``input`` gives the default float dtype; ``out`` receives
+    the result when given."""
     return _unary(input, "asinh", "AsinhBackward0", _asinh_rule, "in", out)
 
 
 def acosh(input, *, out=None):
-    """Inverse hyperbolic cosine (nan below 1)."""
+    """Inverse hyperbolic cosine of ``input`` elementwise; NaN below 1 (torch.acosh;
+    ``arccosh`` is the same function). Integer and bool ``input`` gives the default float
+    dtype; ``out`` receives the result when given."""
     return _unary(input, "acosh", "AcoshBackward0", _acosh_rule, "in", out)
 
 
 def atanh(input, *, out=None):
-    """Inverse hyperbolic tangent (nan outside [-1, 1], +-inf at +-1)."""
+    """Inverse hyperbolic tangent of ``input`` elementwise; NaN outside [-1, 1], +-inf at +-1
+    (torch.atanh; ``arctanh`` is the same function). Integer and bool ``input`` gives the
+    default float dtype; ``out`` receives the result when given."""
     return _unary(input, "atanh", "AtanhBackward0", _atanh_rule, "in", out)
 
 
@@ -113,23 +130,31 @@ def _digamma_rule(g, x): return g * polygamma(1, x)
 
 
 def erfc(input, *, out=None):
-    """Complementary error function 1 - erf(x), accurate where erf(x) is near 1."""
+    """The complementary error function ``1 - erf(input)`` elementwise, accurate where erf is
+    near 1 (torch.erfc, torch.special.erfc). Integer and bool ``input`` gives the default
+    float dtype; ``out`` receives the result when given."""
     return _special(input, "erfc", "ErfcBackward0", _erfc_rule, "in", out=out)
 
 
 def erfinv(input, *, out=None):
-    """Inverse error function on [-1, 1] (+-inf at +-1, nan outside)."""
+    """The inverse error function of ``input`` elementwise: +-inf at +-1, NaN outside [-1, 1]
+    (torch.erfinv, torch.special.erfinv). Integer and bool ``input`` gives the default float
+    dtype; ``out`` receives the result when given."""
     return _special(input, "erfinv", "ErfinvBackward0", _erfinv_rule, "out", out=out)
 
 
 def lgamma(input, *, out=None):
-    """log|Gamma(x)|, elementwise (torch.lgamma, scipy's gammaln)."""
+    """``log|Gamma(input)|`` elementwise; +inf at the poles 0, -1, -2, ... (torch.lgamma,
+    torch.special.gammaln; scipy's gammaln). Integer and bool ``input`` gives the default
+    float dtype; ``out`` receives the result when given."""
     return _special(input, "gammaln", "LgammaBackward0", _lgamma_rule, "in", out=out)
 
 
 def digamma(input, *, out=None):
-    """The logarithmic derivative of Gamma; -inf at 0 and nan at negative integers, as
-    torch (scipy.special.psi gives nan at 0)."""
+    """The digamma function ``Gamma'(x) / Gamma(x)`` of ``input`` elementwise; -inf at 0 and
+    NaN at the negative integers, as torch (scipy.special.psi gives NaN at 0)
+    (torch.digamma, torch.special.digamma and psi). Integer and bool ``input`` gives the
+    default float dtype; ``out`` receives the result when given."""
     dt = _float_dtype(input)
     bk = be(input)
     x = operand(input, dt, bk)
@@ -140,7 +165,12 @@ def digamma(input, *, out=None):
 
 
 def polygamma(n, input, *, out=None):
-    """The ``n``-th derivative of digamma (n >= 0)."""
+    """The ``n``-th derivative of digamma at ``input``, elementwise (torch.polygamma,
+    torch.special.polygamma).
+
+    ``n`` is a non-negative int (a negative or fractional one raises RuntimeError); ``n =
+    0`` is ``digamma``. Integer and bool ``input`` gives the default float dtype; ``out``
+    receives the result when given."""
     if int(n) != n or n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     n = int(n)
@@ -159,7 +189,9 @@ def _polygamma_rule(g, x, n):
 
 
 def i0(input, *, out=None):
-    """The modified Bessel function of the first kind, order 0."""
+    """The modified Bessel function of the first kind, order 0, of ``input`` elementwise
+    (torch.i0, torch.special.i0). Integer and bool ``input`` gives the default float dtype;
+    ``out`` receives the result when given."""
     return _special(input, "i0", "I0Backward0", _i0_rule, "in", out=out)
 
 
@@ -169,7 +201,9 @@ def _i0_rule(g, x):
 
 
 def sinc(input, *, out=None):
-    """The normalized sinc sin(pi x) / (pi x), 1 at 0."""
+    """The normalized sinc ``sin(pi x) / (pi x)`` of ``input`` elementwise, 1 at 0 (torch.sinc,
+    torch.special.sinc). Integer and bool ``input`` gives the default float dtype; ``out``
+    receives the result when given."""
     dt = _float_dtype(input)
     bk = be(input)
     r = wrap(bk.xp.sinc(operand(input, dt, bk)) if hasattr(bk.xp, "sinc") else _sinc_array(bk.xp, input, dt, bk), dt)
@@ -192,8 +226,12 @@ def _sinc_rule(g, x, r):
 
 
 def logit(input, eps=None, *, out=None):
-    """log(p / (1 - p)), with ``p`` clamped into [eps, 1 - eps] when ``eps`` is given; the
-    gradient is zero where the clamp bites (torch.logit)."""
+    """``log(p / (1 - p))`` of ``input`` elementwise, with ``p`` clamped into ``[eps, 1 -
+    eps]`` when ``eps`` is given (torch.logit, torch.special.logit).
+
+    Without ``eps``, 0 and 1 give -inf and +inf and values outside [0, 1] NaN; the gradient
+    is zero where the clamp bites. Integer and bool ``input`` gives the default float dtype;
+    ``out`` receives the result when given."""
     dt = _float_dtype(input)
     bk = be(input)
     xp = bk.xp
@@ -222,7 +260,9 @@ def _zero_rule(g): return g * 0
 
 
 def frac(input, *, out=None):
-    """x - trunc(x), keeping the sign of x."""
+    """The fractional part ``input - trunc(input)`` elementwise, with the sign of ``input``
+    (torch.frac). Floating dtypes only: an integer tensor raises RuntimeError. ``out``
+    receives the result when given."""
     if input.dtype._category < 2:
         raise RuntimeError(f"\"frac_cpu\" not implemented for '{_type_name(input.dtype)}'")
     xp = be(input).xp
@@ -233,7 +273,9 @@ def frac(input, *, out=None):
 
 
 def sgn(input, *, out=None):
-    """sign(x) for real x (x / ``|x|`` for complex); its gradient is zero for real inputs."""
+    """The sign of ``input`` elementwise: ``sign`` for real dtypes, ``x / |x|`` (0 at 0) for
+    complex ones (torch.sgn). The shape and dtype are kept; ``out`` receives the result when
+    given. The gradient is zero for real inputs."""
     from .elementwise import sign
     if input.dtype.is_complex:
         xp = be(input).xp
@@ -244,12 +286,16 @@ def sgn(input, *, out=None):
 
 
 def deg2rad(input, *, out=None):
-    """Degrees to radians (x * pi / 180)."""
+    """``input`` converted from degrees to radians (``input * pi / 180``) (torch.deg2rad).
+    Integer and bool ``input`` gives the default float dtype; ``out`` receives the result
+    when given."""
     return _scaled(input, math.pi / 180, "Deg2RadBackward0", out)
 
 
 def rad2deg(input, *, out=None):
-    """Radians to degrees (x * 180 / pi)."""
+    """``input`` converted from radians to degrees (``input * 180 / pi``) (torch.rad2deg).
+    Integer and bool ``input`` gives the default float dtype; ``out`` receives the result
+    when given."""
     return _scaled(input, 180 / math.pi, "Rad2DegBackward0", out)
 
 
@@ -267,13 +313,15 @@ def _scale_rule(g, factor): return g * factor
 
 
 def mvlgamma(input, p):
-    """The multivariate log-gamma function (alias of ember.special.multigammaln)."""
+    """The multivariate log-gamma function of dimension ``p`` at ``input`` (torch.mvlgamma, the
+    same as ember.special.multigammaln); every element of ``input`` must exceed ``(p - 1) /
+    2``."""
     from ..special import multigammaln
     return multigammaln(input, p)
 
 
 def positive(input):
-    """The input itself (torch.positive); RuntimeError for bool tensors."""
+    """``input`` itself (torch.positive, unary ``+``); a bool tensor raises TypeError."""
     if input.dtype is D.bool_:
         raise TypeError("The `+` operator, on a bool tensor is not supported.")
     return input
@@ -289,7 +337,11 @@ def _float_binary(a, b, array_fn):
 
 
 def atan2(input, other, *, out=None):
-    """The angle of the point (other, input): atan(input / other) in the right quadrant."""
+    """The angle of the point ``(other, input)`` in radians, in [-pi, pi]: ``atan(input /
+    other)`` in the right quadrant (torch.atan2; ``arctan2`` is the same function).
+
+    ``input`` and ``other`` are tensors or numbers, broadcast together; integer and bool
+    operands give the default float dtype. ``out`` receives the result when given."""
     r, _ = _float_binary(input, other, lambda xp, y, x: xp.atan2(y, x))
     if needs_grad(input, other):
         record("Atan2Backward0", _atan2_rule, (input, other), r, (input, other))
@@ -305,7 +357,9 @@ arctan2 = atan2
 
 
 def hypot(input, other, *, out=None):
-    """sqrt(input^2 + other^2) without overflow in the squares."""
+    """``sqrt(input**2 + other**2)`` elementwise, without overflow in the squares
+    (torch.hypot). ``input`` and ``other`` broadcast together; integer operands give the
+    default float dtype. ``out`` receives the result when given."""
     r, _ = _float_binary(input, other, lambda xp, a, b: xp.hypot(a, b))
     if needs_grad(input, other):
         record("HypotBackward0", _hypot_rule, (input, other), r, (input, other, r))
@@ -318,7 +372,10 @@ def _hypot_rule(g, a, b, r):
 
 
 def copysign(input, other, *, out=None):
-    """``|input|`` with the sign of ``other`` (a signed zero counts: copysign(1, -0.) = -1)."""
+    """``|input|`` with the sign of ``other`` elementwise, a signed zero counting
+    (``copysign(1, -0.) = -1``) (torch.copysign). ``input`` and ``other`` are tensors or
+    numbers, broadcast together; integer operands give the default float dtype. ``out``
+    receives the result when given."""
     r, _ = _float_binary(input, other, lambda xp, a, b: xp.copysign(a, b))
     if needs_grad(input, other):
         record("CopysignBackward0", _copysign_rule, (input, other), r, (input, r))
@@ -331,7 +388,10 @@ def _copysign_rule(g, a, r):
 
 
 def xlogy(input, other, *, out=None):
-    """input * log(other), 0 where input is 0 (unless other is nan)."""
+    """``input * log(other)`` elementwise, 0 where ``input`` is 0 unless ``other`` is NaN
+    (torch.xlogy, torch.special.xlogy). ``input`` and ``other`` are tensors or numbers,
+    broadcast together; integer operands give the default float dtype. ``out`` receives the
+    result when given."""
     r, _ = _float_binary(input, other, _xlogy_array)
     if needs_grad(input, other):
         record("XlogyBackward0", _xlogy_rule, (input, other), r, (input, other))
@@ -349,7 +409,9 @@ def _xlogy_rule(g, x, y):
 
 
 def logaddexp(input, other, *, out=None):
-    """log(exp(input) + exp(other)) without overflow."""
+    """``log(exp(input) + exp(other))`` elementwise, without overflow (torch.logaddexp).
+    ``input`` and ``other`` broadcast together; integer operands give the default float
+    dtype. ``out`` receives the result when given."""
     r, _ = _float_binary(input, other, lambda xp, a, b: xp.logaddexp(a, b))
     if needs_grad(input, other):
         record("LogaddexpBackward0", _logaddexp_rule, (input, other), r, (input, other, r))
@@ -361,7 +423,9 @@ def _logaddexp_rule(g, a, b, r):
 
 
 def logaddexp2(input, other, *, out=None):
-    """log2(2^input + 2^other) without overflow."""
+    """``log2(2**input + 2**other)`` elementwise, without overflow (torch.logaddexp2).
+    ``input`` and ``other`` broadcast together; integer operands give the default float
+    dtype. ``out`` receives the result when given."""
     r, _ = _float_binary(input, other, lambda xp, a, b: xp.logaddexp2(a, b))
     if needs_grad(input, other):
         record("Logaddexp2Backward0", _logaddexp2_rule, (input, other), r, (input, other, r))
@@ -374,7 +438,10 @@ def _logaddexp2_rule(g, a, b, r):
 
 
 def float_power(input, exponent, *, out=None):
-    """input ** exponent computed in float64 (complex128 for complex operands)."""
+    """``input ** exponent`` computed in float64, or complex128 when an operand is complex
+    (torch.float_power). ``input`` and ``exponent`` are tensors or numbers (one at least a
+    tensor), broadcast together; the result is float64 (complex128) whatever their dtypes.
+    ``out`` receives the result when given."""
     from .conversion import to
     from .elementwise import pow as _pow
     dt = D.complex128 if any(isinstance(v, Tensor) and v.dtype.is_complex for v in (input, exponent)) \

@@ -131,7 +131,10 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     (L's strict lower part and U in one matrix, LAPACK's 1-based int32 pivots, int32
     info > 0 where U has a zero on its diagonal).  ``check_errors`` raises RuntimeError
     for such a matrix; ``pivot=False`` is not available on the CPU (RuntimeError, as
-    torch).  Source: torch.linalg.lu_factor_ex."""
+    torch).  Source: torch.linalg.lu_factor_ex.
+
+    ``A`` is the input ``[*, m, n]``; ``out`` (a tuple of three tensors) receives the result
+    when given."""
     lu_, piv, info = _lu_arrays(A, "linalg.lu_factor", pivot)
     if check_errors:
         _check_lu_info(info, "torch.linalg.lu_factor_ex", A.ndim)
@@ -150,7 +153,11 @@ def _write(result, out, name):
 
 
 def lu_factor(A, *, pivot=True, out=None):
-    """(LU, pivots) as lu_factor_ex; RuntimeError where U has a zero on its diagonal."""
+    """(LU, pivots) as lu_factor_ex; RuntimeError where U has a zero on its diagonal.
+
+    ``A`` ``[*, m, n]`` is factored with partial pivoting (``pivot=False`` raises RuntimeError
+    on the CPU, as torch); ``out`` (a pair of tensors) receives the result when given
+    (torch.linalg.lu_factor)."""
     lu_, piv, info = _lu_arrays(A, "linalg.lu_factor", pivot)
     _check_lu_info(info, "torch.linalg.lu_factor", A.ndim)
     LU, P = back(A, lu_), _int32(A, piv)
@@ -210,7 +217,10 @@ def lu_grad(gL, gU, P, L, U):
 def lu(A, *, pivot=True, out=None):
     """(P, L, U) with A = P L U for each ``[*, m, n]`` matrix: P ``[*, m, m]`` a permutation,
     L ``[*, m, k]`` unit lower triangular, U ``[*, k, n]`` upper triangular (k = min(m, n)).
-    Source: torch.linalg.lu."""
+    Source: torch.linalg.lu.
+
+    ``A`` is the input; ``pivot=False`` raises RuntimeError on the CPU, as torch; ``out`` (a
+    tuple of three tensors) receives the result when given."""
     lu_, piv, _ = _lu_arrays(A, "linalg.lu_factor", pivot)
     import numpy
     m, n = A.shape[-2:]
@@ -234,7 +244,10 @@ def _vector_rhs(A, B):
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """X with A X = B (A^H X = B when ``adjoint``; X A = B when not ``left``) from A's
     lu_factor output; B is ``[*, n, k]`` with batch dims broadcast against LU's.
-    Differentiable in ``LU`` and ``B``.  Source: torch.linalg.lu_solve."""
+    Differentiable in ``LU`` and ``B``.  Source: torch.linalg.lu_solve.
+
+    ``pivots`` are the int32 pivots of ``lu_factor``; ``out`` receives the result when
+    given."""
     import numpy
     check_same_dtype(LU, B, "linalg.lu_solve", "LU", "B")
     if LU.ndim < 2 or LU.shape[-1] != LU.shape[-2]:
@@ -291,7 +304,10 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """(result, info): X with A X = B (X A = B when not ``left``) through A's LU
     factorization, and int32 info > 0 for a singular A (X then holds LAPACK's inf/nan,
     as torch's).  B is ``[*, n, k]`` or a vector ``[*, n]``; batch dims broadcast.
-    ``check_errors`` raises LinAlgError for a singular A.  Source: torch.linalg.solve_ex."""
+    ``check_errors`` raises LinAlgError for a singular A.  Source: torch.linalg.solve_ex.
+
+    ``A`` is ``[*, n, n]``, ``B`` the right-hand side; ``out`` (a pair of tensors) receives the
+    result when given."""
     check_input(A, "linalg.solve")
     check_same_dtype(A, B, "linalg.solve")
     vector = _vector_rhs(A, B)
@@ -340,7 +356,9 @@ def _solve_rule(grads, A, X, left, vector):
 def inv_ex(A, *, check_errors=False, out=None):
     """(inverse, info) of each square matrix through its LU factorization; int32 info > 0
     for a singular matrix (the inverse then holds LAPACK's inf/nan, as torch's).
-    ``check_errors`` raises LinAlgError for one.  Source: torch.linalg.inv_ex."""
+    ``check_errors`` raises LinAlgError for one.  Source: torch.linalg.inv_ex.
+
+    ``A`` is ``[*, n, n]``; ``out`` (a pair of tensors) receives the result when given."""
     check_input(A, "linalg.inv")
     lu_, piv, info = _lapack.getrf(host(A))
     if check_errors:
@@ -367,7 +385,9 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     from its lower triangle (upper, giving U with A = U^H U, when ``upper``); int32
     info > 0 is the order of the first leading minor that is not positive definite (L
     then holds LAPACK's partial factor).  ``check_errors`` raises LinAlgError for such a
-    matrix.  Source: torch.linalg.cholesky_ex."""
+    matrix.  Source: torch.linalg.cholesky_ex.
+
+    ``A`` is ``[*, n, n]``; ``out`` (a pair of tensors) receives the result when given."""
     check_input(A, "linalg.cholesky")
     c, info = _lapack.potrf(host(A), lower=not upper)
     if check_errors:
@@ -409,7 +429,10 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     triangle of each symmetric (Hermitian when ``hermitian``) matrix in LAPACK's compact
     form (sytrf): L below the diagonal of LD, the 1x1 and 2x2 blocks of D on and beside
     it, int32 pivots (negative for 2x2 blocks), info > 0 where D is singular.  No
-    derivative (as torch).  Source: torch.linalg.ldl_factor_ex."""
+    derivative (as torch).  Source: torch.linalg.ldl_factor_ex.
+
+    ``A`` is ``[*, n, n]``; ``check_errors`` raises LinAlgError where D is singular; ``out`` (a
+    tuple of three tensors) receives the result when given."""
     check_input(A, "torch.linalg.ldl_factor_ex")
     ld, piv, info = _lapack.sytrf(host(A), hermitian)
     if check_errors:
@@ -424,7 +447,10 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
 
 
 def ldl_factor(A, *, hermitian=False, out=None):
-    """(LD, pivots) as ldl_factor_ex; RuntimeError where D is singular."""
+    """(LD, pivots) as ldl_factor_ex; RuntimeError where D is singular.
+
+    ``A`` is ``[*, n, n]``, symmetric, or Hermitian when ``hermitian``
+    (torch.linalg.ldl_factor); ``out`` (a pair of tensors) receives the result when given."""
     LD, P, info = ldl_factor_ex(A, hermitian=hermitian)
     bad = _first_failure(host(info))
     if bad is not None:
@@ -435,7 +461,10 @@ def ldl_factor(A, *, hermitian=False, out=None):
 
 def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     """X with A X = B from A's ldl_factor output; B is ``[*, n, k]``, batch dims broadcast.
-    No derivative (as torch).  Source: torch.linalg.ldl_solve."""
+    No derivative (as torch).  Source: torch.linalg.ldl_solve.
+
+    ``LD`` and ``pivots`` are ``ldl_factor``'s output for A ``[*, n, n]``, ``B`` is ``[*, n, k]``;
+    ``hermitian`` must match the factorization; ``out`` receives the result when given."""
     import numpy
     if B.ndim < 2:
         raise IndexError(f"Dimension out of range (expected to be in range of [-{max(B.ndim, 1)}, "

@@ -99,7 +99,13 @@ def _c2c_rule(g, shape_in, dtype_in, dims, norm, forward):
 
 @autocast_op("fp32")
 def fft(input, n=None, dim=-1, norm=None):
-    """The 1-d DFT along ``dim`` (``n`` pads or crops the input first); complex output."""
+    """The 1-d discrete Fourier transform of ``input`` along ``dim`` (torch.fft.fft).
+
+    ``n`` zero-pads or crops ``input`` along ``dim`` to that length first (its size when
+    None). ``norm`` scales the transform: 'backward' (None: none forward, 1/n inverse),
+    'ortho' (1/sqrt(n) both ways) or 'forward' (1/n forward, none inverse). The result is
+    complex (complex64 for float32 and integer inputs, complex128 for float64); float16 is
+    computed in float32."""
     d = _wrap_dim(dim, input.ndim)
     return _c2c(input, (input.shape[d] if n is None else n,), (d,), norm, True, "FftC2CBackward0" if
                 input.dtype.is_complex else "FftR2CBackward0")
@@ -107,32 +113,40 @@ def fft(input, n=None, dim=-1, norm=None):
 
 @autocast_op("fp32")
 def ifft(input, n=None, dim=-1, norm=None):
-    """The inverse 1-d DFT along ``dim``."""
+    """The inverse 1-d discrete Fourier transform of ``input`` along ``dim`` (torch.fft.ifft):
+    ``n`` pads or crops first, ``norm`` as in ``fft``; a complex result."""
     d = _wrap_dim(dim, input.ndim)
     return _c2c(input, (input.shape[d] if n is None else n,), (d,), norm, False, "FftC2CBackward0")
 
 
 @autocast_op("fp32")
 def fftn(input, s=None, dim=None, norm=None):
-    """The n-d DFT over ``dim`` (all dims by default) with sizes ``s``."""
+    """The n-d discrete Fourier transform of ``input`` over ``dim`` (all dims, or the last
+    ``len(s)``, when None) (torch.fft.fftn). ``s`` gives the signal size along each
+    transformed dim (pad or crop; -1 keeps it); ``norm`` as in ``fft``; a complex result."""
     dims, sizes = _axes(input, s, dim, True)
     return _c2c(input, sizes, dims, norm, True, "FftC2CBackward0")
 
 
 @autocast_op("fp32")
 def ifftn(input, s=None, dim=None, norm=None):
+    """The inverse n-d discrete Fourier transform of ``input`` over ``dim`` (torch.fft.ifftn);
+    ``s`` and ``norm`` as in ``fftn``; a complex result."""
     dims, sizes = _axes(input, s, dim, True)
     return _c2c(input, sizes, dims, norm, False, "FftC2CBackward0")
 
 
 @autocast_op("fp32")
 def fft2(input, s=None, dim=(-2, -1), norm=None):
-    """The 2-d DFT over the last two dims."""
+    """The 2-d discrete Fourier transform of ``input`` over ``dim`` (the last two by default):
+    ``fftn(input, s, dim, norm)`` (torch.fft.fft2); ``s`` and ``norm`` as there."""
     return fftn(input, s, dim, norm)
 
 
 @autocast_op("fp32")
 def ifft2(input, s=None, dim=(-2, -1), norm=None):
+    """The inverse 2-d discrete Fourier transform of ``input`` over ``dim`` (the last two by
+    default): ``ifftn(input, s, dim, norm)`` (torch.fft.ifft2); ``s`` and ``norm`` as there."""
     return ifftn(input, s, dim, norm)
 
 
@@ -140,8 +154,9 @@ def ifft2(input, s=None, dim=(-2, -1), norm=None):
 
 @autocast_op("fp32")
 def rfftn(input, s=None, dim=None, norm=None):
-    """The DFT of a real tensor over ``dim``, keeping the n//2 + 1 non-negative
-    frequencies of the last transformed dim."""
+    """The n-d discrete Fourier transform of a real ``input`` over ``dim``, keeping the ``n //
+    2 + 1`` non-negative frequencies of the last transformed dim (torch.fft.rfftn). ``s``
+    and ``norm`` as in ``fftn``; a complex ``input`` raises RuntimeError."""
     if input.dtype.is_complex:
         raise RuntimeError("rfftn expects a real-valued input tensor, but got " + str(input.dtype))
     norm = _norm(norm)
@@ -168,8 +183,10 @@ def _r2c_rule(g, shape_in, dtype_in, dims, sizes, norm):
 
 @autocast_op("fp32")
 def irfftn(input, s=None, dim=None, norm=None):
-    """The inverse of rfftn: a real tensor from the half spectrum (the last transformed
-    dim gets size s[-1], default 2 * (m - 1))."""
+    """The inverse of ``rfftn``: a real tensor from the half spectrum ``input`` over ``dim``
+    (torch.fft.irfftn). The last transformed dim gets size ``s[-1]`` (default ``2 * (m -
+    1)``, m its size in ``input``); ``norm`` as in ``fft``. The result is float32 for
+    complex64 input, float64 for complex128."""
     norm = _norm(norm)
     dims, sizes = _axes(input, s, dim, True)
     if s is None:
@@ -203,46 +220,59 @@ def _c2r_rule(g, shape_in, dtype_in, dims, sizes, norm):
 
 @autocast_op("fp32")
 def rfft(input, n=None, dim=-1, norm=None):
-    """The DFT of a real tensor along ``dim``: the n//2 + 1 non-negative frequencies."""
+    """The discrete Fourier transform of a real ``input`` along ``dim``: the ``n // 2 + 1``
+    non-negative frequencies (torch.fft.rfft). ``n`` pads or crops first; ``norm`` as in
+    ``fft``."""
     d = _wrap_dim(dim, input.ndim)
     return rfftn(input, None if n is None else (n,), (d,), norm)
 
 
 @autocast_op("fp32")
 def irfft(input, n=None, dim=-1, norm=None):
-    """The real inverse of rfft along ``dim`` (output length n, default 2 * (m - 1))."""
+    """The real inverse of ``rfft`` along ``dim`` (torch.fft.irfft): the output length is ``n``
+    (default ``2 * (m - 1)``, m the size of ``input`` along ``dim``); ``norm`` as in
+    ``fft``."""
     d = _wrap_dim(dim, input.ndim)
     return irfftn(input, None if n is None else (n,), (d,), norm)
 
 
 @autocast_op("fp32")
 def rfft2(input, s=None, dim=(-2, -1), norm=None):
+    """The 2-d ``rfftn`` of a real ``input`` over ``dim`` (the last two by default), with ``s``
+    and ``norm`` as there (torch.fft.rfft2)."""
     return rfftn(input, s, dim, norm)
 
 
 @autocast_op("fp32")
 def irfft2(input, s=None, dim=(-2, -1), norm=None):
+    """The 2-d ``irfftn`` of the half spectrum ``input`` over ``dim`` (the last two by
+    default), with ``s`` and ``norm`` as there (torch.fft.irfft2)."""
     return irfftn(input, s, dim, norm)
 
 
 # ---- helpers --------------------------------------------------------------------------
 
 def fftshift(input, dim=None):
-    """Move the zero frequency to the centre (a roll by n // 2 along each dim)."""
+    """``input`` with the zero frequency moved to the centre: a roll by ``n // 2`` along each
+    dim of ``dim`` (an int or a sequence; all dims when None) (torch.fft.fftshift)."""
     from .layout import roll
     dims = tuple(range(input.ndim)) if dim is None else ((dim,) if isinstance(dim, int) else tuple(dim))
     return roll(input, tuple(input.shape[d] // 2 for d in dims), dims)
 
 
 def ifftshift(input, dim=None):
-    """The inverse of fftshift (a roll by -(n // 2))."""
+    """The inverse of ``fftshift``: ``input`` rolled by ``-(n // 2)`` along each dim of ``dim``
+    (all when None) (torch.fft.ifftshift)."""
     from .layout import roll
     dims = tuple(range(input.ndim)) if dim is None else ((dim,) if isinstance(dim, int) else tuple(dim))
     return roll(input, tuple(-(input.shape[d] // 2) for d in dims), dims)
 
 
 def fftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False):
-    """The sample frequencies of an n-point DFT with sample spacing ``d``."""
+    """The sample frequencies of an ``n``-point DFT with sample spacing ``d``, as a 1-d tensor
+    ``[0, 1, ..., n//2 - 1 (or (n-1)//2), -(n//2), ..., -1] / (d * n)`` (torch.fft.fftfreq).
+    ``dtype`` defaults to the default dtype; ``requires_grad`` makes it a leaf that records
+    gradients; ``device`` is accepted (the result is on the CPU)."""
     import numpy
 
     from .creation import tensor
@@ -250,7 +280,9 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False):
 
 
 def rfftfreq(n, d=1.0, *, dtype=None, device=None, requires_grad=False):
-    """The non-negative sample frequencies of an n-point rfft."""
+    """The non-negative sample frequencies ``[0, 1, ..., n // 2] / (d * n)`` of an ``n``-point
+    rfft with sample spacing ``d`` (torch.fft.rfftfreq); ``dtype``, ``device`` and
+    ``requires_grad`` as in ``fftfreq``."""
     import numpy
 
     from .creation import tensor

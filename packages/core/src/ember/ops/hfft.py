@@ -21,9 +21,13 @@ __all__ = ["hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn"]
 
 @autocast_op("fp32")
 def hfftn(input, s=None, dim=None, norm=None, *, out=None):
-    """The real n-d spectrum [..., s[-1]] of the Hermitian signal whose half (the
-    non-negative frequencies of the last dim) is ``input``; the last dim's size
-    defaults to 2 * (m - 1).  Source: torch.fft.hfftn."""
+    """The real n-d spectrum of the Hermitian signal whose half (the non-negative frequencies
+    of the last transformed dim) is ``input``, over ``dim`` (all dims when None)
+    (torch.fft.hfftn).
+
+    ``s`` gives the signal size along each dim of ``dim``; the last one defaults to ``2 * (m
+    - 1)``, m its size in ``input``. ``norm`` scales the transform as in ``fft``; ``out``
+    receives the result when given."""
     from .complex_ops import conj
     norm = _norm(norm)
     dims, sizes = _axes(input, s, dim, True)
@@ -36,8 +40,10 @@ def hfftn(input, s=None, dim=None, norm=None, *, out=None):
 
 @autocast_op("fp32")
 def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
-    """The one-sided half [..., s[-1] // 2 + 1] of the inverse n-d DFT of a real signal
-    (the inverse of hfftn).  Source: torch.fft.ihfftn."""
+    """The one-sided half [..., s[-1] // 2 + 1] of the inverse n-d DFT of a real ``input`` over
+    ``dim`` (all dims when None): the inverse of ``hfftn`` (torch.fft.ihfftn). ``s`` gives
+    the signal sizes; a complex ``input`` raises RuntimeError. ``norm`` scales the transform
+    as in ``fft``; ``out`` receives the result when given."""
     from .complex_ops import conj
     if input.dtype.is_complex:
         raise RuntimeError(f"ihfftn expects a real-valued input tensor, but got {_type_name(input.dtype)}")
@@ -58,16 +64,19 @@ def _out(result, out):
 
 @autocast_op("fp32")
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
-    """The real spectrum (length n, default 2 * (m - 1)) of the Hermitian 1-d signal
-    whose half along ``dim`` is ``input``.  Source: torch.fft.hfft."""
+    """The real spectrum (length ``n``, default ``2 * (m - 1)``) of the Hermitian 1-d signal
+    whose half along ``dim`` is ``input`` (torch.fft.hfft). ``norm`` scales the transform as
+    in ``fft``; ``out`` receives the result when given."""
     d = _wrap_dim(dim, input.ndim)
     return hfftn(input, None if n is None else (n,), (d,), norm, out=out)
 
 
 @autocast_op("fp32")
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
-    """The n // 2 + 1 non-negative frequencies of the inverse DFT of a real signal along
-    ``dim``.  Source: torch.fft.ihfft."""
+    """The ``n // 2 + 1`` non-negative frequencies of the inverse DFT of a real ``input`` along
+    ``dim``, ``n`` padding or cropping it first (torch.fft.ihfft); a complex ``input``
+    raises RuntimeError. ``norm`` scales the transform as in ``fft``; ``out`` receives the
+    result when given."""
     if input.dtype.is_complex:
         raise RuntimeError(f"ihfft expects a real input tensor, but got {_type_name(input.dtype)}")
     d = _wrap_dim(dim, input.ndim)
@@ -76,11 +85,15 @@ def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
 
 @autocast_op("fp32")
 def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
-    """hfftn over the last two dims.  Source: torch.fft.hfft2."""
+    """``hfftn`` of ``input`` over ``dim`` (the last two by default), ``s`` as there
+    (torch.fft.hfft2). ``norm`` scales the transform as in ``fft``; ``out`` receives the
+    result when given."""
     return hfftn(input, s, dim, norm, out=out)
 
 
 @autocast_op("fp32")
 def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
-    """ihfftn over the last two dims.  Source: torch.fft.ihfft2."""
+    """``ihfftn`` of a real ``input`` over ``dim`` (the last two by default), ``s`` as there
+    (torch.fft.ihfft2). ``norm`` scales the transform as in ``fft``; ``out`` receives the
+    result when given."""
     return ihfftn(input, s, dim, norm, out=out)

@@ -25,7 +25,10 @@ def geqrf(input, *, out=None):
     """(a, tau): LAPACK's QR factorization of each ``[*, m, n]`` matrix, R in a's upper
     triangle, the Householder vectors below it and their scales in tau ``[*, min(m, n)]``.
     Q is ``orgqr(a, tau)``.  No derivative (NotImplementedError in backward, as torch).
-    Source: torch.geqrf."""
+    Source: torch.geqrf.
+
+    ``input`` is the matrix (or batch) factored; ``out`` (a pair of tensors) receives the
+    result when given."""
     if input.ndim < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
     check_input(input, "torch.geqrf", square=False, kernel="geqrf_cpu")
@@ -64,7 +67,9 @@ def _apply(V, tau, C, left, adjoint):
 def orgqr(input, tau, *, out=None):
     """The first n columns of Q = H_1 ... H_k for ``input`` ``[*, m, n]`` (m >= n) holding
     the Householder vectors below its diagonal and ``tau`` ``[*, k]`` (k <= n) their scales,
-    as geqrf gives them.  Source: torch.linalg.householder_product (torch.orgqr)."""
+    as geqrf gives them.  Source: torch.linalg.householder_product (torch.orgqr).
+
+    ``out`` receives the result when given."""
     from .creation import eye
     name = "torch.linalg.householder_product"
     if input.ndim < 2:
@@ -89,7 +94,9 @@ def orgqr(input, tau, *, out=None):
 def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
     """Q @ C (C @ Q when not ``left``; Q^H in place of Q when ``transpose``) for the
     m x m Q of geqrf's output (``input`` ``[*, m, n]``, ``input2`` = tau ``[*, k]``) and
-    ``input3`` = C, without forming Q.  Source: torch.ormqr."""
+    ``input3`` = C, without forming Q.  Source: torch.ormqr.
+
+    ``out`` receives the result when given."""
     A, tau, C = input, input2, input3
     if A.ndim < 2:
         raise RuntimeError("torch.ormqr: input must have at least 2 dimensions.")

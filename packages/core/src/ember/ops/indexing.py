@@ -174,7 +174,13 @@ def index_put_(self, indices, values, accumulate=False):
 
 
 def gather(input, dim, index, *, sparse_grad=False):
-    """out[i][j] = input[index[i][j]][j] along ``dim`` (index int64, same ndim)."""
+    """Values of ``input`` picked along ``dim`` by ``index``: ``out[i][j] =
+    input[index[i][j]][j]`` for ``dim`` 0, and so on (torch.gather).
+
+    ``index`` is an int64 (or int32) tensor with ``input``'s number of dims, no larger than
+    ``input`` in the other dims; the result has its shape and ``input``'s dtype. A wrong
+    dtype, number of dims, size or an index out of range raises RuntimeError.
+    ``sparse_grad`` is accepted (the gradient is dense)."""
     d = _wrap_dim(dim, input.ndim)
     _check_index_tensor(index, "gather")
     xp = be(input).xp
@@ -220,7 +226,13 @@ def _scatter_positions(xp, index, d):
 
 
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
-    """A copy of ``input`` with out[index[i][j]][j] = src[i][j] along ``dim``."""
+    """A copy of ``input`` with ``out[index[i][j]][j] = src[i][j]`` along ``dim`` 0, and so on
+    (torch.scatter).
+
+    ``index`` is an int64 (or int32) tensor; ``src`` a tensor at least as large as it (or a
+    number), or ``value`` a number written everywhere ``index`` points (one of the two is
+    needed: TypeError otherwise). With repeated indices one value wins. ``reduce='add'``
+    adds instead (``scatter_add``); another ``reduce`` raises NotImplementedError."""
     if src is None and value is None:
         raise TypeError("scatter() needs 'src' or 'value'")
     if reduce is not None:
@@ -263,7 +275,9 @@ def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
 
 
 def scatter_add(input, dim, index, src):
-    """A copy of ``input`` with src added at index positions along ``dim`` (repeats sum)."""
+    """A copy of ``input`` with ``src`` added at the positions ``index`` names along ``dim``
+    (``out[index[i][j]][j] += src[i][j]`` for ``dim`` 0); repeated indices sum
+    (torch.scatter_add). ``index`` is int64 (or int32), ``src`` at least as large as it."""
     d = _wrap_dim(dim, input.ndim)
     _check_index_tensor(index, "scatter_add")
     xp = be(input).xp
@@ -339,7 +353,9 @@ def masked_fill_(self, mask, value):
 
 
 def nonzero(input, *, as_tuple=False):
-    """Indices of nonzero elements: an [n, ndim] int64 tensor, or a tuple of 1-d tensors."""
+    """The indices of the nonzero elements of ``input`` in row-major order: an int64 tensor [n,
+    ndim], or with ``as_tuple`` a tuple of ndim int64 tensors [n], one per dim
+    (torch.nonzero)."""
     xp = be(input).xp
     idx = xp.nonzero(input._data if input.ndim else input._data.reshape(1))
     if as_tuple:
@@ -350,17 +366,27 @@ def nonzero(input, *, as_tuple=False):
 
 
 def argwhere(input):
+    """The indices of the nonzero elements of ``input`` as an int64 tensor [n, ndim]
+    (torch.argwhere)."""
     return nonzero(input)
 
 
 def masked_select(input, mask):
+    """The elements of ``input`` where the bool ``mask`` is True (the two broadcast together),
+    as a 1-d tensor in row-major order (torch.masked_select). ``out`` receives the result
+    when given."""
     from .shape import expand
     shape = tuple(__import__("numpy").broadcast_shapes(input.shape, mask.shape))
     return getitem(expand(input, shape), expand(mask, shape))
 
 
 def sort(input, dim=-1, descending=False, stable=False):
-    """(values, indices) sorted along ``dim``; ties keep their order when stable."""
+    """The named tuple ``(values, indices)`` of ``input`` sorted along ``dim``, ascending or
+    with ``descending`` descending (indices int64) (torch.sort).
+
+    The sort is always stable, so ``stable`` only restates it: equal elements keep their
+    order. NaN sorts last ascending, as in torch; descending it also comes last here, where
+    torch puts it first. ``out`` receives the result when given."""
     d = _wrap_dim(dim, input.ndim)
     xp = be(input).xp
     if input.ndim == 0:  # a copy, its gradient passed through under torch's node name
@@ -393,11 +419,18 @@ def _take_rule(g, shape, d, indices):
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
+    """The int64 indices that sort ``input`` along ``dim`` (``descending`` and ``stable`` as in
+    ``sort``) (torch.argsort)."""
     return sort(input, dim, descending, stable).indices
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True):
-    """The ``k`` largest (or smallest) entries along ``dim`` and their indices."""
+    """The named tuple ``(values, indices)`` of the ``k`` largest entries of ``input`` along
+    ``dim`` (the smallest when not ``largest``), indices int64 (torch.topk).
+
+    The entries come in sorted order (``sorted`` is accepted; they are always sorted), ties
+    by their position. A ``k`` outside [0, size] raises RuntimeError. ``out`` receives the
+    result when given."""
     d = _wrap_dim(dim, input.ndim)
     n = input.shape[d] if input.ndim else 1
     if not 0 <= k <= n:
@@ -416,8 +449,9 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 # ---- take, index_add/copy/fill, scatter_reduce, masked_scatter ----------------------
 
 def take(input, index):
-    """Elements of the flattened input at ``index`` (any shape; negative indices count from
-    the end)."""
+    """The elements of the flattened ``input`` at ``index`` (an integer tensor of any shape,
+    negative indices counting from the end), in ``index``'s shape (torch.take). An index out
+    of range raises IndexError."""
     from .shape import reshape
     flat = reshape(input, (-1,))
     n = flat.shape[0]
@@ -447,8 +481,9 @@ def take_along_dim(input, indices, dim=None):
 
 
 def index_add(input, dim, index, source, *, alpha=1):
-    """A copy of ``input`` with ``alpha * source`` added at ``index`` along ``dim``
-    (repeated indices add up)."""
+    """A copy of ``input`` with ``alpha * source`` added at ``index`` (a 1-d integer tensor)
+    along ``dim``: slice ``index[i]`` gets slice i of ``source``; repeated indices add up
+    (torch.index_add)."""
     from .shape import reshape
     d = _wrap_dim(dim, max(input.ndim, 1))
     src = source if alpha == 1 else source * alpha
@@ -488,8 +523,12 @@ def index_fill(input, dim, index, value):
 
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """``input`` with ``src`` combined in at ``index`` along ``dim`` by ``reduce``: 'sum',
-    'prod', 'mean', 'amax' or 'amin' (torch.scatter_reduce; gradients for 'sum' and
-    'mean', as the other reductions' are not implemented here)."""
+    'prod', 'mean', 'amax' or 'amin' (torch.scatter_reduce).
+
+    With ``include_self`` (the default) ``input``'s values take part in the reduction;
+    without it the positions ``index`` names are reduced from ``src`` alone. Gradients for
+    'sum' and 'mean' only (the other reductions' are not implemented here). Another
+    ``reduce`` raises RuntimeError."""
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     d = _wrap_dim(dim, input.ndim)

@@ -33,8 +33,10 @@ def _dims_tuple(dims) -> tuple:
 # ---- roll, rot90, flips, tile -------------------------------------------------------
 
 def roll(input, shifts, dims=None):
-    """Elements shifted cyclically by ``shifts`` along ``dims`` (the flattened tensor when
-    ``dims`` is None)."""
+    """``input``'s elements shifted cyclically by ``shifts`` along ``dims`` (ints or tuples of
+    the same length), or along the flattened tensor when ``dims`` is None (then one shift);
+    same shape and dtype (torch.roll). Shifts and dims of different lengths raise
+    RuntimeError."""
     shifts = _dims_tuple(shifts)
     if dims is None:
         if len(shifts) != 1:
@@ -58,8 +60,10 @@ def _roll_rule(g, shifts, dims):
 
 
 def rot90(input, k=1, dims=(0, 1)):
-    """Rotation by 90 degrees ``k`` times in the plane of ``dims``, from the first axis
-    towards the second (a new tensor)."""
+    """``input`` rotated by 90 degrees ``k`` times in the plane of the two ``dims``, from the
+    first towards the second (negative ``k`` the other way), as a new tensor (torch.rot90).
+    RuntimeError for ``dims`` not of length 2, equal dims, or an ``input`` of fewer than 2
+    dims."""
     dims = tuple(dims)
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
@@ -81,22 +85,25 @@ def _rot90_rule(g, k, dims):
 
 
 def fliplr(input):
-    """Columns reversed (dim 1); at least 2 dims."""
+    """``input`` with its columns (dim 1) reversed, as a copy (torch.fliplr); RuntimeError for
+    an ``input`` of fewer than 2 dims."""
     if input.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return flip(input, [1])
 
 
 def flipud(input):
-    """Rows reversed (dim 0); at least 1 dim."""
+    """``input`` with its rows (dim 0) reversed, as a copy (torch.flipud); RuntimeError for a
+    0-d ``input``."""
     if input.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return flip(input, [0])
 
 
 def tile(input, dims):
-    """The input repeated ``dims[i]`` times along each dim (leading ones added when
-    ``dims`` is shorter than the tensor, leading dims when longer)."""
+    """``input`` repeated ``dims[i]`` times along each dim (torch.tile): ones are prepended to
+    ``dims`` when it is shorter than ``input``'s dims, and size-1 dims to ``input`` when it
+    is longer."""
     dims = _dims_tuple(dims)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
@@ -104,9 +111,13 @@ def tile(input, dims):
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
-    """Each element repeated ``repeats`` times (an int or a tensor of one count per
-    element) along ``dim`` (the flattened input when None).  With only a tensor of
-    counts, the indices 0..n-1 repeated by those counts."""
+    """Each element of ``input`` repeated ``repeats`` times along ``dim`` (the flattened input
+    when None) (torch.repeat_interleave).
+
+    ``repeats`` is an int, or a tensor of one count per element along ``dim`` (RuntimeError
+    for another length). With only a tensor of counts (``repeat_interleave(counts)``), the
+    indices 0..n-1 repeated by those counts. ``output_size`` (the total length) is accepted
+    and not needed."""
     from .indexing import index_select
     if repeats is None:  # repeat_interleave(repeats)
         counts = input
@@ -131,12 +142,16 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 # ---- triangles and diagonals --------------------------------------------------------
 
 def tril(input, diagonal=0):
-    """The lower triangle of the last two dims (on and below ``diagonal``); zeros elsewhere."""
+    """The lower triangle of the last two dims of ``input`` ``[*, m, n]``: the elements on and
+    below ``diagonal`` (0 the main one, positive above it), zeros elsewhere (torch.tril).
+    RuntimeError for fewer than 2 dims."""
     return _triangle(input, diagonal, "tril", "TrilBackward0")
 
 
 def triu(input, diagonal=0):
-    """The upper triangle of the last two dims (on and above ``diagonal``); zeros elsewhere."""
+    """The upper triangle of the last two dims of ``input`` ``[*, m, n]``: the elements on and
+    above ``diagonal`` (0 the main one, positive above it), zeros elsewhere (torch.triu).
+    RuntimeError for fewer than 2 dims."""
     return _triangle(input, diagonal, "triu", "TriuBackward0")
 
 
@@ -165,8 +180,9 @@ def _np():
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    """A view of the diagonal of the (dim1, dim2) planes, as the last dim; ``offset`` > 0
-    is above the main diagonal."""
+    """A view of the diagonal of ``input``'s planes spanned by ``dim1`` and ``dim2``, as the
+    last dim (those two removed) (torch.diagonal). ``offset`` > 0 is above the main
+    diagonal, < 0 below. Equal dims raise RuntimeError."""
     n = input.ndim
     d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
     if d1 == d2:
@@ -215,8 +231,9 @@ def _diag_embed_rule(g, offset, d1, d2):
 
 
 def diag(input, diagonal=0):
-    """A 1-d input becomes a square matrix with it on diagonal ``diagonal``; a 2-d input
-    gives that diagonal (a copy)."""
+    """A 1-d ``input`` [n] becomes the square matrix [n + ``|diagonal|``, n + ``|diagonal|``] with it
+    on diagonal ``diagonal``; a 2-d ``input`` gives that diagonal, as a copy (torch.diag).
+    Other dims raise RuntimeError."""
     if input.ndim == 1:
         return diag_embed(input, diagonal, 0, 1)
     if input.ndim != 2:
@@ -225,13 +242,15 @@ def diag(input, diagonal=0):
 
 
 def diagflat(input, offset=0):
-    """The flattened input on diagonal ``offset`` of a square matrix."""
+    """The flattened ``input`` on diagonal ``offset`` of a square matrix, zeros elsewhere
+    (torch.diagflat)."""
     return diag_embed(reshape(input, (-1,)), offset, 0, 1)
 
 
 @autocast_op("fp32")
 def trace(input):
-    """The sum of the main diagonal of a 2-d tensor."""
+    """The sum of the main diagonal of a 2-d ``input`` as a 0-d tensor (torch.trace); integer
+    inputs give int64. RuntimeError for another number of dims."""
     if input.ndim != 2:
         raise RuntimeError("trace: expected a matrix, but got tensor with dim " + str(input.ndim))
     r = _make(be(input).xp.asarray(be(input).xp.trace(input._data)), input.dtype)
@@ -282,13 +301,16 @@ def atleast_3d(*tensors):
 
 
 def hstack(tensors, *, out=None):
-    """Concatenation along dim 1 (dim 0 for 1-d tensors)."""
+    """The ``tensors`` concatenated along dim 1, or dim 0 when they are 1-d (0-d ones are made
+    1-d first) (torch.hstack). ``out`` receives the result when given."""
     ts = [atleast_1d(t) for t in tensors]
     return cat(ts, 0 if ts[0].ndim == 1 else 1, out=out)
 
 
 def vstack(tensors, *, out=None):
-    """Concatenation along dim 0 of the tensors made at least 2-d."""
+    """The ``tensors``, each made at least 2-d ([n] becomes [1, n]), concatenated along dim 0
+    (torch.vstack; ``row_stack`` is the same function). ``out`` receives the result when
+    given."""
     return cat([atleast_2d(t) for t in tensors], 0, out=out)
 
 
@@ -296,19 +318,25 @@ row_stack = vstack
 
 
 def dstack(tensors, *, out=None):
-    """Concatenation along dim 2 of the tensors made at least 3-d."""
+    """The ``tensors``, each made at least 3-d, concatenated along dim 2 (torch.dstack).
+    ``out`` receives the result when given."""
     return cat([atleast_3d(t) for t in tensors], 2, out=out)
 
 
 def column_stack(tensors, *, out=None):
-    """1-d (and 0-d) tensors as columns, concatenated along dim 1."""
+    """The ``tensors`` side by side as columns: 0-d and 1-d ones become [n, 1], the rest are
+    concatenated along dim 1 as they are (torch.column_stack). ``out`` receives the result
+    when given."""
     cols = [reshape(t, (-1, 1)) if t.ndim <= 1 else t for t in tensors]
     return cat(cols, 1, out=out)
 
 
 def tensor_split(input, indices_or_sections, dim=0):
-    """Views split along ``dim``: into ``n`` nearly equal parts (the first ``size % n`` one
-    longer) for an int, or at the given indices for a sequence."""
+    """A tuple of views of ``input`` split along ``dim`` (torch.tensor_split).
+
+    ``indices_or_sections`` is an int n (n nearly equal parts, the first ``size % n`` one
+    element longer; n <= 0 raises RuntimeError), or a sequence or 1-d tensor of indices at
+    which to cut (clamped into the dim, so parts may be empty)."""
     d = _wrap_dim(dim, input.ndim)
     size = input.shape[d]
     if isinstance(indices_or_sections, Tensor):
@@ -344,17 +372,23 @@ def _split_n(input, sections, dim, name, min_dims):
 
 
 def hsplit(input, indices_or_sections):
-    """tensor_split along dim 1 (dim 0 for 1-d); an int must divide the size."""
+    """``tensor_split(input, indices_or_sections)`` along dim 1 (dim 0 for a 1-d ``input``)
+    (torch.hsplit). An int ``indices_or_sections`` must divide the size, and ``input`` needs
+    at least 1 dim: RuntimeError otherwise."""
     return _split_n(input, indices_or_sections, 1 if input.ndim > 1 else 0, "hsplit", 1)
 
 
 def vsplit(input, indices_or_sections):
-    """tensor_split along dim 0 of a tensor of at least 2 dims."""
+    """``tensor_split(input, indices_or_sections)`` along dim 0 of an ``input`` of at least 2
+    dims (torch.vsplit). An int ``indices_or_sections`` must divide the size: RuntimeError
+    otherwise."""
     return _split_n(input, indices_or_sections, 0, "vsplit", 2)
 
 
 def dsplit(input, indices_or_sections):
-    """tensor_split along dim 2 of a tensor of at least 3 dims."""
+    """``tensor_split(input, indices_or_sections)`` along dim 2 of an ``input`` of at least 3
+    dims (torch.dsplit). An int ``indices_or_sections`` must divide the size: RuntimeError
+    otherwise."""
     return _split_n(input, indices_or_sections, 2, "dsplit", 3)
 
 
@@ -410,7 +444,8 @@ def broadcast_tensors(*tensors):
 
 
 def ravel(input):
-    """The flattened tensor (a view when the memory allows)."""
+    """``input`` flattened to 1-d, a view when it is contiguous (a copy otherwise)
+    (torch.ravel)."""
     return view(input.contiguous(), (-1,))
 
 
@@ -445,9 +480,12 @@ def _unfold_rule(g, shape, d, size, step, scalar):
 
 
 def as_strided(input, size, stride, storage_offset=None):
-    """A view with the given sizes and strides (in elements) over a contiguous input's
-    memory, starting ``storage_offset`` elements into its storage (the input's own offset
-    when None).  numpy reaches only the input's own elements: RuntimeError otherwise."""
+    """A view of ``input``'s memory with the sizes ``size`` and strides ``stride`` (in
+    elements), starting ``storage_offset`` elements into its storage (``input``'s own offset
+    when None) (torch.as_strided).
+
+    ``input`` must be contiguous, and the view may reach only ``input``'s own elements
+    (numpy's views cannot see the rest of a storage): RuntimeError otherwise."""
     from .._tensor import _address
     size, stride = tuple(builtins.int(n) for n in size), tuple(builtins.int(s) for s in stride)
     data = input._data
@@ -535,7 +573,9 @@ def resize_(self, *sizes, memory_format=None):
 
 
 def resize_as_(input, the_template, *, memory_format=None):
-    """``input.resize_(the_template.shape)`` (``torch.resize_as_``)."""
+    """``input.resize_(the_template.shape)``: ``input`` given ``the_template``'s shape in
+    place, and returned (``torch.resize_as_``). ``memory_format`` is accepted; the result is
+    contiguous."""
     return resize_(input, tuple(the_template.shape))
 
 

@@ -22,8 +22,15 @@ def _n(d):
 
 @autocast_op("lower")
 def matmul(input, other, *, out=None, _node=None):
-    """Matrix product with torch's rules: 1-d operands are promoted to matrices and the
-    added dim removed, leading (batch) dims broadcast."""
+    """The matrix product of ``input`` and ``other`` with torch's rules (torch.matmul,
+    torch.linalg.matmul).
+
+    Two 1-d tensors give their dot product (0-d); a 1-d operand is taken as a matrix (a row
+    for ``input``, a column for ``other``) and that dim removed from the result; leading
+    (batch) dims broadcast: ``[*, n, m]`` @ ``[*, m, p]`` -> ``[*, n, p]``. Both have one dtype; a
+    mismatched dtype or inner size, or a 0-d operand, raises RuntimeError, a non-tensor
+    TypeError. With ``out`` the result's data is placed into ``out`` (its memory replaced
+    rather than written) and ``out`` returned."""
     if not isinstance(other, Tensor) or not isinstance(input, Tensor):
         raise TypeError("matmul(): argument 'other' must be Tensor")
     if input.is_sparse or other.is_sparse:
@@ -92,6 +99,8 @@ def _matmul_rule(g, a, b):
 
 @autocast_op("lower")
 def mm(input, mat2, *, out=None):
+    """The matrix product of the matrices ``input`` [n, m] and ``mat2`` [m, p]: [n, p]
+    (torch.mm). Operands that are not 2-d raise RuntimeError; ``out`` as in ``matmul``."""
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"{'self' if input.ndim != 2 else 'mat2'} must be a matrix")
     return matmul(input, mat2, out=out)
@@ -99,6 +108,9 @@ def mm(input, mat2, *, out=None):
 
 @autocast_op("lower")
 def bmm(input, mat2, *, out=None):
+    """The batched matrix product of ``input`` [B, n, m] and ``mat2`` [B, m, p]: [B, n, p]
+    (torch.bmm); no broadcasting. Operands that are not 3-d, or of different batch sizes,
+    raise RuntimeError; ``out`` as in ``matmul``."""
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if input.ndim != 3 else "batch2 must be a 3D tensor")
     if input.shape[0] != mat2.shape[0]:
@@ -108,6 +120,8 @@ def bmm(input, mat2, *, out=None):
 
 
 def mv(input, vec):
+    """The product of the matrix ``input`` [n, m] and the vector ``vec`` [m]: [n] (torch.mv).
+    Other ranks raise RuntimeError. ``out`` receives the result when given."""
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError("vector + matrix @ vector expected, got "
                            f"{input.ndim}, {vec.ndim}")
@@ -115,13 +129,19 @@ def mv(input, vec):
 
 
 def dot(input, other):
+    """The dot product of the 1-d tensors ``input`` and ``other`` of one length and dtype, as a
+    0-d tensor (torch.dot; no conjugation, see ``vdot``). Other ranks raise RuntimeError.
+    ``out`` receives the result when given."""
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     return matmul(input, other)
 
 
 def einsum(equation, *operands):
-    """Einstein summation (torch.einsum), differentiable through each operand."""
+    """Einstein summation of the ``operands`` as the ``equation`` says (e.g.
+    ``"bij,bjk->bik"``; spaces ignored, ``...`` for broadcast dims) (torch.einsum); the
+    operands may also come as one list. The result has their promoted dtype (float16 and
+    bfloat16 accumulate in float32). Differentiable through each operand."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     eq = equation.replace(" ", "")

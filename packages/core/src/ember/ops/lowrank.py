@@ -41,7 +41,11 @@ def _range_basis(A, q, niter, generator=None):
 def svd_lowrank(A, q=6, niter=2, M=None):
     """(U ``[*, m, q]``, S ``[*, q]``, V ``[*, n, q]``): an approximate rank-q SVD of A - M (M
     broadcast to A; default none), A ~ U diag(S) V^H; exact when q >= rank(A).  q is at
-    most min(m, n).  Source: torch.svd_lowrank."""
+    most min(m, n).  Source: torch.svd_lowrank.
+
+    ``A`` is ``[*, m, n]``; ``q`` (6 by default) the rank sought; ``niter`` (2) the number of
+    subspace iterations, which sharpen the approximation; ``M`` the matrix subtracted first.
+    The range finder starts from a random Gaussian matrix, so results vary with the seed."""
     from .decompositions import svd
     if M is not None:
         A = A - M
@@ -59,7 +63,11 @@ def svd_lowrank(A, q=6, niter=2, M=None):
 def pca_lowrank(A, q=None, center=True, niter=2):
     """(U, S, V) of svd_lowrank on A with its column means removed (``center``): the
     principal directions are V's columns, S**2 / (m - 1) their variances.  q defaults to
-    min(6, m, n); ValueError outside [0, min(m, n)].  Source: torch.pca_lowrank."""
+    min(6, m, n); ValueError outside [0, min(m, n)].  Source: torch.pca_lowrank.
+
+    ``A`` is ``[*, m, n]`` (rows the samples); ``niter`` as in ``svd_lowrank``.
+
+    ``q`` is the rank sought."""
     m, n = A.shape[-2:]
     if q is None:
         q = min(6, m, n)
@@ -78,7 +86,16 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
     of the symmetric A ``[*, m, m]``, in that order, and their eigenvectors; with B, those of
     the generalized problem A x = lambda B x (B symmetric positive definite, X then
     B-orthonormal).  k defaults to X's column count, else 1; ValueError, as torch, when
-    m < 3 n (n, the basis size, defaults to k).  Source: torch.lobpcg."""
+    m < 3 n (n, the basis size, defaults to k).  Source: torch.lobpcg.
+
+    ember computes the pairs exactly through ``eigh`` (of ``L^-1 A L^-T`` for ``B = L L^T``)
+    rather than by torch's iteration, so they do not depend on the starting ``X`` (only its
+    column count is read), and ``iK``, ``niter``, ``tol``, ``method``, ``tracker``,
+    ``ortho_iparams``, ``ortho_fparams`` and ``ortho_bparams`` are accepted and unused.
+    ``A`` and ``B`` must be float32 or float64 of one square shape (AssertionError or
+    ValueError otherwise). A gradient through B raises ValueError, as torch's.
+
+    ``k`` is the number of pairs returned; ``n`` the basis size (only checked against m)."""
     from .decompositions import cholesky, eigh
     from .factorizations import solve_tri
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:

@@ -14,8 +14,8 @@ __all__ = ["adjoint", "chain_matmul", "frobenius_norm", "nuclear_norm"]
 
 
 def adjoint(input):
-    """The conjugate transpose of the last two dims ([*, m, n] -> [*, n, m]); a view for
-    real tensors.  Source: torch.adjoint."""
+    """The conjugate transpose of the last two dims of ``input`` (``[*, m, n]`` -> ``[*, n, m]``); a
+    view for real tensors (torch.adjoint). RuntimeError for fewer than 2 dims."""
     from .complex_ops import conj
     if input.ndim < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
@@ -28,7 +28,10 @@ _warned = []
 
 def chain_matmul(*matrices, out=None):
     """The product of 2-d matrices, left to right (deprecated in torch for
-    linalg.multi_dot; warns once, as torch).  Source: torch.chain_matmul."""
+    linalg.multi_dot; warns once, as torch).  Source: torch.chain_matmul.
+
+    The ``matrices`` are passed as separate arguments; ``out`` receives the result when
+    given. RuntimeError for no matrices, one that is not 2-d, or sizes that do not chain."""
     from .decompositions import multi_dot
     if not _warned:
         _warned.append(True)
@@ -56,8 +59,9 @@ def _check_norm_dtype(input):
 
 
 def frobenius_norm(input, dim, keepdim=False, *, out=None):
-    """The 2-norm of the elements over ``dim`` (one or two dims).  Source:
-    torch.frobenius_norm."""
+    """The 2-norm of the elements of a floating or complex ``input`` over ``dim`` (one or two
+    dims), ``keepdim`` keeping them with size 1 (torch.frobenius_norm). More than 2 dims or
+    an integer dtype raise RuntimeError. ``out`` receives the result when given."""
     from .decompositions import vector_norm
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     if len(dims) > 2:
@@ -67,9 +71,10 @@ def frobenius_norm(input, dim, keepdim=False, *, out=None):
 
 
 def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
-    """The sum of the singular values of the matrices in ``dim`` (default the last two
-    dims of a 2-d input; torch's overload ``nuclear_norm(input, keepdim)`` also holds).
-    Source: torch.nuclear_norm."""
+    """The sum of the singular values of the matrices of ``input`` in the two dims ``dim`` (the
+    last two when None), ``keepdim`` keeping them with size 1 (torch.nuclear_norm); torch's
+    overload ``nuclear_norm(input, keepdim)`` also holds. An integer dtype, or fewer than 2
+    dims, raise RuntimeError. ``out`` receives the result when given."""
     from .decompositions import matrix_norm
     if isinstance(dim, bool):  # nuclear_norm(input, keepdim)
         dim, keepdim = None, dim

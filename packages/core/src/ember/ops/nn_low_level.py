@@ -34,9 +34,13 @@ def _stats(x, axes, eps):
 
 
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
-    """``(layer_norm(input, ...), mean, rstd)`` (torch.native_layer_norm): ``mean`` and
-    ``rstd = 1/sqrt(var + eps)`` (biased variance) over the last ``len(normalized_shape)``
-    dims, of shape ``input.shape[:-k] + (1,) * k``, without gradients."""
+    """``(layer_norm(input, normalized_shape, weight, bias, eps), mean, rstd)``
+    (torch.native_layer_norm).
+
+    ``input`` is normalized over its last ``k = len(normalized_shape)`` dims; ``weight`` and
+    ``bias`` (of shape ``normalized_shape``, or None) scale and shift it; ``eps`` is added
+    to the variance. ``mean`` and ``rstd = 1/sqrt(var + eps)`` (biased variance) have shape
+    ``input.shape[:-k] + (1,) * k`` and no gradients."""
     out = layer_norm(input, tuple(normalized_shape), weight, bias, eps)
     k = len(tuple(normalized_shape))
     mean, rstd = _stats(input, tuple(range(input.ndim - k, input.ndim)), eps)
@@ -44,10 +48,15 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
 
 
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
-    """``(batch_norm(...), save_mean, save_invstd)`` (torch.native_batch_norm): in training
-    the batch mean and ``1/sqrt(biased var + eps)`` per channel ``[C]`` (and the running
-    statistics, when given, updated with ``momentum``); in evaluation two empty tensors.
-    RuntimeError in evaluation without running statistics."""
+    """``(batch_norm(...), save_mean, save_invstd)`` of ``input`` ``[N, C, *]``
+    (torch.native_batch_norm).
+
+    ``weight`` and ``bias`` ([C] or None) scale and shift; with ``training`` the batch
+    statistics are used, ``save_mean`` and ``save_invstd = 1/sqrt(biased var + eps)`` are
+    those per channel [C], and ``running_mean`` and ``running_var`` ([C], when given) are
+    updated with ``momentum``; in evaluation the running statistics normalize and the two
+    saved tensors are empty. ``eps`` is added to the variance. RuntimeError in evaluation
+    without running statistics."""
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("native_batch_norm: running_mean and running_var are needed when training=False")
     out = batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
@@ -63,9 +72,13 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
 
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     """``(group_norm(input, group, weight, bias, eps), mean, rstd)`` with the statistics of
-    each (sample, group) ``[N, group]`` (torch.native_group_norm; they are ember ops of
-    ``input``, so differentiable).  RuntimeError unless ``input`` has ``N * C * HxW``
-    elements."""
+    each (sample, group), shape [N, group] (torch.native_group_norm; they are ember ops of
+    ``input``, so differentiable).
+
+    ``group`` is the number of groups; ``N``, ``C`` and ``HxW`` are the batch size, the
+    channel count and the product of the spatial sizes: RuntimeError unless ``input`` has
+    ``N * C * HxW`` elements. ``weight`` and ``bias`` are [C] or None; ``eps`` is added to
+    the variance."""
     if input.numel() != N * C * HxW:
         raise RuntimeError("Expected X.numel() == N * C * HxW to be true, but got false.")
     out = group_norm(input, group, weight, bias, eps)
@@ -76,12 +89,13 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
 
 
 def native_dropout(input, p, train):
-    """``(output, mask)`` (torch.native_dropout): with ``train`` (True or None) each element
-    is kept with probability ``1 - p`` (bool ``mask``) and scaled by ``1/(1-p)``; else the
-    input's values and an all-True mask.  The gradient is ``mask / (1 - p)``, the
-    derivative of that output; torch 2.13's backward leaves out the ``1 / (1 - p)`` when
-    ``train`` is None (while its forward applies it), which ember does not copy.
-    RuntimeError for ``p`` outside [0, 1]."""
+    """``(output, mask)`` of dropout on ``input`` (torch.native_dropout).
+
+    With ``train`` (True or None) each element is kept with probability ``1 - p`` (the bool
+    ``mask``) and scaled by ``1/(1-p)``; else the input's values and an all-True mask. The
+    gradient is ``mask / (1 - p)``, the derivative of that output; torch 2.13's backward
+    leaves out the ``1 / (1 - p)`` when ``train`` is None (while its forward applies it),
+    which ember does not copy. RuntimeError for ``p`` outside [0, 1]."""
     if p < 0 or p > 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={1 - p}")
     xp = be(input).xp
@@ -102,11 +116,12 @@ def native_dropout(input, p, train):
 
 
 def feature_dropout(input, p, train):
-    """Zero whole features (the slices ``[n, c]``) with probability ``p``, scale the rest
-    by ``1/(1-p)`` (torch.feature_dropout: ``dropout2d``'s mask ``[N, C, 1, ...]`` for any
-    input of 2 or more dims); the input itself when not ``train`` or ``p`` is 0, zeros when
-    ``p`` is 1.  RuntimeError for ``p`` outside [0, 1], or fewer than 2 dims when a mask
-    is drawn."""
+    """Zero whole features of ``input`` (the slices ``[n, c]``) with probability ``p``, scaling
+    the rest by ``1/(1-p)`` (torch.feature_dropout: ``dropout2d``'s mask [N, C, 1, ...] for
+    any input of 2 or more dims).
+
+    ``input`` itself when not ``train`` or ``p`` is 0, zeros when ``p`` is 1. RuntimeError
+    for ``p`` outside [0, 1], or fewer than 2 dims when a mask is drawn."""
     if p < 0 or p > 1:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not train or p == 0 or input.numel() == 0:
@@ -120,6 +135,8 @@ def feature_dropout(input, p, train):
 
 
 def feature_dropout_(input, p, train):
+    """``feature_dropout`` written into ``input`` in place (drop probability ``p``, a no-op
+    when not ``train``), which is returned (``torch.feature_dropout_``)."""
     return inplace(input, feature_dropout, p, train)
 
 
@@ -142,10 +159,14 @@ def norm_except_dim(v, pow=2, dim=0):
 
 
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    """``conv{1,2,3}d`` or, with ``transposed``, ``conv_transpose{1,2,3}d``, the dimension
-    taken from ``weight`` ``[C_out, C_in/groups, *k]`` (transposed: ``[C_in, C_out/groups,
-    *k]``); ``stride``, ``padding``, ``dilation``, ``output_padding`` sequences
-    (torch.convolution).  RuntimeError for a weight of fewer than 3 or more than 5 dims."""
+    """``conv{1,2,3}d`` or, with ``transposed``, ``conv_transpose{1,2,3}d`` of ``input``, the
+    dimension taken from ``weight`` ``[C_out, C_in/groups, *k]`` (transposed: ``[C_in,
+    C_out/groups, *k]``) (torch.convolution).
+
+    ``bias`` is [C_out] or None; ``stride``, ``padding``, ``dilation`` and
+    ``output_padding`` are sequences of one int per spatial dim; ``groups`` splits the
+    channels into that many independent convolutions. RuntimeError for a weight of fewer
+    than 3 or more than 5 dims."""
     from . import conv
     nd = weight.ndim - 2
     if nd not in (1, 2, 3):
@@ -177,7 +198,10 @@ def conv_tbc(input, weight, bias, pad=0):
 
 
 def affine_grid_generator(theta, size, align_corners):
-    """``affine_grid(theta, size, align_corners)`` (torch.affine_grid_generator)."""
+    """``affine_grid(theta, size, align_corners)`` (torch.affine_grid_generator): the sampling
+    grid [N, H, W, 2] (or [N, D, H, W, 3]) of the affine maps ``theta`` [N, 2, 3] (or [N, 3,
+    4]) for an output of ``size`` [N, C, H, W] (or [N, C, D, H, W]); with ``align_corners``
+    -1 and 1 are the centres of the corner pixels, else their outer edges."""
     return affine_grid(theta, list(size), align_corners)
 
 
@@ -186,9 +210,12 @@ _PADDING = {0: "zeros", 1: "border", 2: "reflection"}
 
 
 def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
-    """``grid_sample`` with its modes as ATen's numbers (torch.grid_sampler): interpolation
-    0 bilinear, 1 nearest, 2 bicubic; padding 0 zeros, 1 border, 2 reflection.
-    RuntimeError for another number."""
+    """``grid_sample(input, grid, ...)`` with its modes as ATen's numbers (torch.grid_sampler).
+
+    ``input`` is [N, C, H, W] (or [N, C, D, H, W]), ``grid`` [N, H_out, W_out, 2] (or 3-d)
+    of normalized coordinates in [-1, 1]. ``interpolation_mode``: 0 bilinear, 1 nearest, 2
+    bicubic; ``padding_mode``: 0 zeros, 1 border, 2 reflection; ``align_corners`` as in
+    ``affine_grid_generator``. RuntimeError for another number."""
     if interpolation_mode not in _MODES or padding_mode not in _PADDING:
         raise RuntimeError(f"grid_sampler(): unknown interpolation mode {interpolation_mode} or padding mode "
                            f"{padding_mode}")
@@ -202,14 +229,17 @@ def _check_rank(input, grid, nd):
 
 
 def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
-    """``grid_sampler`` for ``[N, C, H, W]`` inputs only (torch.grid_sampler_2d)."""
+    """``grid_sampler`` for ``input`` [N, C, H, W] and ``grid`` [N, H_out, W_out, 2] only
+    (torch.grid_sampler_2d), with ``interpolation_mode``, ``padding_mode`` and
+    ``align_corners`` as there; RuntimeError for other ranks."""
     _check_rank(input, grid, 2)
     return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
 
 
 def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
-    """``grid_sampler`` for ``[N, C, D, H, W]`` inputs only (torch.grid_sampler_3d; no
-    bicubic mode: RuntimeError)."""
+    """``grid_sampler`` for ``input`` [N, C, D, H, W] and ``grid`` [N, D_out, H_out, W_out, 3]
+    only, with ``padding_mode`` and ``align_corners`` as there (torch.grid_sampler_3d); no
+    bicubic mode (``interpolation_mode`` 2): RuntimeError."""
     _check_rank(input, grid, 3)
     if interpolation_mode == 2:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")

@@ -45,8 +45,11 @@ def fmax(input, other):
 
 
 def fmin(input, other):
-    """Elementwise minimum that ignores NaN (torch.fmin); a tie's gradient goes to
-    ``input``."""
+    """Elementwise minimum of the tensors ``input`` and ``other`` that ignores NaN (NaN only
+    where both are NaN), broadcasting; dtype by promotion, bool and integers kept
+    (torch.fmin, C's fmin). RuntimeError for complex tensors. The gradient goes to ``input``
+    where input <= other or other is NaN, else to ``other``. ``out`` receives the result
+    when given."""
     return _nan_extreme(input, other, "fmin", "FminBackward0")
 
 
@@ -69,9 +72,10 @@ def _nan_extreme_rule(g, a, b, is_max):
 # ---- mantissa and exponent ---------------------------------------------------------
 
 def frexp(input):
-    """(mantissa, exponent) with input = mantissa * 2 ** exponent, ``|mantissa|`` in [0.5, 1)
-    (0 and non-finite values: mantissa = input, exponent 0); mantissa keeps the float
-    dtype, exponent is int32.  RuntimeError for integer and bool inputs (torch.frexp)."""
+    """The named tuple ``(mantissa, exponent)`` with ``input = mantissa * 2 ** exponent`` and
+    ``|mantissa|`` in [0.5, 1) (0 and non-finite values: mantissa = input, exponent 0);
+    mantissa keeps ``input``'s float dtype, exponent is int32 (torch.frexp). RuntimeError
+    for integer and bool inputs."""
     if not input.dtype.is_floating_point:
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     xp = be(input).xp
@@ -112,13 +116,17 @@ def _ldexp_rule(g, x, e):
 # ---- integers ------------------------------------------------------------------------
 
 def gcd(input, other):
-    """Elementwise greatest common divisor (non-negative; gcd(0, 0) = 0) of integer
-    tensors, promoted; NotImplementedError for float and bool dtypes, as torch."""
+    """Elementwise greatest common divisor (non-negative; gcd(0, 0) = 0) of the integer tensors
+    ``input`` and ``other``, broadcast, in their promoted dtype (torch.gcd);
+    NotImplementedError for float and bool dtypes, as torch. ``out`` receives the result
+    when given."""
     return _integer_pair(input, other, "gcd")
 
 
 def lcm(input, other):
-    """Elementwise least common multiple (non-negative; 0 when either is 0)."""
+    """Elementwise least common multiple (non-negative; 0 when either is 0) of the integer
+    tensors ``input`` and ``other``, broadcast, in their promoted dtype (torch.lcm);
+    NotImplementedError for float and bool dtypes. ``out`` receives the result when given."""
     return _integer_pair(input, other, "lcm")
 
 
@@ -133,9 +141,10 @@ def _integer_pair(a, b, fname):
 # ---- step, neighbours, sign bit ------------------------------------------------------
 
 def heaviside(input, values):
-    """The step function: 0 where input < 0, ``values`` (broadcast) where input == 0, 1
-    where input > 0 (NaN gives 0).  RuntimeError unless both dtypes are equal; it has no
-    derivative (torch.heaviside)."""
+    """The step function of ``input``: 0 where input < 0, ``values`` (broadcast) where input ==
+    0, 1 where input > 0 (NaN gives 0) (torch.heaviside). RuntimeError unless both dtypes
+    are equal, or for complex ones; it has no derivative. ``out`` receives the result when
+    given."""
     _check_tensors("heaviside", input, values, "values")
     if input.dtype is not values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
@@ -174,8 +183,9 @@ def _nextafter_rule(g):
 
 
 def signbit(input):
-    """True where the sign bit is set (negative values, -0.0 and NaNs carrying it); bool
-    result, integers and bool accepted; NotImplementedError for complex (torch.signbit)."""
+    """True where the sign bit of ``input`` is set (negative values, -0.0 and NaNs carrying
+    it), as a bool tensor of its shape; integers and bool accepted; NotImplementedError for
+    complex (torch.signbit). ``out`` receives the result when given."""
     if input.dtype.is_complex:
         raise NotImplementedError("signbit is not implemented for complex tensors.")
     xp = be(input).xp

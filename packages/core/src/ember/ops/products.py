@@ -24,7 +24,9 @@ def _check_1d(name, *tensors):
 
 
 def outer(input, vec2):
-    """The outer product [n] x [m] -> [n, m]."""
+    """The outer product of the 1-d tensors ``input`` [n] and ``vec2`` [m]: [n, m] with
+    ``out[i, j] = input[i] * vec2[j]`` (torch.outer; ``ger`` is the same function). Other
+    ranks raise RuntimeError. ``out`` receives the result when given."""
     _check_1d("outer", input, vec2)
     return reshape(input, (-1, 1)) * reshape(vec2, (1, -1))
 
@@ -33,8 +35,10 @@ ger = outer
 
 
 def inner(input, other):
-    """Sum over the last dims of both (a dot product for 1-d tensors); a 0-d operand
-    multiplies."""
+    """The sum of products over the last dims of ``input`` and ``other`` (a dot product for 1-d
+    tensors): shape ``input.shape[:-1] + other.shape[:-1]``; a 0-d operand multiplies
+    (torch.inner). Last dims of different sizes raise RuntimeError. ``out`` receives the
+    result when given."""
     if input.ndim == 0 or other.ndim == 0:
         return input * other
     if input.shape[-1] != other.shape[-1]:
@@ -44,7 +48,9 @@ def inner(input, other):
 
 
 def vdot(input, other):
-    """The dot product of two 1-d tensors (the first conjugated; real tensors as dot)."""
+    """The dot product of the 1-d tensors ``input`` and ``other`` of one length, the first
+    conjugated (real tensors as ``dot``), as a 0-d tensor (torch.vdot). Other ranks or
+    lengths raise RuntimeError. ``out`` receives the result when given."""
     _check_1d("vdot", input, other)
     if input.shape[0] != other.shape[0]:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
@@ -54,8 +60,10 @@ def vdot(input, other):
 
 
 def tensordot(a, b, dims=2, out=None):
-    """Contraction of the last ``dims`` dims of ``a`` with the first ``dims`` of ``b``, or
-    of the dim lists ``dims = (dims_a, dims_b)``."""
+    """The contraction of the last ``dims`` dims of ``a`` with the first ``dims`` of ``b``, or
+    of the dim lists ``dims = (dims_a, dims_b)``; the result has ``a``'s free dims then
+    ``b``'s (torch.tensordot). Contracted dims of different sizes, or a negative ``dims``,
+    raise RuntimeError. ``out`` receives the result when given."""
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
@@ -95,8 +103,9 @@ def kron(input, other):
 
 
 def cross(input, other, dim=None):
-    """The 3-d cross product along ``dim`` (the first dim of size 3 when None, as
-    torch.cross; ``linalg.cross`` defaults to -1)."""
+    """The 3-d cross product of ``input`` and ``other`` (broadcast together) along ``dim`` (the
+    first dim of size 3 when None, as torch.cross; ``linalg.cross`` defaults to -1). A dim
+    of another size raises RuntimeError. ``out`` receives the result when given."""
     if input.shape != other.shape:
         from .layout import broadcast_tensors
         input, other = broadcast_tensors(input, other)
@@ -116,8 +125,10 @@ def cross(input, other, dim=None):
 
 @autocast_op("fp32")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
-    """p-norm distances between the rows of ``x1`` ``[*, P, M]`` and ``x2`` ``[*, R, M]`` ->
-    ``[*, P, R]``; the gradient at zero distance is zero, as torch's."""
+    """The ``p``-norm distances between the rows of ``x1`` ``[*, P, M]`` and ``x2`` ``[*, R, M]``: a
+    tensor ``[*, P, R]`` (torch.cdist). ``p`` is >= 0 or inf (0 counts differing coordinates).
+    ``compute_mode`` is accepted: the distances are always computed directly, never through
+    a matrix product. The gradient at zero distance is zero, as torch's."""
     from .elementwise import abs as _abs
     from .elementwise import where
     from .reduction import amax
@@ -147,7 +158,10 @@ def _fma(input, product, beta, alpha):
 
 @autocast_op("lower")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
-    """beta * input + alpha * (mat1 @ mat2); ``input`` broadcasts to [n, p]."""
+    """``beta * input + alpha * (mat1 @ mat2)`` for matrices ``mat1`` [n, m] and ``mat2`` [m,
+    p]; ``input`` broadcasts to [n, p], and with ``beta`` 0 it is not read (NaN in it does
+    not propagate) (torch.addmm); ``alpha`` and ``beta`` are numbers. Other ranks raise
+    RuntimeError. ``out`` is accepted but not written."""
     if mat1.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor" if mat1.ndim != 2 else
                            f"mat2 must be a matrix, got {mat2.ndim}-D tensor")
@@ -155,20 +169,28 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
-    """beta * input + alpha * (mat @ vec)."""
+    """``beta * input + alpha * (mat @ vec)`` for a matrix ``mat`` [n, m] and a vector ``vec``
+    [m]; ``input`` broadcasts to [n], and with ``beta`` 0 it is not read (torch.addmv);
+    ``alpha`` and ``beta`` are numbers. Other ranks raise RuntimeError. ``out`` is accepted
+    but not written."""
     if mat.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, {vec.ndim}")
     return _fma(input, matmul(mat, vec), beta, alpha)
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
-    """beta * input + alpha * outer(vec1, vec2)."""
+    """``beta * input + alpha * outer(vec1, vec2)`` for vectors ``vec1`` [n] and ``vec2`` [m];
+    ``input`` broadcasts to [n, m], and with ``beta`` 0 it is not read (torch.addr);
+    ``alpha`` and ``beta`` are numbers. ``out`` is accepted but not written."""
     return _fma(input, outer(vec1, vec2), beta, alpha)
 
 
 @autocast_op("lower")
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
-    """beta * input + alpha * sum_b (batch1[b] @ batch2[b])."""
+    """``beta * input + alpha * sum_b (batch1[b] @ batch2[b])`` for ``batch1`` [B, n, m] and
+    ``batch2`` [B, m, p]; ``input`` broadcasts to [n, p], and with ``beta`` 0 it is not read
+    (torch.addbmm); ``alpha`` and ``beta`` are numbers. Other ranks raise RuntimeError.
+    ``out`` is accepted but not written."""
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if batch1.ndim != 3 else "batch2 must be a 3D tensor")
     return _fma(input, einsum("bij,bjk->ik", batch1, batch2), beta, alpha)
@@ -176,7 +198,10 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 @autocast_op("lower")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
-    """beta * input + alpha * (batch1 @ batch2), batch by batch."""
+    """``beta * input + alpha * (batch1 @ batch2)``, batch by batch, for ``batch1`` [B, n, m]
+    and ``batch2`` [B, m, p]; ``input`` broadcasts to [B, n, p], and with ``beta`` 0 it is
+    not read (torch.baddbmm); ``alpha`` and ``beta`` are numbers. Other ranks raise
+    RuntimeError. ``out`` is accepted but not written."""
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if batch1.ndim != 3 else "batch2 must be a 3D tensor")
     return _fma(input, matmul(batch1, batch2), beta, alpha)

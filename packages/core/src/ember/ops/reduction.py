@@ -62,7 +62,12 @@ def _np_sum(arr):
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    """Sum over ``dim`` (all dims when None). bool and integer inputs give int64."""
+    """The sum of ``input``'s elements over ``dim`` (an int or a tuple; all dims when None)
+    (torch.sum).
+
+    ``keepdim`` keeps the reduced dims with size 1. bool and integer inputs give int64;
+    ``dtype`` casts before summing (float16 and bfloat16 accumulate in float32). ``out`` is
+    accepted but not written."""
     if dim is None and dtype is None and out is None and not keepdim and type(input._data) is _ndarray \
             and input.dtype in _PLAIN_FLOATS:  # the loss-to-scalar case, without the general machinery
         r = _make(_np_sum(input._data), input.dtype)
@@ -103,12 +108,18 @@ def _sum_rule(g, shape, dims, keepdim):
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """The sum of ``input`` over ``dim`` with NaN counted as 0 (torch.nansum); ``dim``,
+    ``keepdim`` and ``dtype`` as in ``sum``."""
     from .elementwise import isnan, where
     return sum(where(isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    """Mean over ``dim``; floating or complex inputs only (RuntimeError otherwise, as torch)."""
+    """The mean of ``input`` over ``dim`` (an int or a tuple; all dims when None) (torch.mean).
+
+    ``keepdim`` keeps the reduced dims with size 1; ``dtype`` casts first. Floating or
+    complex inputs (or ``dtype``) only: RuntimeError otherwise, as torch. ``out`` is
+    accepted but not written."""
     dt = D.to_dtype(dtype) if dtype is not None else input.dtype
     if dt._category < 2:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point "
@@ -145,7 +156,11 @@ def _long_name(d):
 
 @autocast_op("fp32")
 def prod(input, dim=None, keepdim=False, *, dtype=None):
-    """Product over one dim (or all)."""
+    """The product of ``input``'s elements over the int ``dim`` (all when None) (torch.prod).
+
+    ``keepdim`` keeps the reduced dim with size 1; bool and integer inputs give int64 unless
+    ``dtype`` is given. A ``dim`` that is not an int raises TypeError. The gradient is the
+    product of the other elements (right where some are zero)."""
     if dim is not None and not isinstance(dim, builtins.int):
         raise TypeError("prod(): argument 'dim' must be int")
     dims = _dims(dim, input.ndim)
@@ -229,7 +244,14 @@ def _dim_arg(dims):
 
 
 def max(input, dim=None, keepdim=False, *, out=None):
-    """Largest value; with ``dim``, (values, indices) along it; with a tensor, elementwise maximum."""
+    """The largest element of ``input`` (a 0-d tensor); with an int ``dim``, the named tuple
+    ``(values, indices)`` of the maxima along it (indices int64, the first of ties), with
+    ``keepdim`` keeping that dim with size 1; with a tensor as ``dim``, ``maximum(input,
+    dim)`` (torch.max).
+
+    A reduction over an empty tensor raises RuntimeError (IndexError along an empty dim).
+    The gradient of the full reduction is shared evenly among tied maxima. ``out`` is
+    accepted but not written."""
     if isinstance(dim, Tensor):
         from .elementwise import maximum
         return maximum(input, dim)
@@ -237,6 +259,13 @@ def max(input, dim=None, keepdim=False, *, out=None):
 
 
 def min(input, dim=None, keepdim=False, *, out=None):
+    """The smallest element of ``input`` (a 0-d tensor); with an int ``dim``, the named tuple
+    ``(values, indices)`` of the minima along it (indices int64, the first of ties), with
+    ``keepdim`` keeping that dim with size 1; with a tensor as ``dim``, ``minimum(input,
+    dim)`` (torch.min).
+
+    A reduction over an empty tensor raises RuntimeError (IndexError along an empty dim).
+    ``out`` is accepted but not written."""
     if isinstance(dim, Tensor):
         from .elementwise import minimum
         return minimum(input, dim)
@@ -254,19 +283,30 @@ def _amaxmin(input, dim, keepdim, is_max):
 
 
 def amax(input, dim=(), keepdim=False):
+    """The maxima of ``input`` over ``dim`` (an int or a tuple; all dims when empty), in its
+    dtype (torch.amax). ``keepdim`` keeps the reduced dims with size 1. The gradient is
+    shared evenly among tied maxima. ``out`` receives the result when given."""
     return _amaxmin(input, dim, keepdim, True)
 
 
 def amin(input, dim=(), keepdim=False):
+    """The minima of ``input`` over ``dim`` (an int or a tuple; all dims when empty), in its
+    dtype (torch.amin). ``keepdim`` keeps the reduced dims with size 1. The gradient is
+    shared evenly among tied minima. ``out`` receives the result when given."""
     return _amaxmin(input, dim, keepdim, False)
 
 
 def argmax(input, dim=None, keepdim=False):
-    """Index of the largest value (of the flattened tensor when ``dim`` is None); int64."""
+    """The int64 index of the largest element of ``input`` along ``dim`` (of the flattened
+    tensor when None; the first of ties) (torch.argmax). ``keepdim`` keeps the reduced
+    dim(s) with size 1. A bool ``input`` raises RuntimeError."""
     return _arg(input, dim, keepdim, True)
 
 
 def argmin(input, dim=None, keepdim=False):
+    """The int64 index of the smallest element of ``input`` along ``dim`` (of the flattened
+    tensor when None; the first of ties) (torch.argmin). ``keepdim`` keeps the reduced
+    dim(s) with size 1. A bool ``input`` raises RuntimeError."""
     return _arg(input, dim, keepdim, False)
 
 
@@ -287,7 +327,12 @@ def _arg(input, dim, keepdim, is_max):
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """Variance over ``dim`` with Bessel's ``correction`` (default 1; ``unbiased=False`` means 0)."""
+    """The variance of ``input`` over ``dim`` (an int or a tuple; all dims when None)
+    (torch.var): ``sum((x - mean)**2) / (N - correction)``.
+
+    ``correction`` defaults to 1 (Bessel's); ``unbiased=False`` means 0. ``keepdim`` keeps
+    the reduced dims with size 1. ``N - correction <= 0`` gives NaN. Floating and complex
+    inputs only: RuntimeError otherwise."""
     c = _correction(unbiased, correction)
     dims = _dims(dim, input.ndim)
     if input.dtype._category < 2:
@@ -324,7 +369,10 @@ def _correction(unbiased, correction):
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """Standard deviation (square root of ``var``)."""
+    """The standard deviation of ``input`` over ``dim``: the square root of ``var(input, dim,
+    unbiased, keepdim, correction=correction)`` (torch.std); ``dim``, ``unbiased``,
+    ``keepdim`` and ``correction`` as there. The gradient is zero where the deviation is
+    zero."""
     from ..autograd.grad_mode import no_grad
     from .elementwise import sqrt
     with no_grad():
@@ -343,15 +391,22 @@ def _std_rule(g, x, r, dims, keepdim, denom):
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The named tuple ``(var, mean)`` of ``input`` over ``dim`` (torch.var_mean); ``dim``,
+    ``unbiased``, ``keepdim`` and ``correction`` as in ``var``."""
     return return_types.var_mean(var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim))
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The named tuple ``(std, mean)`` of ``input`` over ``dim`` (torch.std_mean); ``dim``,
+    ``unbiased``, ``keepdim`` and ``correction`` as in ``var``."""
     return return_types.std_mean(std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim))
 
 
 def logsumexp(input, dim, keepdim=False):
-    """log(sum(exp(input))) over ``dim``, computed stably (max subtracted first)."""
+    """``log(sum(exp(x)))`` of ``input`` over ``dim`` (an int or a tuple), computed stably (the
+    maximum subtracted first) (torch.logsumexp, torch.special.logsumexp). ``keepdim`` keeps
+    the reduced dims with size 1; integer inputs give the default float dtype. ``out``
+    receives the result when given."""
     dims = _dims(dim, input.ndim)
     bk = be(input)
     xp = bk.xp
@@ -373,8 +428,13 @@ def _logsumexp_rule(g, x, r, dims, keepdim):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """Vector p-norm over ``dim`` (all elements when None); 'fro' is the 2-norm of the
-    flattened dims; p may be inf, -inf, 0 or any real."""
+    """The vector ``p``-norm of ``input`` over ``dim`` (an int or a tuple; all elements when
+    None) (torch.norm).
+
+    ``p`` is 'fro' or None (both the 2-norm), inf, -inf, 0 (the count of nonzeros) or any
+    real; 'nuc' raises NotImplementedError. ``keepdim`` keeps the reduced dims with size 1;
+    ``dtype`` is accepted (the result keeps ``input``'s dtype). Integer inputs raise
+    RuntimeError."""
     if p == "fro" or p is None:
         p = 2
     if p == "nuc":
@@ -432,22 +492,31 @@ def _norm2_rule(g, x, r, dims, keepdim):
 
 
 def all(input, dim=None, keepdim=False):
+    """True where every element of ``input`` over ``dim`` (an int or a tuple; all when None) is
+    nonzero, as a bool tensor (torch.all). ``keepdim`` keeps the reduced dims with size 1;
+    ``out`` receives the result when given."""
     dims = _dims(dim, input.ndim)
     return wrap(be(input).xp.all(input._data, axis=_axis(dims), keepdims=keepdim), D.bool_)
 
 
 def any(input, dim=None, keepdim=False):
+    """True where some element of ``input`` over ``dim`` (an int or a tuple; all when None) is
+    nonzero, as a bool tensor (torch.any). ``keepdim`` keeps the reduced dims with size 1."""
     dims = _dims(dim, input.ndim)
     return wrap(be(input).xp.any(input._data, axis=_axis(dims), keepdims=keepdim), D.bool_)
 
 
 def count_nonzero(input, dim=None):
+    """The int64 count of nonzero elements of ``input`` over ``dim`` (an int or a tuple; all
+    when None) (torch.count_nonzero)."""
     dims = _dims(dim, input.ndim)
     return wrap(be(input).xp.count_nonzero(input._data, axis=_axis(dims)), D.int64)
 
 
 def cumsum(input, dim, *, dtype=None):
-    """Running sum along ``dim`` (integers accumulate in int64)."""
+    """The running sum of ``input`` along ``dim``, same shape (torch.cumsum). bool and integer
+    inputs accumulate in int64 unless ``dtype`` is given. ``out`` receives the result when
+    given."""
     d = _wrap_dim(dim, input.ndim)
     dt = D.to_dtype(dtype) if dtype is not None else (D.int64 if input.dtype._category < 2 else input.dtype)
     bk = be(input)
@@ -471,9 +540,11 @@ def _cumsum_rule(g, d):
 
 
 def softmax(input, dim, dtype=None, _stacklevel=3):
-    """exp(x) / sum(exp(x)) along ``dim``, max-subtracted for stability
-    (torch.nn.functional.softmax); ``dtype`` casts the input first, integer inputs give
-    the default float dtype.  Same shape (any) and memory layout as the input."""
+    """``exp(x) / sum(exp(x))`` of ``input`` along ``dim``, max-subtracted for stability
+    (torch.softmax, torch.nn.functional.softmax, torch.special.softmax).
+
+    ``dtype`` casts ``input`` first; integer inputs give the default float dtype. The result
+    has the shape (any) and memory layout of ``input``."""
     x = input if dtype is None else input.to(dtype)
     d = _wrap_dim(dim, x.ndim)
     bk = be(x)
@@ -512,8 +583,9 @@ def _softmax_rule(g, r, d):
 
 
 def log_softmax(input, dim, dtype=None, _stacklevel=3):
-    """x - logsumexp(x) along ``dim`` (torch.nn.functional.log_softmax); ``dtype`` and
-    the result's shape and layout as in ``softmax``."""
+    """``x - logsumexp(x)`` of ``input`` along ``dim`` (torch.log_softmax,
+    torch.nn.functional.log_softmax, torch.special.log_softmax); ``dtype`` and the result's
+    shape and layout as in ``softmax``."""
     x = input if dtype is None else input.to(dtype)
     d = _wrap_dim(dim, x.ndim)
     bk = be(x)

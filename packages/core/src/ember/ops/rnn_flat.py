@@ -121,7 +121,10 @@ def _check_cell(input, w_ih):
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One LSTM step (torch.lstm_cell): ``input`` ``[B, I]``, ``hx = (h, c)`` ``[B, H]``;
     returns ``(h', c')``.  RuntimeError unless ``hx`` holds two states or for an input
-    size other than the weight's."""
+    size other than the weight's.
+
+    ``w_ih`` [4H, I] and ``w_hh`` [4H, H] are the input and hidden weights (gates in the
+    order input, forget, cell, output); ``b_ih`` and ``b_hh`` [4H] their biases, or None."""
     if len(hx) != 2:
         raise RuntimeError("lstm_cell expects two hidden states")
     _check_cell(input, w_ih)
@@ -129,18 +132,32 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    """One GRU step (torch.gru_cell): ``input`` ``[B, I]``, ``hx`` ``[B, H]``; returns h'."""
+    """One GRU step (torch.gru_cell): ``input`` ``[B, I]``, ``hx`` ``[B, H]``; returns h'.
+
+    ``w_ih`` [3H, I] and ``w_hh`` [3H, H] are the input and hidden weights (gates in the
+    order reset, update, new); ``b_ih`` and ``b_hh`` [3H] their biases, or None.
+    RuntimeError for an input size other than the weight's."""
     _check_cell(input, w_ih)
     return _gru_step(input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    """One Elman step with tanh (torch.rnn_tanh_cell)."""
+    """One Elman RNN step with tanh (torch.rnn_tanh_cell): ``h' = tanh(input @ w_ih^T + b_ih +
+    hx @ w_hh^T + b_hh)``.
+
+    ``input`` is [B, I], ``hx`` [B, H], ``w_ih`` [H, I], ``w_hh`` [H, H], ``b_ih`` and
+    ``b_hh`` [H] or None; returns h' [B, H]. RuntimeError for an input size other than the
+    weight's."""
     _check_cell(input, w_ih)
     return _elman_step(input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    """One Elman step with relu (torch.rnn_relu_cell)."""
+    """One Elman RNN step with relu (torch.rnn_relu_cell): ``h' = relu(input @ w_ih^T + b_ih +
+    hx @ w_hh^T + b_hh)``.
+
+    ``input`` is [B, I], ``hx`` [B, H], ``w_ih`` [H, I], ``w_hh`` [H, H], ``b_ih`` and
+    ``b_hh`` [H] or None; returns h' [B, H]. RuntimeError for an input size other than the
+    weight's."""
     _check_cell(input, w_ih)
     return _elman_step(input, hx, w_ih, w_hh, b_ih, b_hh, relu=True)

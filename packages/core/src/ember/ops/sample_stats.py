@@ -234,7 +234,8 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     divides by the total and the bin widths.  RuntimeError for bins <= 0, min > max, a
     non-finite range or mismatched dtypes; NotImplementedError for other dtypes
     (torch.histogram).
-    """
+
+    ``out`` (a pair of tensors) receives the result when given."""
     from .shape import reshape
     if isinstance(bins, Tensor) and range is not None:
         raise TypeError("histogram(): the range argument is taken only with an int bins")
@@ -262,7 +263,8 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
     tensors; ``range`` is (min_1, max_1, ..., min_N, max_N); ``weight`` is [...] (the input's
     shape without its last dim).  The rules of ``histogram`` hold per dim
     (torch.histogramdd).
-    """
+
+    ``density`` divides by the total and the bin volumes."""
     from .shape import reshape
     if input.ndim < 2:
         raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
@@ -283,7 +285,9 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
 def dist(input, other, p=2):
     """The ``p``-norm of ``input - other`` (broadcast): any real p, inf and -inf (max and
     min of ``|difference|``), 0 (the count of nonzero differences); a 0-d tensor of the
-    promoted float dtype.  RuntimeError for integer inputs (torch.dist)."""
+    promoted float dtype.  RuntimeError for integer inputs (torch.dist).
+
+    ``other`` broadcasts with ``input``."""
     from .decompositions import vector_norm
     diff = input - other
     if diff.dtype._category < 2:
@@ -315,7 +319,9 @@ def pdist(input, p=2):
 
 
 def msort(input, *, out=None):
-    """``input`` sorted along its first dim (torch.msort: sort(input, 0).values)."""
+    """``input`` sorted along its first dim (torch.msort: sort(input, 0).values).
+
+    ``out`` receives the result when given."""
     from .indexing import sort
     result = sort(input, 0).values
     return result if out is None else write_out(result, out, "sort")

@@ -27,7 +27,11 @@ def _continuous(t, name: str, exc=RuntimeError) -> None:
 
 
 def poisson(input, generator=None):
-    """Poisson samples with the rates in ``input`` (same dtype); its gradient is zero."""
+    """Poisson samples with the rates in ``input`` (same dtype); its gradient is zero.
+
+    ``generator`` draws the samples (the default one of ``input``'s device when None). A
+    negative rate raises RuntimeError, an integer ``input`` NotImplementedError
+    (torch.poisson)."""
     _continuous(input, "poisson", NotImplementedError)
     g = _gen(generator, input.device)
     rates = numpy.asarray(input.__array__(), dtype=numpy.float64)
@@ -42,7 +46,9 @@ def binomial(count, prob, generator=None):
     tensors of one dtype, broadcast together; the result has that dtype).  A count below
     zero gives 0 and a probability past [0, 1] is clipped into it, as torch's sampler
     does.  ValueError for a non-float count, RuntimeError for mismatched dtypes; the
-    samples have no derivative (torch.binomial)."""
+    samples have no derivative (torch.binomial).
+
+    ``generator`` draws the samples (the default one of the device when None)."""
     from .numerics import _not_implemented_rule
     for name, v in (("count", count), ("prob", prob)):
         if not isinstance(v, Tensor):

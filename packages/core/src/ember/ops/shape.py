@@ -103,6 +103,9 @@ def reshape_as(self, other):
 
 
 def flatten(input, start_dim=0, end_dim=-1):
+    """``input`` with the dims ``start_dim`` to ``end_dim`` (both included) merged into one, as
+    a view when the memory allows (torch.flatten); a 0-d ``input`` becomes [1].
+    ``start_dim`` after ``end_dim`` raises RuntimeError."""
     if input.ndim == 0:
         return reshape(input, (1,))
     s, e = _wrap_dim(start_dim, input.ndim), _wrap_dim(end_dim, input.ndim)
@@ -116,6 +119,8 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 def unflatten(input, dim, sizes):
+    """A view of ``input`` with dim ``dim`` split into the dims ``sizes`` (their product the
+    dim's size; one of them may be -1) (torch.unflatten)."""
     d = _wrap_dim(dim, input.ndim)
     shape = input.shape
     sizes = _infer_shape(tuple(sizes), shape[d])
@@ -123,7 +128,9 @@ def unflatten(input, dim, sizes):
 
 
 def squeeze(input, dim=None):
-    """Drop size-1 dimensions (all, or those among ``dim``)."""
+    """A view of ``input`` without its size-1 dims: all of them when ``dim`` is None, else
+    those among ``dim`` (an int or a tuple; a named dim of another size is kept)
+    (torch.squeeze)."""
     shape = input._data.shape
     if dim is None:
         dims, name = tuple(i for i, n in enumerate(shape) if n == 1), "SqueezeBackward0"
@@ -136,6 +143,8 @@ def squeeze(input, dim=None):
 
 
 def unsqueeze(input, dim):
+    """A view of ``input`` with a size-1 dim inserted at ``dim`` (in [-ndim - 1, ndim])
+    (torch.unsqueeze)."""
     d = _wrap_dim(dim, input.ndim + 1)
     arr = be(input).xp.expand_dims(input._data, axis=d)
     return make_view(input, arr, lambda t: unsqueeze(t, d), "UnsqueezeBackward0", _unsqueeze_rule, (d,))
@@ -147,6 +156,9 @@ def _unsqueeze_rule(g, d):
 
 
 def permute(input, *dims):
+    """A view of ``input`` with its dims reordered: dim i of the result is ``dims[i]`` of
+    ``input`` (``dims`` given as ints or one sequence) (torch.permute). A ``dims`` of
+    another length, or with duplicates, raises RuntimeError."""
     dims = _dims(dims)
     if len(dims) != input.ndim:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
@@ -166,6 +178,8 @@ def _permute_rule(g, inverse):
 
 
 def transpose(input, dim0, dim1):
+    """A view of ``input`` with dims ``dim0`` and ``dim1`` swapped (torch.transpose;
+    ``swapaxes`` and ``swapdims`` are the same function)."""
     n = input.ndim
     if n == 0:
         return view(input, ())
@@ -185,7 +199,8 @@ swapaxes = swapdims = transpose
 
 
 def t(input):
-    """Transpose of a tensor with at most 2 dimensions."""
+    """A view of ``input`` transposed: a 2-d tensor's dims swapped, a 0-d or 1-d one as it is
+    (torch.t). More than 2 dims raise RuntimeError."""
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     return make_view(input, input._data.T if input.ndim == 2 else input._data[...], t, "TBackward0", _t_rule)
@@ -197,6 +212,9 @@ def _t_rule(g):
 
 
 def movedim(input, source, destination):
+    """A view of ``input`` with the dims ``source`` (an int or a sequence) moved to the
+    positions ``destination``, the other dims keeping their order (torch.movedim;
+    ``moveaxis`` is the same function)."""
     src = (source,) if isinstance(source, builtins.int) else tuple(source)
     dst = (destination,) if isinstance(destination, builtins.int) else tuple(destination)
     src = [_wrap_dim(d, input.ndim) for d in src]
@@ -245,10 +263,15 @@ def expand_as(input, other):
 
 
 def broadcast_to(input, size):
+    """A broadcast view of ``input`` with shape ``size``: size-1 dims stretched, -1 keeping a
+    size, new leading dims allowed (torch.broadcast_to). A size that does not broadcast
+    raises RuntimeError."""
     return expand(input, size)
 
 
 def narrow(input, dim, start, length):
+    """A view of the ``length`` elements of ``input`` along ``dim`` from ``start`` (negative
+    counts from the end) (torch.narrow). A range past the dim's size raises RuntimeError."""
     d = _wrap_dim(dim, input.ndim)
     n = input.shape[d]
     start = builtins.int(start)
@@ -277,6 +300,8 @@ def _slice_rule(g, shape, idx):
 
 
 def select(input, dim, index):
+    """A view of ``input`` at ``index`` along ``dim``, that dim removed (torch.select); a
+    negative ``index`` counts from the end. An index out of range raises IndexError."""
     d = _wrap_dim(dim, input.ndim)
     n = input.shape[d]
     if not -n <= index < n:
@@ -323,8 +348,11 @@ def _views_along(input, dim, bounds, stacked: bool, name: str):
 
 
 def split(tensor, split_size_or_sections, dim=0):
-    """Views of consecutive pieces along ``dim``: equal pieces of ``split_size`` (the last may
-    be smaller) or pieces of the given sizes."""
+    """A tuple of views of consecutive pieces of ``tensor`` along ``dim`` (torch.split).
+
+    ``split_size_or_sections`` is an int (equal pieces of that size, the last one smaller
+    when it does not divide) or a list of sizes, which must sum to the dim's size
+    (RuntimeError otherwise)."""
     d = _wrap_dim(dim, tensor.ndim)
     name = "SplitBackward0" if isinstance(split_size_or_sections, builtins.int) else "SplitWithSizesBackward0"
     return _views_along(tensor, d, _split_bounds(tensor, split_size_or_sections, d), False, name)
@@ -351,6 +379,9 @@ def _split_bounds(tensor, split_size_or_sections, d) -> tuple:
 
 
 def chunk(input, chunks, dim=0):
+    """A tuple of ``chunks`` views of ``input`` along ``dim``, each of ``ceil(size / chunks)``
+    elements (fewer pieces when they run out, the last one smaller) (torch.chunk).
+    ``chunks`` <= 0 raises RuntimeError."""
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0")
     d = _wrap_dim(dim, input.ndim)
@@ -360,12 +391,20 @@ def chunk(input, chunks, dim=0):
 
 
 def unbind(input, dim=0):
+    """A tuple of the views of ``input`` at each index along ``dim``, that dim removed
+    (torch.unbind)."""
     d = _wrap_dim(dim, input.ndim)
     return _views_along(input, d, tuple((i, i + 1) for i in range(input.shape[d])), True, "UnbindBackward0")
 
 
 def cat(tensors, dim=0, *, out=None):
-    """Concatenate along an existing dimension (dtype by promotion)."""
+    """The ``tensors`` concatenated along the existing dim ``dim`` (torch.cat; ``concat`` and
+    ``concatenate`` are the same function).
+
+    The tensors have the same number of dims and the same sizes but along ``dim`` (1-d empty
+    tensors are skipped); the result has their promoted dtype. An empty list or mismatched
+    shapes raise RuntimeError. With ``out`` the result's data is placed into ``out`` (its
+    memory replaced rather than written) and ``out`` returned."""
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
@@ -407,7 +446,10 @@ concat = concatenate = cat
 
 @autocast_op("promote")
 def stack(tensors, dim=0, *, out=None):
-    """Join tensors of equal shape along a new dimension."""
+    """The ``tensors``, all of one shape, joined along a new dim ``dim`` (torch.stack); the
+    result has their promoted dtype. An empty list or different shapes raise RuntimeError.
+    With ``out`` the result's data is placed into ``out`` (its memory replaced rather than
+    written) and ``out`` returned."""
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
@@ -457,7 +499,8 @@ def _repeat_rule(g, src_shape, sizes, in_shape):
 
 
 def flip(input, dims):
-    """Reverse the order of elements along ``dims`` (a copy, as in torch)."""
+    """``input`` with its elements reversed along ``dims`` (an int or a sequence), as a copy,
+    as in torch (torch.flip)."""
     dims = (dims,) if isinstance(dims, builtins.int) else tuple(dims)
     dims = tuple(_wrap_dim(d, input.ndim) for d in dims)
     bk = be(input)

@@ -33,7 +33,10 @@ _lu_warned = []
 
 def lu(A, pivot=True, get_infos=False, out=None):
     """(A_LU, pivots), with info as a third result when ``get_infos``: the packed LU
-    factorization of each matrix (as linalg.lu_factor_ex).  Source: torch.lu."""
+    factorization of each matrix (as linalg.lu_factor_ex).  Source: torch.lu.
+
+    ``A`` is ``[*, m, n]``; ``pivot=False`` raises RuntimeError on the CPU, as torch; ``out``
+    receives the result when given. Deprecated, as in torch (a UserWarning, once)."""
     if not _lu_warned:
         _lu_warned.append(True)
         warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and "
@@ -46,7 +49,10 @@ def lu(A, pivot=True, get_infos=False, out=None):
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """(P, L, U) from lu_factor's packed ``LU_data`` ``[*, m, n]`` and int32 ``LU_pivots``
     ``[*, k]``: P ``[*, m, m]``, L ``[*, m, k]`` unit lower, U ``[*, k, n]`` upper; the parts not asked
-    for come back empty.  Differentiable in ``LU_data``.  Source: torch.lu_unpack."""
+    for come back empty.  Differentiable in ``LU_data``.  Source: torch.lu_unpack.
+
+    ``unpack_data`` and ``unpack_pivots`` choose which parts are computed; ``out`` (a tuple
+    of three tensors) receives the result when given."""
     if LU_data.ndim < 2:
         raise RuntimeError(f"torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: "
                            f"{list(LU_data.shape)} instead")
@@ -93,7 +99,10 @@ def _lu_unpack_rule(grads, shape, unpacked):
 
 def lu_solve(b, LU_data, LU_pivots, *, out=None):
     """X with A X = b from A's LU factorization (linalg.lu_solve with the right-hand side
-    first).  Source: torch.lu_solve."""
+    first).  Source: torch.lu_solve.
+
+    ``b`` is ``[*, n, k]``, ``LU_data`` and ``LU_pivots`` the output of ``lu`` (or
+    ``linalg.lu_factor``) for A ``[*, n, n]``; ``out`` receives the result when given."""
     return _write(_linalg_lu_solve(LU_data, LU_pivots, b), out, "lu_solve")
 
 
@@ -119,7 +128,11 @@ def _tn(t):
 
 def cholesky_solve(B, L, upper=False, *, out=None):
     """X with A X = B for A = L L^H given its Cholesky factor ``L`` (A = U^H U for an
-    upper factor); B ``[*, n, k]``, batch dims broadcast.  Source: torch.cholesky_solve."""
+    upper factor); B ``[*, n, k]``, batch dims broadcast.  Source: torch.cholesky_solve.
+
+    ``B`` is the right-hand side, ``L`` the factor ``[*, n, n]``, ``upper`` whether it is upper
+    triangular; ``out`` receives the result when given. RuntimeError for a ``B`` of fewer
+    than 2 dims or of another dtype than ``L``."""
     if B.ndim < 2:
         raise RuntimeError(f"b should have at least 2 dimensions, but has {B.ndim} dimensions instead")
     _check_rhs(B, L, "cholesky_solve")
@@ -141,7 +154,10 @@ def _cholesky_solve_rule(g, L, X, upper):
 
 def cholesky_inverse(L, upper=False, *, out=None):
     """The inverse of A = L L^H (A = U^H U when ``upper``) from its Cholesky factor
-    ``[*, n, n]``.  Source: torch.cholesky_inverse."""
+    ``[*, n, n]``.  Source: torch.cholesky_inverse.
+
+    ``L`` is the factor, upper triangular when ``upper``; ``out`` receives the result when
+    given."""
     import numpy
     check_input(L, "cholesky_inverse")
     c = host(L)
@@ -164,7 +180,11 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     """(solution, cloned_coefficient): X with op(T) X = b, T the upper (lower) triangle
     of A, op(T) = T^T when ``transpose``, T's diagonal taken as ones when
     ``unitriangular``; the second result is a copy of A.  Batch dims broadcast.
-    Source: torch.triangular_solve."""
+    Source: torch.triangular_solve.
+
+    ``b`` is ``[*, n, k]`` and ``A`` ``[*, n, n]`` of ``b``'s dtype; ``upper`` picks the triangle
+    read; ``out`` (a pair of tensors) receives the result when given. RuntimeError for
+    mismatched shapes or dtypes."""
     if b.ndim < 2:
         raise RuntimeError(f"torch.triangular_solve: Expected b to have at least 2 dimensions, but it has {b.ndim} "
                            "dimensions instead")
@@ -197,7 +217,10 @@ def _triangular_solve_rule(grads, A, X, upper, transpose, unit):
 # ---- removed in torch 2 -----------------------------------------------------------------
 
 def symeig(input, eigenvectors=False, upper=True, *, out=None):
-    """Removed from torch (2.x raises): use linalg.eigvalsh / linalg.eigh."""
+    """Removed from torch (2.x raises): use linalg.eigvalsh / linalg.eigh.
+
+    Every call raises RuntimeError saying how to rewrite it; ``input``, ``eigenvectors``,
+    ``upper`` and ``out`` are accepted for torch's signature."""
     raise RuntimeError(
         "This function was deprecated since version 1.9 and is now removed. linalg.eigh and linalg.eigvalsh read "
         "the lower triangular portion by default, where symeig read the upper one.\n\n"
@@ -207,7 +230,10 @@ def symeig(input, eigenvectors=False, upper=True, *, out=None):
 
 def eig(input, eigenvectors=False, *, out=None):
     """Removed from torch (2.x raises): use linalg.eig / linalg.eigvals, which return
-    complex tensors."""
+    complex tensors.
+
+    Every call raises RuntimeError saying how to rewrite it; ``input``, ``eigenvectors`` and
+    ``out`` are accepted for torch's signature."""
     raise RuntimeError(
         "This function was deprecated since version 1.9 and is now removed. torch.linalg.eig returns complex "
         "tensors (cfloat or cdouble) instead of real tensors that mimic complex ones.\n\n"

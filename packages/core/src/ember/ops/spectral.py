@@ -36,7 +36,16 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     """The spectrogram of a signal ``[*, T]`` (at most one batch dim, as torch):
     ``[*, n_fft // 2 + 1, n_frames]`` complex (two-sided ``n_fft`` rows for complex input
     or ``onesided=False``).  ``return_complex`` must be given for real input and be True
-    (torch's deprecation of the real output)."""
+    (torch's deprecation of the real output).
+
+    ``input`` is the signal; frames of ``n_fft`` samples start every ``hop_length`` samples
+    (``n_fft // 4`` by default) and are multiplied by ``window`` (a 1-d tensor of
+    ``win_length`` samples, ``n_fft`` by default, zero-padded on both sides to ``n_fft``;
+    ones when None). With ``center`` the signal is padded by ``n_fft // 2`` on both sides
+    (``pad_mode`` as in ``F.pad``: 'reflect' by default) so that frame t is centred on
+    sample ``t * hop_length``. ``normalized`` scales the spectrum by ``n_fft ** -0.5``. A
+    signal of other than 1 or 2 dims, an ``n_fft`` out of range, ``return_complex=False`` or
+    a window of the wrong size raise RuntimeError."""
     if return_complex is None and not input.dtype.is_complex:
         raise RuntimeError("stft requires the return_complex parameter be given for real inputs, and will further "
                            "require that return_complex=True in a future PyTorch release.")
@@ -62,7 +71,14 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
           onesided=None, length=None, return_complex=False):
     """The signal whose stft is ``input`` (``[*, freq, n_frames]`` complex): inverse
     transforms of the frames, windowed, overlap-added and divided by the summed squared
-    window (RuntimeError where that envelope vanishes, as torch)."""
+    window (RuntimeError where that envelope vanishes, as torch).
+
+    ``n_fft``, ``hop_length``, ``win_length``, ``window``, ``center`` and ``normalized`` are
+    the ones the stft was made with; ``onesided`` says whether ``input`` holds only the
+    non-negative frequencies (by default, when its frequency dim is not ``n_fft``).
+    ``length`` trims or zero-pads the signal to that many samples. With ``return_complex``
+    the frames' complex inverse is kept (else its real part). A real ``input`` raises
+    RuntimeError."""
     from .creation import arange, zeros
     from .indexing import index_add
     if not input.dtype.is_complex:

@@ -32,7 +32,9 @@ def _int64(xp, arr):
 
 
 def aminmax(input, *, dim=None, keepdim=False):
-    """(min, max) over all elements or along ``dim``."""
+    """The named tuple ``(min, max)`` of ``input`` over all elements, or along ``dim`` (with
+    ``keepdim`` keeping that dim with size 1), in its dtype (torch.aminmax). An empty
+    ``input`` without ``dim`` raises RuntimeError."""
     if input.numel() == 0 and dim is None:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
                            "identity.")
@@ -72,8 +74,10 @@ def _nan_last_count(xp, ordered, d):
 
 
 def median(input, dim=None, keepdim=False):
-    """The lower median (of an even count, the smaller middle value); with ``dim``,
-    (values, indices) along it.  NaN is the median of any row holding one."""
+    """The lower median of ``input`` (of an even count, the smaller middle value) as a 0-d
+    tensor; with ``dim``, the named tuple ``(values, indices)`` along it, ``keepdim``
+    keeping that dim with size 1 (indices int64) (torch.median). NaN is the median of any
+    row holding one. An empty reduced dim raises IndexError."""
     def pick(xp, ordered, order, d):
         n = ordered.shape[d]
         pos = xp.full(ordered.shape[:d] + (1,) + ordered.shape[d + 1:], (n - 1) // 2)
@@ -87,7 +91,8 @@ def median(input, dim=None, keepdim=False):
 
 
 def nanmedian(input, dim=None, keepdim=False):
-    """median ignoring NaN (NaN only where a row is all NaN)."""
+    """The median of ``input`` ignoring NaN, over all elements or along ``dim`` with
+    ``keepdim``, as ``median`` otherwise: NaN only where a row is all NaN (torch.nanmedian)."""
     def pick(xp, ordered, order, d):
         n = ordered.shape[d]
         valid = _nan_last_count(xp, ordered, d)
@@ -113,7 +118,9 @@ def _global(input, pick, node_name):
 
 
 def kthvalue(input, k, dim=-1, keepdim=False):
-    """The ``k``-th smallest element (1-based) along ``dim``, with its index."""
+    """The named tuple ``(values, indices)`` of the ``k``-th smallest element (1-based) of
+    ``input`` along ``dim``, ``keepdim`` keeping that dim with size 1 (indices int64)
+    (torch.kthvalue). A ``k`` outside [1, size] raises RuntimeError."""
     n = input.shape[_wrap_dim(dim, max(input.ndim, 1))] if input.ndim else 1
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
@@ -124,8 +131,9 @@ def kthvalue(input, k, dim=-1, keepdim=False):
 
 
 def mode(input, dim=-1, keepdim=False):
-    """The most frequent value along ``dim`` (the smallest among equally frequent ones)
-    and the index of its last occurrence, as torch."""
+    """The named tuple ``(values, indices)`` of the most frequent value of ``input`` along
+    ``dim`` (the smallest among equally frequent ones) and the index of its last occurrence,
+    as torch; ``keepdim`` keeps that dim with size 1 (torch.mode)."""
     return _select_along(input, dim, keepdim, _mode_position, "ModeBackward0", return_types.mode)
 
 
@@ -152,15 +160,20 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 @autocast_op("fp32")
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
-    """The ``q``-quantiles (``q`` a float or a 1-d tensor in [0, 1]) over all elements or
-    along ``dim``, interpolated between sorted values as numpy's methods of the same name
-    (torch.quantile); a row holding NaN gives NaN.  A tensor ``q`` adds a leading dim."""
+    """The ``q``-quantiles of ``input`` over all elements or along ``dim`` (torch.quantile).
+
+    ``q`` is a float or a 1-d tensor in [0, 1]; a tensor ``q`` adds a leading dim of its
+    length. Values are interpolated between the sorted ones by ``interpolation``: 'linear',
+    'lower', 'higher', 'nearest' or 'midpoint', as numpy's methods of those names.
+    ``keepdim`` keeps the reduced dim with size 1; a row holding NaN gives NaN."""
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False)
 
 
 @autocast_op("fp32")
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
-    """quantile ignoring NaN (NaN only where a row is all NaN)."""
+    """The ``q``-quantiles of ``input`` ignoring NaN, over all elements or along ``dim``, with
+    ``keepdim`` and ``interpolation`` as in ``quantile``: NaN only where a row is all NaN
+    (torch.nanquantile)."""
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True)
 
 
@@ -223,7 +236,9 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
-    """The mean of the non-NaN elements (NaN where there are none)."""
+    """The mean of the non-NaN elements of ``input`` over ``dim`` (an int or a tuple; all when
+    None), NaN where there are none (torch.nanmean); ``keepdim`` and ``dtype`` as in
+    ``sum``. A non-floating ``input`` raises RuntimeError."""
     from .elementwise import isnan, where
     from .reduction import sum as _sum
     if not input.dtype.is_floating_point:
@@ -238,7 +253,8 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
 # ---- cumulative ops -----------------------------------------------------------------
 
 def cumprod(input, dim, *, dtype=None):
-    """Running product along ``dim`` (integers accumulate in int64); the gradient is exact
+    """The running product of ``input`` along ``dim``, same shape (torch.cumprod). bool and
+    integer inputs accumulate in int64 unless ``dtype`` is given. The gradient is exact
     through zeros."""
     d = _wrap_dim(dim, max(input.ndim, 1))
     dt = D.to_dtype(dtype) if dtype is not None else (D.int64 if input.dtype._category < 2 else input.dtype)
@@ -283,13 +299,16 @@ def _shift_right(x):
 
 
 def cummax(input, dim):
-    """Running maximum along ``dim`` and the index where it was reached (the last index
-    among equal values, as torch)."""
+    """The named tuple ``(values, indices)`` of the running maximum of ``input`` along ``dim``
+    and the int64 index where it was reached (the last index among equal values, as torch)
+    (torch.cummax)."""
     return _cum_extreme(input, dim, True)
 
 
 def cummin(input, dim):
-    """Running minimum along ``dim`` and the index where it was reached."""
+    """The named tuple ``(values, indices)`` of the running minimum of ``input`` along ``dim``
+    and the int64 index where it was reached (the last index among equal values)
+    (torch.cummin)."""
     return _cum_extreme(input, dim, False)
 
 
@@ -321,7 +340,8 @@ def _cum_extreme_rule(g, indices, shape, d):
 
 
 def logcumsumexp(input, dim):
-    """Running log(sum(exp(x))) along ``dim``, without overflow."""
+    """The running ``log(sum(exp(x)))`` of ``input`` along ``dim``, without overflow
+    (torch.logcumsumexp). A non-floating ``input`` raises RuntimeError."""
     d = _wrap_dim(dim, max(input.ndim, 1))
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"logcumsumexp(): expected input to have floating point dtype but got {input.dtype}")
@@ -364,8 +384,9 @@ def _logcumsumexp_rule(g, x, r, d):
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
-    """The ``n``-th forward difference along ``dim``, after ``prepend``/``append`` are
-    joined on; bool tensors give logical xor."""
+    """The ``n``-th forward difference of ``input`` along ``dim``, after ``prepend`` and
+    ``append`` (tensors) are joined on at its ends (torch.diff): the dim shrinks by ``n``.
+    bool tensors give logical xor of neighbours."""
     from .shape import cat
     d = _wrap_dim(dim, input.ndim)
     if prepend is not None or append is not None:
@@ -383,8 +404,12 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 # ---- unique and counting ------------------------------------------------------------
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
-    """The distinct values (ascending), with the inverse indices and counts when asked;
-    with ``dim``, the distinct slices along it."""
+    """The distinct values of ``input`` in ascending order, as a 1-d tensor; with ``dim``, the
+    distinct slices along it (torch.unique).
+
+    ``sorted`` is accepted; the values are always sorted (torch's CPU result is too). With
+    ``return_inverse`` the int64 indices mapping each element (or slice) to its value are
+    returned too, with ``return_counts`` the int64 count of each value: a tuple then."""
     xp = be(input).xp
     data = input._data
     if dim is None:
@@ -403,7 +428,9 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
-    """One of each run of equal consecutive values (slices along ``dim``)."""
+    """One of each run of equal consecutive values of ``input`` (slices along ``dim`` when
+    given) (torch.unique_consecutive). ``return_inverse`` adds the int64 run index of each
+    element, ``return_counts`` the int64 length of each run: a tuple then."""
     xp = be(input).xp
     if dim is None:
         flat = input._data.reshape(-1)
@@ -429,8 +456,12 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 
 
 def bincount(input, weights=None, minlength=0):
-    """How often each non-negative integer occurs in a 1-d tensor (summed ``weights`` when
-    given: float64 for float32 weights, as torch)."""
+    """How often each non-negative integer occurs in the 1-d integer tensor ``input``, as an
+    int64 tensor of length ``max(input) + 1`` (at least ``minlength``) (torch.bincount).
+
+    With ``weights`` (of ``input``'s shape) the weights are summed instead: float32 for
+    float32 weights, float64 for the others, as torch. A negative value or an ``input`` that
+    is not 1-d integral raises RuntimeError."""
     if input.ndim != 1 or input.dtype._category != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     xp = be(input).xp
@@ -444,8 +475,10 @@ def bincount(input, weights=None, minlength=0):
 
 
 def histc(input, bins=100, min=0, max=0):
-    """A histogram of ``bins`` equal bins between ``min`` and ``max`` (the data's range
-    when they are equal); elements outside are ignored."""
+    """A histogram of the elements of ``input`` in ``bins`` equal bins between ``min`` and
+    ``max`` (the data's range when they are equal); elements outside are ignored
+    (torch.histc). The result is 1-d of length ``bins`` in ``input``'s dtype. A non-floating
+    ``input``, or ``min > max``, raises RuntimeError."""
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"histogram_cpu\" not implemented for '{input.dtype}'")
     xp = be(input).xp
@@ -463,8 +496,13 @@ def histc(input, bins=100, min=0, max=0):
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
-    """For each value, the index in the last dim of ``sorted_sequence`` where it would be
-    inserted to keep it sorted (after equal values when ``right`` or ``side='right'``)."""
+    """For each value of ``input`` (a tensor or a number), the index in the last dim of
+    ``sorted_sequence`` where it would be inserted to keep it sorted (torch.searchsorted).
+
+    ``sorted_sequence`` is 1-d, or ``[*, n]`` with ``input`` ``[*, m]`` matching its leading dims.
+    ``right`` (or ``side='right'``) puts the index after equal values; ``sorter`` holds the
+    indices that sort an unsorted ``sorted_sequence`` along its last dim. The result is
+    int64, or int32 with ``out_int32``."""
     xp = be(sorted_sequence).xp
     if side is not None:
         right = side == "right"
@@ -485,8 +523,10 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):
-    """The bucket of each value among the sorted 1-d ``boundaries`` (boundaries[i-1] < x <=
-    boundaries[i]; with ``right``, boundaries[i-1] <= x < boundaries[i])."""
+    """The bucket index of each value of ``input`` among the sorted 1-d ``boundaries``: i with
+    ``boundaries[i-1] < x <= boundaries[i]``, or with ``right`` ``boundaries[i-1] <= x <
+    boundaries[i]`` (torch.bucketize). int64, or int32 with ``out_int32``. ``boundaries`` of
+    another number of dims raises RuntimeError."""
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)

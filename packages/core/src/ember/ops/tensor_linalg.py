@@ -18,7 +18,10 @@ def cond(A, p=None, *, out=None):
     """The condition number of each matrix ``[*, m, n]`` in norm ``p``: for None, 2 and -2
     the ratio of the largest to the smallest singular value (its inverse for -2, any
     shape); for 'fro', 'nuc', 1, -1, inf and -inf, norm(A) * norm(A^-1) of a square A,
-    inf where A is singular.  A real result (float32/float64).  Source: torch.linalg.cond."""
+    inf where A is singular.  A real result (float32/float64).  Source: torch.linalg.cond.
+
+    ``A`` is the input; ``out`` receives the result when given. RuntimeError for an invalid
+    ``p`` or fewer than 2 dims."""
     from .decompositions import matrix_norm, svdvals
     from .elementwise import where
     if p is not None and p not in (2, -2) + _NORMS:
@@ -56,7 +59,10 @@ def _numel(shape):
 def tensorinv(A, ind=2, *, out=None):
     """The tensor X with tensordot(A, X, ind) the identity: A ``[*I, *J]`` read as a
     prod(I) x prod(J) matrix (ind = len(I)), inverted, shaped ``[*J, *I]``.  RuntimeError
-    (LinAlgError) for a singular one.  Source: torch.linalg.tensorinv."""
+    (LinAlgError) for a singular one.  Source: torch.linalg.tensorinv.
+
+    ``A`` is the input, ``ind`` (a positive int) the number of its leading dims that index
+    the result's trailing ones; ``out`` receives the result when given."""
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
     outer, inner = tuple(A.shape[:ind]), tuple(A.shape[ind:])
@@ -70,7 +76,10 @@ def tensorinv(A, ind=2, *, out=None):
 def tensorsolve(A, B, dims=None, *, out=None):
     """The tensor X with tensordot(A, X, X.ndim) = B: A ``[*B.shape, *X.shape]`` (after
     moving ``dims`` of A to the end) read as a matrix.  RuntimeError (LinAlgError) for
-    a singular one.  Source: torch.linalg.tensorsolve."""
+    a singular one.  Source: torch.linalg.tensorsolve.
+
+    ``A`` is the coefficient tensor, ``B`` the right-hand side; ``out`` receives the result
+    when given."""
     from .shape import movedim
     if dims is not None:
         dims = (dims,) if isinstance(dims, int) else tuple(dims)

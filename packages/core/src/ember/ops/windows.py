@@ -29,32 +29,72 @@ def _window(n, periodic, fn, dtype, device, requires_grad):
 
 
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
-    """0.5 - 0.5 cos(2 pi n / (N - 1))."""
+    """The Hann window ``0.5 - 0.5 cos(2 pi n / (N - 1))``, n = 0 .. N-1, as a 1-d tensor
+    (torch.hann_window).
+
+    ``window_length`` is the number of samples N (0 gives an empty window, 1 the window
+    [1]); with ``periodic`` (the default) the window of length N + 1 is computed and its
+    last sample dropped, so it repeats seamlessly (for spectral analysis); without it the
+    window is symmetric. ``dtype`` defaults to the default dtype; ``device`` places it;
+    ``requires_grad`` makes it a leaf that records gradients; ``layout`` is accepted
+    (strided only). Computed in float64 on the host, then cast."""
     return _window(window_length, periodic, lambda k, m: 0.5 - 0.5 * numpy.cos(2 * math.pi * k / (m - 1)), dtype,
                    device, requires_grad)
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
                    requires_grad=False):
-    """alpha - beta cos(2 pi n / (N - 1))."""
+    """The Hamming window ``alpha - beta cos(2 pi n / (N - 1))``, n = 0 .. N-1, as a 1-d tensor
+    (torch.hamming_window); ``alpha`` (0.54) and ``beta`` (0.46) are its coefficients.
+
+    ``window_length`` is the number of samples N (0 gives an empty window, 1 the window
+    [1]); with ``periodic`` (the default) the window of length N + 1 is computed and its
+    last sample dropped, so it repeats seamlessly (for spectral analysis); without it the
+    window is symmetric. ``dtype`` defaults to the default dtype; ``device`` places it;
+    ``requires_grad`` makes it a leaf that records gradients; ``layout`` is accepted
+    (strided only). Computed in float64 on the host, then cast."""
     return _window(window_length, periodic, lambda k, m: alpha - beta * numpy.cos(2 * math.pi * k / (m - 1)), dtype,
                    device, requires_grad)
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
-    """0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
+    """The Blackman window ``0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))``, n
+    = 0 .. N-1, as a 1-d tensor (torch.blackman_window).
+
+    ``window_length`` is the number of samples N (0 gives an empty window, 1 the window
+    [1]); with ``periodic`` (the default) the window of length N + 1 is computed and its
+    last sample dropped, so it repeats seamlessly (for spectral analysis); without it the
+    window is symmetric. ``dtype`` defaults to the default dtype; ``device`` places it;
+    ``requires_grad`` makes it a leaf that records gradients; ``layout`` is accepted
+    (strided only). Computed in float64 on the host, then cast."""
     return _window(window_length, periodic, lambda k, m: 0.42 - 0.5 * numpy.cos(2 * math.pi * k / (m - 1))
                    + 0.08 * numpy.cos(4 * math.pi * k / (m - 1)), dtype, device, requires_grad)
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
-    """The triangle 1 - ``|2n / (N - 1) - 1|``."""
+    """The Bartlett (triangle) window ``1 - |2n / (N - 1) - 1|``, n = 0 .. N-1, as a 1-d tensor
+    (torch.bartlett_window).
+
+    ``window_length`` is the number of samples N (0 gives an empty window, 1 the window
+    [1]); with ``periodic`` (the default) the window of length N + 1 is computed and its
+    last sample dropped, so it repeats seamlessly (for spectral analysis); without it the
+    window is symmetric. ``dtype`` defaults to the default dtype; ``device`` places it;
+    ``requires_grad`` makes it a leaf that records gradients; ``layout`` is accepted
+    (strided only). Computed in float64 on the host, then cast."""
     return _window(window_length, periodic, lambda k, m: 1 - numpy.abs(2 * k / (m - 1) - 1), dtype, device,
                    requires_grad)
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
                   requires_grad=False):
-    """I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta)."""
+    """The Kaiser window ``I0(beta sqrt(1 - (2n / (N - 1) - 1)**2)) / I0(beta)``, n = 0 .. N-1,
+    as a 1-d tensor (torch.kaiser_window); ``beta`` (12.0) sets its shape.
+
+    ``window_length`` is the number of samples N (0 gives an empty window, 1 the window
+    [1]); with ``periodic`` (the default) the window of length N + 1 is computed and its
+    last sample dropped, so it repeats seamlessly (for spectral analysis); without it the
+    window is symmetric. ``dtype`` defaults to the default dtype; ``device`` places it;
+    ``requires_grad`` makes it a leaf that records gradients; ``layout`` is accepted
+    (strided only). Computed in float64 on the host, then cast."""
     return _window(window_length, periodic, lambda k, m: numpy.i0(beta * numpy.sqrt(
         numpy.clip(1 - (2 * k / (m - 1) - 1) ** 2, 0, None))) / numpy.i0(beta), dtype, device, requires_grad)

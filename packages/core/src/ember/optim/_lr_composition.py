@@ -46,7 +46,8 @@ class SequentialLR(_Composition):
     """Run ``schedulers[i]`` between ``milestones[i - 1]`` and ``milestones[i]``; each
     scheduler starts from the groups' initial lrs at its milestone.
 
-    Args: optimizer, schedulers (list), milestones (one fewer than schedulers), last_epoch (-1).
+    Args: ``optimizer``, ``schedulers`` (list), ``milestones`` (one fewer than schedulers),
+    ``last_epoch`` (-1).
 
     Raises:
         ValueError: no scheduler, a ReduceLROnPlateau, a scheduler of another optimizer,

@@ -69,7 +69,9 @@ class CyclicLR(_MomentumCycle, LRScheduler):
         ValueError: an unknown ``mode`` without ``scale_fn``; ``cycle_momentum`` with an
             optimizer that has neither ``momentum`` nor ``betas``; a per-group list of the
             wrong length.
-    """
+
+    ``last_epoch`` is the index of the last batch when resuming (-1: start afresh), as in
+    ``LRScheduler`` (torch.optim.lr_scheduler.CyclicLR)."""
 
     def __init__(self, optimizer: Optimizer, base_lr, max_lr, step_size_up: int = 2000, step_size_down=None,
                  mode: str = "triangular", gamma: float = 1.0, scale_fn=None, scale_mode: str = "cycle",
@@ -163,7 +165,12 @@ class OneCycleLR(_MomentumCycle, LRScheduler):
         ValueError: neither ``total_steps`` nor ``epochs`` and ``steps_per_epoch``; a
             non-positive count; ``pct_start`` not a float in [0, 1]; an unknown
             ``anneal_strategy``; a step past ``total_steps``.
-    """
+
+    ``div_factor`` sets the starting lr ``max_lr / div_factor`` (default 25) and
+    ``final_div_factor`` the last one, ``initial_lr / final_div_factor`` (default 1e4);
+    ``cycle_momentum`` (default True) cycles the momentum (or beta1) at all; ``last_epoch``
+    is the index of the last batch when resuming (-1: start afresh)
+    (torch.optim.lr_scheduler.OneCycleLR)."""
 
     def __init__(self, optimizer: Optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
                  pct_start: float = 0.3, anneal_strategy: str = "cos", cycle_momentum: bool = True,
@@ -250,7 +257,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
     Raises:
         ValueError: ``T_0`` not a positive int, ``T_mult`` not an int >= 1, ``eta_min``
             not a number, a negative ``epoch``.
-    """
+
+    ``optimizer`` is the Optimizer whose groups' lrs are set
+    (torch.optim.lr_scheduler.CosineAnnealingWarmRestarts)."""
 
     def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
                  last_epoch: int = -1):

@@ -15,7 +15,20 @@ __all__ = ["Adadelta"]
 
 class Adadelta(PerParameterOptimizer):
     """Adadelta(params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, ``*``, maximize=False).
-    State: 'step', 'square_avg', 'acc_delta'."""
+    State: 'step', 'square_avg', 'acc_delta'.
+
+    Source: torch.optim.Adadelta; Zeiler, "ADADELTA: An Adaptive Learning Rate Method", 2012.
+
+    Args:
+        params: the parameters (tensors that require grad), or parameter groups (dicts with
+            ``params`` and per-group options).
+        lr (float): scales the delta before it is applied.
+        rho (float): the decay rate of the running averages, in [0, 1] (ValueError otherwise).
+        eps (float): added inside the square roots for numerical stability.
+        weight_decay (float): an L2 penalty, ``weight_decay * param`` added to the gradient.
+        maximize (bool): ascend the objective instead of descending it.
+        foreach, capturable, differentiable: accepted for torch's signature and kept in the
+            groups."""
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):

@@ -16,7 +16,20 @@ __all__ = ["Adagrad"]
 
 class Adagrad(PerParameterOptimizer):
     """Adagrad(params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
-    ``*``, maximize=False).  Its state ('step', 'sum') exists from construction, as torch's."""
+    ``*``, maximize=False).  Its state ('step', 'sum') exists from construction, as torch's.
+
+    Source: torch.optim.Adagrad; Duchi, Hazan and Singer, 2011.
+
+    Args:
+        params: the parameters (tensors that require grad), or parameter groups (dicts with
+            ``params`` and per-group options).
+        lr (float): the learning rate.
+        lr_decay (float): the step size is lr / (1 + (step - 1) * lr_decay).
+        weight_decay (float): an L2 penalty, ``weight_decay * param`` added to the gradient.
+        initial_accumulator_value (float): the starting value of the squared-gradient sum.
+        eps (float): added to the denominator for numerical stability.
+        maximize (bool): ascend the objective instead of descending it.
+        foreach, differentiable, fused: accepted for torch's signature and kept in the groups."""
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):

@@ -60,21 +60,28 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float
 
 
 class Adam(PerParameterOptimizer):
-    """Adam: adaptive moment estimation.
+    """Adam: adaptive moment estimation (torch.optim.Adam; Kingma and Ba, 2015).
 
     Args:
-        params: parameters (tensors that require grad) or parameter groups.
-        lr (float, default 1e-3), betas ((0.9, 0.999)), eps (1e-8), weight_decay (0, an
-        L2 penalty added to the gradient), amsgrad (False), maximize (False),
-        decoupled_weight_decay (False: True makes it AdamW); foreach, capturable,
-        differentiable and fused are accepted and kept in the groups.
+        params: the parameters (tensors that require grad), or parameter groups (dicts with
+            ``params`` and per-group options).
+        lr (float, default 1e-3): the learning rate.
+        betas (tuple, default (0.9, 0.999)): the decay rates of the first and second moment
+            averages.
+        eps (float, default 1e-8): added to the denominator for numerical stability.
+        weight_decay (float, default 0): an L2 penalty added to the gradient.
+        amsgrad (bool, default False): divide by the running maximum of the second moment
+            (AMSGrad).
+        maximize (bool, default False): ascend the objective instead of descending it.
+        decoupled_weight_decay (bool, default False): True makes it AdamW.
+        foreach, capturable, differentiable, fused: accepted for torch's signature and kept
+            in the groups (the update is the same).
 
     State per parameter: ``'step'`` (float32 0-d tensor), ``'exp_avg'``, ``'exp_avg_sq'``
     and, with amsgrad, ``'max_exp_avg_sq'`` (shaped and typed like the parameter).
 
     Raises:
-        ValueError: lr, eps or weight_decay negative, a beta outside [0, 1).
-    """
+        ValueError: lr, eps or weight_decay negative, a beta outside [0, 1)."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,

@@ -15,7 +15,21 @@ __all__ = ["Adamax"]
 
 class Adamax(PerParameterOptimizer):
     """Adamax(params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, ``*``, maximize=False).
-    State: 'step', 'exp_avg', 'exp_inf'.  ValueError for invalid hyper-parameters."""
+    State: 'step', 'exp_avg', 'exp_inf'.  ValueError for invalid hyper-parameters.
+
+    Source: torch.optim.Adamax; the infinity-norm variant of Adam, Kingma and Ba, 2015.
+
+    Args:
+        params: the parameters (tensors that require grad), or parameter groups (dicts with
+            ``params`` and per-group options).
+        lr (float): the learning rate.
+        betas (tuple): the decay rates of the first moment and of the second (or infinity
+            norm) estimate.
+        eps (float): added to the denominator for numerical stability.
+        weight_decay (float): an L2 penalty, ``weight_decay * param`` added to the gradient.
+        maximize (bool): ascend the objective instead of descending it.
+        foreach, differentiable, capturable: accepted for torch's signature and kept in the
+            groups."""
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):

@@ -17,7 +17,11 @@ class AdamW(Adam):
 
     Raises:
         ValueError: invalid hyper-parameters, as Adam; ``decoupled_weight_decay=False``.
-    """
+
+    ``params``, ``lr``, ``betas``, ``eps``, ``amsgrad`` and ``maximize`` are Adam's;
+    ``foreach``, ``capturable``, ``differentiable`` and ``fused`` are accepted and kept in
+    the groups (torch.optim.AdamW; Loshchilov and Hutter, "Decoupled Weight Decay
+    Regularization", 2019)."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
                  maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):

@@ -17,7 +17,21 @@ __all__ = ["ASGD"]
 
 class ASGD(PerParameterOptimizer):
     """ASGD(params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, ``*``, maximize=False).
-    State: 'step', 'eta' and 'mu' (float32 scalars, as torch's), 'ax' (the average)."""
+    State: 'step', 'eta' and 'mu' (float32 scalars, as torch's), 'ax' (the average).
+
+    Source: torch.optim.ASGD; Polyak and Juditsky, 1992.
+
+    Args:
+        params: the parameters (tensors that require grad), or parameter groups (dicts with
+            ``params`` and per-group options).
+        lr (float): the learning rate.
+        lambd (float): the decay term of the step size eta.
+        alpha (float): the power of the step size's decay.
+        t0 (float): the step from which the parameters are averaged.
+        weight_decay (float): an L2 penalty, ``weight_decay * param`` added to the gradient.
+        maximize (bool): ascend the objective instead of descending it.
+        foreach, differentiable, capturable: accepted for torch's signature and kept in the
+            groups."""
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None, maximize=False,
                  differentiable=False, capturable=False):

@@ -118,7 +118,20 @@ class LBFGS(Optimizer):
     Raises:
         ValueError: a negative lr, or more than one parameter group.
         RuntimeError: a ``line_search_fn`` other than 'strong_wolfe'.
-    """
+
+    Source: torch.optim.LBFGS; Nocedal and Wright, "Numerical Optimization", algorithm 7.4.
+
+    Args:
+        params: the parameters (tensors that require grad), or parameter groups (dicts with
+            ``params`` and per-group options).
+        lr (float): the step length (the line search's first trial step).
+        max_iter (int): the most iterations one step runs.
+        max_eval (int): the most closure evaluations one step makes (max_iter * 5 // 4 when
+            None).
+        tolerance_grad (float): stop when the largest absolute gradient is at most this.
+        tolerance_change (float): stop when the loss or the parameters change by at most this.
+        history_size (int): how many update pairs the curvature estimate keeps.
+        line_search_fn: None (a fixed step) or 'strong_wolfe'."""
 
     def __init__(self, params, lr=1, max_iter: int = 20, max_eval=None, tolerance_grad: float = 1e-7,
                  tolerance_change: float = 1e-9, history_size: int = 100, line_search_fn=None):

@@ -106,7 +106,7 @@ _LRScheduler = LRScheduler
 class StepLR(LRScheduler):
     """Multiply each group's lr by ``gamma`` every ``step_size`` epochs.
 
-    Args: optimizer, step_size (int), gamma (float, default 0.1), last_epoch (-1).
+    Args: ``optimizer``, ``step_size`` (int), ``gamma`` (float, default 0.1), ``last_epoch`` (-1).
     """
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
@@ -127,7 +127,7 @@ class CosineAnnealingLR(LRScheduler):
     """Anneal each lr from its initial value to ``eta_min`` along a half cosine of
     ``T_max`` epochs (SGDR without restarts), computed recursively as torch does.
 
-    Args: optimizer, T_max (int), eta_min (float, default 0.0), last_epoch (-1).
+    Args: ``optimizer``, ``T_max`` (int), ``eta_min`` (float, default 0.0), ``last_epoch`` (-1).
     """
 
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
@@ -157,7 +157,7 @@ class CosineAnnealingLR(LRScheduler):
 class LambdaLR(LRScheduler):
     """Set each lr to its initial value times ``lr_lambda(epoch)``.
 
-    Args: optimizer, lr_lambda (a function of the epoch, or one per group), last_epoch (-1).
+    Args: ``optimizer``, ``lr_lambda`` (a function of the epoch, or one per group), ``last_epoch`` (-1).
 
     Raises:
         ValueError: a list of lambdas whose length is not the number of groups.
@@ -199,7 +199,7 @@ class LambdaLR(LRScheduler):
 class MultiplicativeLR(LambdaLR):
     """Multiply each lr by ``lr_lambda(epoch)`` every epoch (one function, or one per group).
 
-    Args: optimizer, lr_lambda, last_epoch (-1).
+    Args: ``optimizer``, ``lr_lambda``, ``last_epoch`` (-1).
     """
 
     def get_lr(self) -> list:
@@ -213,7 +213,7 @@ class MultiStepLR(LRScheduler):
     """Multiply each lr by ``gamma`` at every milestone epoch (a milestone listed twice
     counts twice).
 
-    Args: optimizer, milestones (epochs), gamma (0.1), last_epoch (-1).
+    Args: ``optimizer``, ``milestones`` (epochs), ``gamma`` (0.1), ``last_epoch`` (-1).
     """
 
     def __init__(self, optimizer: Optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
@@ -235,7 +235,7 @@ class MultiStepLR(LRScheduler):
 class ConstantLR(LRScheduler):
     """Scale each lr by ``factor`` for the first ``total_iters`` epochs, then restore it.
 
-    Args: optimizer, factor (1/3), total_iters (5), last_epoch (-1).
+    Args: ``optimizer``, ``factor`` (1/3), ``total_iters`` (5), ``last_epoch`` (-1).
 
     Raises:
         ValueError: ``factor`` outside [0, 1].
@@ -265,7 +265,7 @@ class LinearLR(LRScheduler):
     """Scale each lr by a factor going linearly from ``start_factor`` to ``end_factor``
     over ``total_iters`` epochs (computed recursively, as torch).
 
-    Args: optimizer, start_factor (1/3), end_factor (1.0), total_iters (5), last_epoch (-1).
+    Args: ``optimizer``, ``start_factor`` (1/3), ``end_factor`` (1.0), ``total_iters`` (5), ``last_epoch`` (-1).
 
     Raises:
         ValueError: ``start_factor`` outside (0, 1] or ``end_factor`` outside [0, 1].
@@ -301,7 +301,7 @@ class LinearLR(LRScheduler):
 class ExponentialLR(LRScheduler):
     """Multiply each lr by ``gamma`` every epoch.
 
-    Args: optimizer, gamma, last_epoch (-1).
+    Args: ``optimizer``, ``gamma``, ``last_epoch`` (-1).
     """
 
     def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1):
@@ -321,7 +321,7 @@ class PolynomialLR(LRScheduler):
     """Decay each lr as (1 - epoch / total_iters) ** power until ``total_iters``
     (computed recursively, as torch).
 
-    Args: optimizer, total_iters (5), power (1.0), last_epoch (-1).
+    Args: ``optimizer``, ``total_iters`` (5), ``power`` (1.0), ``last_epoch`` (-1).
     """
 
     def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1):
@@ -347,7 +347,8 @@ class ReduceLROnPlateau(LRScheduler):
     improved for ``patience`` epochs, then wait ``cooldown`` epochs; lrs never go below
     ``min_lr`` (a number or one per group), and a change under ``eps`` is skipped.
     Improvement is relative (``threshold_mode='rel'``: better than best * (1 -+ threshold))
-    or absolute, for ``mode`` 'min' or 'max'.
+    or absolute, for ``mode`` 'min' or 'max'. ``optimizer`` is the Optimizer whose groups'
+    lrs are reduced; ``threshold`` the least improvement that counts.
 
     Raises:
         ValueError: ``factor >= 1``, a ``min_lr`` list of the wrong length, an unknown mode.

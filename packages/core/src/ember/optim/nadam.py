@@ -17,7 +17,25 @@ __all__ = ["NAdam"]
 class NAdam(PerParameterOptimizer):
     """NAdam(params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
     decoupled_weight_decay=False, ``*``, maximize=False).  State: 'step', 'mu_product' (a
-    float32 scalar, as torch keeps it), 'exp_avg', 'exp_avg_sq'."""
+    float32 scalar, as torch keeps it), 'exp_avg', 'exp_avg_sq'.
+
+    Source: torch.optim.NAdam; Dozat, "Incorporating Nesterov Momentum into Adam", 2016.
+
+    Args:
+        params: the parameters (tensors that require grad), or parameter groups (dicts with
+            ``params`` and per-group options).
+        lr (float): the learning rate.
+        betas (tuple): the decay rates of the first moment and of the second (or infinity
+            norm) estimate.
+        eps (float): added to the denominator for numerical stability.
+        weight_decay (float): an L2 penalty, ``weight_decay * param`` added to the gradient.
+        momentum_decay (float): the rate psi of the momentum schedule
+            mu_t = beta1 * (1 - 0.5 * 0.96 ** (t * psi)); negative raises ValueError.
+        decoupled_weight_decay (bool): decay the parameter directly (as AdamW) instead of the
+            L2 term.
+        maximize (bool): ascend the objective instead of descending it.
+        foreach, capturable, differentiable: accepted for torch's signature and kept in the
+            groups."""
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,

@@ -18,7 +18,23 @@ __all__ = ["RAdam"]
 class RAdam(PerParameterOptimizer):
     """RAdam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
     decoupled_weight_decay=False, ``*``, maximize=False).  The first steps, while the
-    variance estimate is not yet trusted (rho_t <= 5), are plain momentum SGD."""
+    variance estimate is not yet trusted (rho_t <= 5), are plain momentum SGD.
+
+    Source: torch.optim.RAdam; Liu et al., "On the Variance of the Adaptive Learning Rate and Beyond", 2020.
+
+    Args:
+        params: the parameters (tensors that require grad), or parameter groups (dicts with
+            ``params`` and per-group options).
+        lr (float): the learning rate.
+        betas (tuple): the decay rates of the first moment and of the second (or infinity
+            norm) estimate.
+        eps (float): added to the denominator for numerical stability.
+        weight_decay (float): an L2 penalty, ``weight_decay * param`` added to the gradient.
+        decoupled_weight_decay (bool): decay the parameter directly (as AdamW) instead of the
+            L2 term.
+        maximize (bool): ascend the objective instead of descending it.
+        foreach, capturable, differentiable: accepted for torch's signature and kept in the
+            groups."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
                  *, foreach=None, maximize=False, capturable=False, differentiable=False):

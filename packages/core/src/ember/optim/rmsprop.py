@@ -16,7 +16,24 @@ __all__ = ["RMSprop"]
 class RMSprop(PerParameterOptimizer):
     """RMSprop(params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
     ``*``, maximize=False).  State: 'step', 'square_avg', with momentum 'momentum_buffer', when
-    centered 'grad_avg'."""
+    centered 'grad_avg'.
+
+    Source: torch.optim.RMSprop; Hinton's lecture 6e of "Neural Networks for Machine Learning".
+
+    Args:
+        params: the parameters (tensors that require grad), or parameter groups (dicts with
+            ``params`` and per-group options).
+        lr (float): the learning rate.
+        alpha (float): the smoothing constant of the squared-gradient average (negative
+            raises ValueError).
+        eps (float): added to the denominator for numerical stability.
+        weight_decay (float): an L2 penalty, ``weight_decay * param`` added to the gradient.
+        momentum (float): the momentum factor of the update (0: none).
+        centered (bool): normalize by the estimated variance (the squared average minus the
+            squared mean gradient) instead.
+        maximize (bool): ascend the objective instead of descending it.
+        capturable, foreach, differentiable: accepted for torch's signature and kept in the
+            groups."""
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):

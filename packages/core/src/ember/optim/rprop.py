@@ -17,7 +17,20 @@ __all__ = ["Rprop"]
 class Rprop(PerParameterOptimizer):
     """Rprop(params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), ``*``, maximize=False): each
     weight's step grows by etas[1] while its gradient keeps its sign and shrinks by
-    etas[0] when it flips (that step then skipped).  State: 'step', 'prev', 'step_size'."""
+    etas[0] when it flips (that step then skipped).  State: 'step', 'prev', 'step_size'.
+
+    Source: torch.optim.Rprop; Riedmiller and Braun, 1993.
+
+    Args:
+        params: the parameters (tensors that require grad), or parameter groups (dicts with
+            ``params`` and per-group options).
+        lr (float): the initial step size of every weight.
+        etas (tuple): the (decrease, increase) factors, with 0 < etas[0] < 1 < etas[1]
+            (ValueError otherwise).
+        step_sizes (tuple): the (smallest, largest) step size allowed.
+        maximize (bool): ascend the objective instead of descending it.
+        capturable, foreach, differentiable: accepted for torch's signature and kept in the
+            groups."""
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False):

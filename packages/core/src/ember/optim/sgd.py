@@ -33,18 +33,25 @@ def sgd_update(param, grad, buf, *, lr: float, momentum: float, dampening: float
 
 
 class SGD(Optimizer):
-    """Stochastic gradient descent, optionally with (Nesterov) momentum.
+    """Stochastic gradient descent, optionally with (Nesterov) momentum (torch.optim.SGD).
 
     Args:
-        params: parameters (tensors that require grad) or parameter groups.
-        lr (float, default 1e-3), momentum (0), dampening (0), weight_decay (0),
-        nesterov (False), maximize (False); foreach, differentiable and fused are
-        accepted and kept in the groups for state-dict compatibility.
+        params: the parameters (tensors that require grad), or parameter groups (dicts with
+            ``params`` and per-group options).
+        lr (float, default 1e-3): the learning rate.
+        momentum (float, default 0): the momentum factor; 0 is plain SGD.
+        dampening (float, default 0): the new gradient enters the momentum buffer scaled by
+            1 - dampening.
+        weight_decay (float, default 0): an L2 penalty, ``weight_decay * param`` added to
+            the gradient.
+        nesterov (bool, default False): Nesterov momentum (needs momentum > 0 and dampening 0).
+        maximize (bool, default False): ascend the objective instead of descending it.
+        foreach, differentiable, fused: accepted for torch's signature and kept in the
+            groups (the update is the same).
 
     Raises:
         ValueError: a negative lr, momentum or weight_decay, or Nesterov momentum
-            without momentum or with dampening.
-    """
+            without momentum or with dampening."""
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):

@@ -150,7 +150,9 @@ def update_bn(loader, model: Module, device=None) -> None:
     """Recompute every BatchNorm's running mean and variance of ``model`` as the
     cumulative average over one pass of ``loader`` (each item an input, or a list/tuple
     whose first element is the input). The model's training mode is restored.
-    """
+
+    ``device``, when given, is where each input is moved before the forward pass
+    (torch.optim.swa_utils.update_bn)."""
     momenta = {}
     for module in model.modules():
         if isinstance(module, _BatchNorm):
@@ -181,7 +183,9 @@ class SWALR(LRScheduler):
     Raises:
         ValueError: an unknown ``anneal_strategy``, ``anneal_epochs`` not an int >= 0, a
             per-group ``swa_lr`` list of the wrong length.
-    """
+
+    ``optimizer`` is the Optimizer whose groups' lrs are set; ``last_epoch`` the index of
+    the last epoch when resuming (-1: start afresh) (torch.optim.swa_utils.SWALR)."""
 
     def __init__(self, optimizer, swa_lr, anneal_epochs: int = 10, anneal_strategy: str = "cos",
                  last_epoch: int = -1):

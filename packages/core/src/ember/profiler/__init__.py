@@ -29,6 +29,8 @@ __all__ = ["profile", "record_function", "schedule", "ProfilerAction", "Profiler
 
 
 class ProfilerActivity(enum.Enum):
+    """The devices a profile can record (torch.profiler.ProfilerActivity): CPU, CUDA, MTIA,
+    XPU. ember records its ops' CPU time whichever are asked for."""
     CPU = 0
     CUDA = 1
     MTIA = 2
@@ -36,6 +38,9 @@ class ProfilerActivity(enum.Enum):
 
 
 class ProfilerAction(enum.Enum):
+    """What a profile does at a step of its ``schedule`` (torch.profiler.ProfilerAction): NONE
+    (idle), WARMUP (running, nothing kept), RECORD (events kept) and RECORD_AND_SAVE (kept,
+    then handed to ``on_trace_ready``)."""
     NONE = 0
     WARMUP = 1
     RECORD = 2
@@ -46,7 +51,10 @@ def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first
              skip_first_wait: int = 0):
     """The action of each step: ``skip_first`` steps, then cycles of ``wait`` idle steps,
     ``warmup`` steps and ``active`` recorded ones (the last of which saves), ``repeat``
-    cycles (0: forever), as torch.profiler.schedule."""
+    cycles (0: forever), as torch.profiler.schedule.
+
+    With ``skip_first_wait`` nonzero the first cycle starts without its wait steps. Invalid
+    counts raise AssertionError; no warmup gives a warning, as torch's."""
     if wait < 0 or warmup < 0 or active <= 0 or repeat < 0 or skip_first < 0:
         raise AssertionError(
             f"Invalid profiler schedule arguments. Got wait={wait} (need >= 0), warmup={warmup} (need >= 0), "
@@ -118,7 +126,14 @@ class profile:
     ``key_averages()`` and ``events()`` return what was recorded; ``export_chrome_trace(path)``
     writes the Trace Event Format that Perfetto and chrome://tracing open. With a
     ``schedule``, call ``step()`` after each training step: events are kept only in RECORD
-    steps and handed to ``on_trace_ready`` at the end of each RECORD_AND_SAVE step."""
+    steps and handed to ``on_trace_ready`` at the end of each RECORD_AND_SAVE step.
+
+    ``activities`` (ProfilerActivity members; CPU by default) is kept; ``record_shapes``
+    keeps each op's input shapes (see ``key_averages(group_by_input_shape=True)``);
+    ``profile_memory`` records the bytes of each op's results. ``with_stack``,
+    ``with_flops`` and ``with_modules`` are kept as attributes and record nothing;
+    ``experimental_config``, ``execution_trace_observer``, ``acc_events``, ``use_cuda`` and
+    ``custom_trace_id_callback`` are accepted for torch's signature and unused."""
 
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
                  profile_memory=False, with_stack=False, with_flops=False, with_modules=False,
@@ -221,7 +236,9 @@ class profile:
 
 class record_function(contextlib.ContextDecorator):
     """A named range in the active profile (a no-op outside one), as a context manager or a
-    decorator: ``with record_function("data loading"): ...``."""
+    decorator: ``with record_function("data loading"): ...``
+    (torch.profiler.record_function). ``name`` is the range's name in the events and the
+    trace; ``args`` is accepted and unused."""
 
     def __init__(self, name: str, args: str | None = None):
         self.name = name
@@ -242,8 +259,10 @@ class record_function(contextlib.ContextDecorator):
 
 
 def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None, use_gzip: bool = False):
-    """An ``on_trace_ready`` that writes ``<dir_name>/<worker>.<ms>.pt.trace.json[.gz]``, the
-    files TensorBoard's profiler plugin reads (worker: ``<host>_<pid>`` by default)."""
+    """An ``on_trace_ready`` that writes ``<dir_name>/<worker>.<ms>.pt.trace.json`` (``.gz``
+    added and gzip-compressed with ``use_gzip``), the files TensorBoard's profiler plugin
+    reads (torch.profiler.tensorboard_trace_handler). ``worker_name`` defaults to
+    ``<host>_<pid>``; ``dir_name`` is made when missing."""
     def handler(prof: profile) -> None:
         os.makedirs(dir_name, exist_ok=True)
         worker = worker_name or f"{socket.gethostname()}_{os.getpid()}"

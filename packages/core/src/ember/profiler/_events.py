@@ -7,8 +7,14 @@ __all__ = ["FunctionEvent", "FunctionEventAvg", "EventList"]
 
 
 class FunctionEvent:
-    """One op call or ``record_function`` range: times in microseconds since the profile
-    began, the thread, the enclosing event (``cpu_parent``) and the ones it enclosed."""
+    """One op call or ``record_function`` range (torch.autograd.profiler_util.FunctionEvent):
+    times in microseconds since the profile began, the thread, the enclosing event
+    (``cpu_parent``) and the ones it enclosed.
+
+    ``name`` is the op's (``ember::<op>``) or the range's name, also the event's ``key``;
+    ``start_us`` its start time; ``thread`` the id of the thread it ran on; ``input_shapes``
+    the shapes of its tensor arguments (empty unless the profile records them);
+    ``is_user_annotation`` True for a ``record_function`` range."""
 
     def __init__(self, name, start_us, thread, input_shapes=None, is_user_annotation=False):
         self.name = self.key = name
@@ -39,7 +45,9 @@ class FunctionEvent:
 
 
 class FunctionEventAvg:
-    """Events of one key (name, and input shapes when grouped by them) added up."""
+    """Events of one key added up (torch.autograd.profiler_util.FunctionEventAvg): ``key`` is
+    the events' name, ``input_shapes`` their shapes when grouped by them (else None),
+    ``is_user_annotation`` whether they are ``record_function`` ranges."""
 
     def __init__(self, key, input_shapes=None, is_user_annotation=False):
         self.key = key
@@ -89,7 +97,9 @@ _SORT_KEYS = {"cpu_time", "cpu_time_total", "self_cpu_time_total", "count", "cpu
 
 
 class EventList(list):
-    """A list of events (or of their averages) with torch's ``table`` and ``key_averages``."""
+    """A list of ``events`` (or of their averages) with torch's ``table`` and ``key_averages``
+    (torch.autograd.profiler_util.EventList); ``profile_memory`` adds the memory columns to
+    ``table``, ``show_shapes`` the input-shape column."""
 
     def __init__(self, events=(), profile_memory=False, show_shapes=False):
         super().__init__(events)

@@ -23,7 +23,10 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     for a wrong indices shape, an nnz mismatch, a negative index, a size of the wrong length
     or dense shape, and an index beyond ``size``: ember checks bounds always, as torch does
     with ``check_invariants=True``, since a stray index would land on another element.
-    """
+
+    ``dtype`` casts ``values`` (inferred as ``tensor`` does for Python data); ``device``
+    places the tensor; ``requires_grad`` makes the values a leaf that records gradients;
+    ``pin_memory`` is accepted and has no effect."""
     from ..ops import tensor
     if not isinstance(indices, Tensor):
         indices = tensor(indices, dtype=D.int64)
@@ -78,7 +81,10 @@ def to_sparse(input, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=
     ``sparse_dim`` (default: all dims) leading dims become sparse; an entry of the
     trailing dense dims is kept when any of its elements is nonzero. Gradients flow back
     to ``input`` at the kept positions.
-    """
+
+    ``dense_dim``, when given, sets ``sparse_dim`` to ``input.ndim - dense_dim``. ``layout``
+    other than None or ``ember.sparse_coo``, or a ``blocksize``, raises NotImplementedError
+    (the CSR/CSC and block layouts are not implemented)."""
     if isinstance(input, SparseTensor):
         return input.to_sparse(sparse_dim, layout=layout, blocksize=blocksize, dense_dim=dense_dim)
     if layout not in (None, sparse_coo) or blocksize is not None:

@@ -57,7 +57,7 @@ def mm(mat1, mat2) -> Tensor:
 
 
 def matmul(input, other) -> Tensor:
-    """``input @ other`` when one of them is sparse (2-d sparse times a 1-d or 2-d dense),
+    """``input`` times ``other`` (``input @ other``) when one of them is sparse (2-d sparse times a 1-d or 2-d dense),
     as ``ember.mm``/``matmul``/``@`` compute it. As in torch, a sparse leaf that requires
     grad gets a strided gradient here (``torch.sparse.mm`` gives a sparse one): the product
     then also runs densely through the tensor's ``dense_leaf``."""
@@ -74,7 +74,9 @@ def matmul(input, other) -> Tensor:
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0) -> Tensor:
     """``beta * mat + alpha * (mat1 @ mat2)``, ``mat1`` sparse ``[n, m]``, ``mat2`` dense
-    ``[m, p]``, ``mat`` dense broadcasting to ``[n, p]`` (torch.sparse.addmm)."""
+    ``[m, p]``, ``mat`` dense broadcasting to ``[n, p]`` (torch.sparse.addmm).
+
+    ``beta`` and ``alpha`` are numbers; a sparse ``mat`` is made dense first."""
     if isinstance(mat, SparseTensor):
         mat = mat.to_dense()
     prod = mm(mat1, mat2)
@@ -85,7 +87,9 @@ def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0) -> Tensor:
 def sum(input, dim=None, dtype=None):  # noqa: A001  (torch.sparse.sum)
     """The sum of ``input``'s elements (torch.sparse.sum): a dense 0-d tensor for
     ``dim=None``; over ``dim`` (an int or a tuple), a dense tensor when every sparse dim is
-    summed, else a coalesced sparse tensor of the remaining dims."""
+    summed, else a coalesced sparse tensor of the remaining dims.
+
+    ``dtype`` casts the values before summing."""
     if not isinstance(input, SparseTensor):
         return input.sum() if dim is None else input.sum(dim, dtype=dtype)
     vals = input._val if dtype is None else input._val.to(dtype)
@@ -109,7 +113,9 @@ def sum(input, dim=None, dtype=None):  # noqa: A001  (torch.sparse.sum)
 def softmax(input, dim, *, dtype=None) -> Tensor:
     """Softmax over ``dim`` of the specified elements only (unspecified ones count as
     -inf, as torch.sparse.softmax does); sparse, with ``input``'s coalesced pattern.
-    Only for ``dim`` a sparse dim and no dense dims."""
+    Only for ``dim`` a sparse dim and no dense dims.
+
+    ``dtype`` casts the values first."""
     if not isinstance(input, SparseTensor):
         return input.softmax(dim, dtype=dtype)
     if input.dense_dim():

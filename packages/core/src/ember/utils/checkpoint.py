@@ -22,7 +22,12 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
                preserve_rng_state=True, **kwargs):
     """``function(*args, **kwargs)``, its activations recomputed in backward instead of
     kept.  ``use_reentrant`` is accepted for torch's signature; both settings behave as
-    torch's non-reentrant checkpoint."""
+    torch's non-reentrant checkpoint.
+
+    With ``preserve_rng_state`` (the default) the CPU default generator's state is restored
+    for the recomputation, so random ops (dropout) draw the same values. ``context_fn``,
+    ``determinism_check`` and ``debug`` are accepted for torch's signature and unused
+    (torch.utils.checkpoint.checkpoint)."""
     if not is_grad_enabled():
         return function(*args, **kwargs)
     rng = get_rng_state() if preserve_rng_state else None
@@ -63,7 +68,11 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
     """Run a Sequential (or a list of modules) as ``segments`` chunks, each checkpointed
-    but the last, which runs normally (torch's split)."""
+    but the last, which runs normally (torch's split).
+
+    ``functions`` is the Sequential or list of modules, ``input`` the first one's input;
+    ``use_reentrant`` is accepted, as in ``checkpoint``, and the other keywords go to it
+    (torch.utils.checkpoint.checkpoint_sequential)."""
     fns = list(functions.children()) if hasattr(functions, "children") else list(functions)
 
     def run(start, end):  # fns[start..end], inclusive

@@ -39,7 +39,11 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
     optimizer's (other ranks, or before consolidating: RuntimeError, as torch).
     ``parameters_as_bucket_view`` and ``overlap_with_ddp`` are accepted and change nothing.
     A :class:`~ember.distributed.algorithms.Joinable`: inside ``Join([ddp_model, zero])`` a
-    rank out of batches keeps stepping its shard until every rank is done."""
+    rank out of batches keeps stepping its shard until every rank is done.
+
+    ``params`` are the parameters (or parameter groups) to optimize, shared out among the
+    ranks; ``process_group`` is the group they are shared in (the default group when None)
+    (torch.distributed.optim.ZeroRedundancyOptimizer)."""
 
     def __init__(self, params, optimizer_class, process_group=None, parameters_as_bucket_view=False,
                  overlap_with_ddp=False, **defaults):

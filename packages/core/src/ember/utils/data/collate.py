@@ -67,7 +67,7 @@ def default_convert(data):
 
 
 def default_collate(batch):
-    """Stack a list of samples into a batch, recursively.
+    """Stack ``batch``, a list of samples, into a batch, recursively (torch.utils.data.default_collate).
 
     * tensors -> ``stack`` along a new first dim (same shapes required);
     * numpy arrays / numpy scalars -> tensors, stacked;

@@ -42,6 +42,7 @@ class DataLoader:
             batching is off).
         drop_last (bool): drop the last incomplete batch.
         pin_memory (bool): accepted; there is no pinned memory on CPU (a UserWarning, as torch).
+        pin_memory_device (str): accepted and kept as an attribute (deprecated in torch).
         timeout (float): seconds to wait for a batch from the workers before a RuntimeError.
         worker_init_fn: called as ``worker_init_fn(worker_id)`` in each worker after seeding.
         multiprocessing_context: a start method name or a multiprocessing context

@@ -140,7 +140,9 @@ class ConcatDataset(Dataset):
 
     Raises AssertionError for an empty list or an IterableDataset member, ValueError
     for an index whose absolute value exceeds the length.
-    """
+
+    ``datasets`` is an iterable of map-style datasets, concatenated in its order
+    (torch.utils.data.ConcatDataset)."""
 
     @staticmethod
     def cumsum(sequence):
@@ -177,7 +179,8 @@ class ChainDataset(IterableDataset):
 
     Raises AssertionError (while iterating or in ``len``) for a member that is not an
     IterableDataset.
-    """
+
+    ``datasets`` is an iterable of IterableDatasets (torch.utils.data.ChainDataset)."""
 
     def __init__(self, datasets):
         self.datasets = datasets

@@ -22,7 +22,8 @@ class DistributedSampler(Sampler):
     a generator seeded ``seed + epoch`` (call ``set_epoch`` each epoch), identical on all
     replicas. ``len`` is the per-replica count.
 
-    Args: dataset, num_replicas (int), rank (int), shuffle (True), seed (0), drop_last (False).
+    Args: ``dataset`` (sized), ``num_replicas`` (int), ``rank`` (int), ``shuffle`` (True), ``seed`` (0),
+    ``drop_last`` (False).
 
     An omitted ``num_replicas`` or ``rank`` is the default process group's size or this
     process's rank in it (``ember.distributed``).

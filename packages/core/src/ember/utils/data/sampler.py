@@ -10,7 +10,9 @@ __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler
 
 
 class Sampler:
-    """Base class: ``__iter__`` yields indices (or lists of indices for batch samplers)."""
+    """Base class: ``__iter__`` yields indices (or lists of indices for batch samplers)
+    (torch.utils.data.Sampler). ``data_source`` is accepted and ignored, as torch 2.13
+    ignores it."""
 
     def __init__(self, data_source=None):
         pass
@@ -20,7 +22,7 @@ class Sampler:
 
 
 class SequentialSampler(Sampler):
-    """0, 1, ..., len(data_source) - 1."""
+    """The indices 0, 1, ..., len(``data_source``) - 1 in order (torch.utils.data.SequentialSampler)."""
 
     def __init__(self, data_source):
         self.data_source = data_source
@@ -45,7 +47,9 @@ class RandomSampler(Sampler):
     """Random indices: a permutation (repeated for ``num_samples > n``), or with
     ``replacement`` independent draws.
 
-    Args: data_source, replacement (False), num_samples (len(data_source)), generator.
+    Args: ``data_source`` (sized), ``replacement`` (False), ``num_samples`` (len(data_source)),
+    ``generator`` (an ember.Generator; None: a fresh one seeded from the default generator at
+    each iteration, as torch).
 
     Raises TypeError for a non-bool ``replacement``, ValueError for a non-positive
     ``num_samples``.
@@ -104,7 +108,8 @@ class WeightedRandomSampler(Sampler):
     without.
 
     Args: weights (a 1-d sequence of non-negative numbers, kept as a float64 tensor),
-    num_samples (int), replacement (bool, True), generator (ember.Generator).
+    num_samples (int), replacement (bool, True), ``generator`` (an ember.Generator; None: the
+    default generator).
 
     Raises ValueError for a non-positive or non-int ``num_samples``, a non-bool
     ``replacement`` or weights that are not 1-d; iterating raises RuntimeError for

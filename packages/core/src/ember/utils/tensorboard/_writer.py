@@ -26,7 +26,11 @@ class SummaryWriter:
     ``max_queue`` are waiting, on ``flush()`` and on ``close()``; usable as a context manager.
 
     Images are [C, H, W] by default (``dataformats``), floats in [0, 1] or uint8 in [0, 255];
-    ``add_images`` takes [N, C, H, W] and tiles them 8 to a row."""
+    ``add_images`` takes [N, C, H, W] and tiles them 8 to a row.
+
+    ``comment`` is appended to the default ``log_dir``'s name; ``purge_step`` asks
+    TensorBoard to drop the events an earlier run logged from that step on;
+    ``filename_suffix`` ends the event file's name (torch.utils.tensorboard.SummaryWriter)."""
 
     def __init__(self, log_dir=None, comment="", purge_step=None, max_queue=10, flush_secs=120, filename_suffix=""):
         if not log_dir:

@@ -15,6 +15,7 @@ import numpy
 
 from .. import _dtype as D
 from .._autocast import autocast_op
+from .._blas import matmul as blas_matmul
 from .._tensor import Tensor, _make
 from ..autograd.grad_mode import no_grad
 from ..autograd.graph import on_arrays
@@ -551,11 +552,10 @@ def linear(input, weight, bias=None):
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_long(input.dtype)} != "
                            f"{_long(bias.dtype)}")
     check_same_device(input, weight, "linear")
-    xp = be(input).xp
     if x.ndim > 2:  # one [rows, in] product: numpy runs a 3-d matmul as a stack of small ones
-        arr = xp.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
+        arr = blas_matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
     else:
-        arr = xp.matmul(x, w.T)
+        arr = blas_matmul(x, w.T)  # ember's threads split a large numpy product (see _blas)
     if arr.dtype != x.dtype:  # numpy multiplies bfloat16 matrices into float32
         arr = arr.astype(x.dtype)
     if bias is not None:

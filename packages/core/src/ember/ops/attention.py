@@ -21,6 +21,7 @@ import warnings
 
 from .. import _dtype as D
 from .._autocast import autocast_op
+from .._blas import matmul as blas_matmul
 from .._tensor import _make
 from ..autograd.graph import on_arrays
 from ..cpu import kernels
@@ -97,7 +98,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     if is_causal:
         attn_mask = _make(xp.tril(xp.ones((L, S), dtype=bool)), D.bool_)
-    scores = xp.matmul(q, xp.swapaxes(k, -1, -2))
+    scores = blas_matmul(q, xp.swapaxes(k, -1, -2))
     scores *= scores.dtype.type(scale)
     if attn_mask is not None:
         m = attn_mask._data
@@ -106,9 +107,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     keep = None
     if dropout_p > 0.0:
         keep = _dropout_multiplier(query, probs.shape, dropout_p)
-        out = xp.matmul(probs * keep, v)
+        out = blas_matmul(probs * keep, v)
     else:
-        out = xp.matmul(probs, v)
+        out = blas_matmul(probs, v)
     r = _make(out, query.dtype)
     float_mask = attn_mask if attn_mask is not None and attn_mask.dtype is not D.bool_ else None
     if needs_grad(query, key, value, float_mask):
@@ -147,8 +148,8 @@ def _dropout_multiplier(query, shape, p):
 
 def _sdpa_rule_arrays(g, q, k, v, p, keep, scale, attn_mask, mask_grad, xp):
     pd = p if keep is None else p * keep
-    gv = xp.matmul(xp.swapaxes(pd, -1, -2), g)
-    dp = xp.matmul(g, xp.swapaxes(v, -1, -2))
+    gv = blas_matmul(xp.swapaxes(pd, -1, -2), g)
+    dp = blas_matmul(g, xp.swapaxes(v, -1, -2))
     if keep is not None:
         dp *= keep
     if dp.size and kernels.accepts(dp, p):
@@ -158,8 +159,8 @@ def _sdpa_rule_arrays(g, q, k, v, p, keep, scale, attn_mask, mask_grad, xp):
         dp *= p
     # dp is now dS, the gradient of the (masked) scores
     ds_scaled = dp * dp.dtype.type(scale)
-    gq = xp.matmul(ds_scaled, k)
-    gk = xp.matmul(xp.swapaxes(ds_scaled, -1, -2), q)
+    gq = blas_matmul(ds_scaled, k)
+    gk = blas_matmul(xp.swapaxes(ds_scaled, -1, -2), q)
     return gq, gk, gv, (dp if mask_grad else None)
 
 

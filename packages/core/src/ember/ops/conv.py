@@ -24,6 +24,7 @@ import itertools
 import math
 
 from .._autocast import autocast_op
+from .._blas import matmul as blas_matmul
 from .._memory_format import keep_format
 from .._tensor import Tensor, _make
 from ..backends import NUMPY, backend_of_array
@@ -173,7 +174,7 @@ def _shift_fwd(xp, x, w, bias, pad, dilation, groups, keep_cols=False):
         buf = None
         for lo, hi in _chunks(n, kk * cg, geo.length, x.itemsize):
             buf = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], geo.offsets, geo.length, None if keep else buf)
-            res = (wm @ buf).reshape((og, hi - lo) + geo.rows)[geo.crop]
+            res = blas_matmul(wm, buf).reshape((og, hi - lo) + geo.rows)[geo.crop]
             target = out[lo:hi, gi * og:(gi + 1) * og].swapaxes(0, 1)
             if b is None:
                 target[...] = res
@@ -201,7 +202,7 @@ def _shift_dx(xp, g, w, xshape, pad, dilation, groups):
         wmt = xp.ascontiguousarray(_weight_matrix(xp, w[gi * og:(gi + 1) * og]).T)   # [prod(k)*cg, og]
         for lo, hi in _chunks(n, kk * cg, geo.length, g.itemsize):
             gm = _grad_rows(xp, g[lo:hi, gi * og:(gi + 1) * og], geo)
-            dcols = (wmt @ gm).reshape(kk * cg, hi - lo, geo.length)
+            dcols = blas_matmul(wmt, gm).reshape(kk * cg, hi - lo, geo.length)
             target = dx[lo:hi, gi * cg:(gi + 1) * cg]
             for k, off in enumerate(geo.offsets):
                 target[:, :, off:off + geo.length] += dcols[k * cg:(k + 1) * cg].transpose(1, 0, 2)
@@ -256,7 +257,7 @@ def _shift_dw(xp, x, g, wshape, pad, dilation, groups, kept_cols=None):
             cols = next(kept, None)
             if cols is None:
                 cols = buf = _shift_cols(xp, flat[lo:hi, gi * cg:(gi + 1) * cg], geo.offsets, geo.length, buf)
-            part = _grad_rows(xp, g[lo:hi, gi * og:(gi + 1) * og], geo) @ cols.T
+            part = blas_matmul(_grad_rows(xp, g[lo:hi, gi * og:(gi + 1) * og], geo), cols.T)
             dwm = part if dwm is None else xp.add(dwm, part, out=dwm)
         if dwm is None:  # an empty batch
             dwm = xp.zeros((og, kk * cg), dtype=g.dtype)
@@ -315,7 +316,7 @@ def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
         xs = xpad if groups == 1 else xpad[:, gi * cg:(gi + 1) * cg]
         cols = _cols(xp, xs, ksize, stride, dilation, osize)
         wm = w[gi * og:(gi + 1) * og].reshape(og, cols.shape[0])
-        outs.append(wm @ cols)                                  # [og, N*prod(out)]
+        outs.append(blas_matmul(wm, cols))                                # [og, N*prod(out)]
         if keep_cols:
             kept.append(cols)
     out = outs[0] if groups == 1 else xp.concatenate(outs, 0)
@@ -343,7 +344,7 @@ def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
     dx = xp.zeros((n, c) + tuple(s + lo + hi for s, (lo, hi) in zip(xshape[2:], pad)), dtype=g.dtype)
     for gi in range(groups):
         wm = w[gi * og:(gi + 1) * og].reshape(og, cg * math.prod(ksize))
-        dcols = (wm.T @ gm[gi * og:(gi + 1) * og]).reshape((cg,) + ksize + (n,) + osize)
+        dcols = blas_matmul(wm.T, gm[gi * og:(gi + 1) * og]).reshape((cg,) + ksize + (n,) + osize)
         _scatter_offsets(xp, dx[:, gi * cg:(gi + 1) * cg], dcols, ksize, stride, dilation, osize)
     return _crop(xp, dx, pad, xshape[2:])
 
@@ -372,7 +373,7 @@ def _conv_dw(xp, x, g, wshape, stride, pad, dilation, groups, kept_cols=None):
         else:
             xs = xpad if groups == 1 else xpad[:, gi * cg:(gi + 1) * cg]
             cols = _cols(xp, xs, ksize, stride, dilation, osize)
-        parts.append(gm[gi * og:(gi + 1) * og] @ cols.T)
+        parts.append(blas_matmul(gm[gi * og:(gi + 1) * og], cols.T))
     dw = parts[0] if groups == 1 else xp.concatenate(parts, 0)
     return dw.reshape(wshape)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import _dtype as D
 from .._autocast import autocast_op
+from .._blas import matmul as blas_matmul
 from .._tensor import Tensor, _make
 from ..autograd.graph import record
 from ._helpers import be, check_same_device, needs_grad
@@ -54,7 +55,7 @@ def matmul(input, other, *, out=None, _node=None):
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_mat(a)} and {_mat(b, True)})")
         raise RuntimeError(
             f"Expected size for first two dimensions of batch2 tensor to be: [{sa}] but got: [{sb}].")
-    arr = be(input).xp.matmul(a, b)
+    arr = blas_matmul(a, b)  # ember's threads split a large numpy product (see _blas)
     if arr.dtype != a.dtype:  # numpy multiplies bfloat16 matrices into float32
         arr = arr.astype(a.dtype)
     r = _make(arr, input.dtype)

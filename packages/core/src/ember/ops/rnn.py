@@ -22,6 +22,7 @@ projection); GRU rows ``r, z, n``, ``n = tanh(x_n + b_in + r*(W_hn h + b_hn))``,
 from __future__ import annotations
 
 from .._autocast import cast_inputs
+from .._blas import matmul as blas_matmul
 from .._tensor import _make
 from ..autograd import grad_mode
 from ..cpu import kernels
@@ -96,7 +97,7 @@ def _carry_in(prev, init, prev_bs, bs, dst, finals):
 
 
 def _input_projection(xp, x, w_ih, *biases):
-    proj = xp.matmul(x, w_ih.T)
+    proj = blas_matmul(x, w_ih.T)
     for b in biases:
         if b is not None:
             proj += b
@@ -146,7 +147,7 @@ def _lstm_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w
         _carry_in(prev_c, c0, prev_bs, bs, cp, cn)
         a, c, tc = acts[rows], cs[rows], tcs[rows]
         h = out[rows] if w_hr is None else hpre[rows]
-        xp.matmul(hp, whh_t, out=a)
+        blas_matmul(hp, whh_t, out=a)
         if fused is not None:
             fused.lstm_forward_step(a, proj[rows], bias, cp, c, tc, h)
         else:
@@ -159,7 +160,7 @@ def _lstm_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w
             xp.tanh(c, out=tc)
             xp.multiply(a[:, 3 * hid:], tc, out=h)
         if w_hr is not None:
-            xp.matmul(h, w_hr.T, out=out[rows])
+            blas_matmul(h, w_hr.T, out=out[rows])
         prev_h, prev_c, prev_bs = out[rows], c, bs
     hn[:prev_bs] = prev_h
     cn[:prev_bs] = prev_c
@@ -184,11 +185,11 @@ def _gru_forward(xp, batch_sizes, reverse, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_
         _carry_in(prev_h, h0, prev_bs, bs, hp, hn)
         h = out[rows]
         if fused is not None:
-            xp.matmul(hp, whh_t, out=rec[:bs])
+            blas_matmul(hp, whh_t, out=rec[:bs])
             fused.gru_forward_step(rec[:bs], bias_x, bias_h, proj[rows], hp, rz[rows], ns[rows], hns[rows], h)
             prev_h, prev_bs = h, bs
             continue
-        hh = xp.matmul(hp, whh_t)
+        hh = blas_matmul(hp, whh_t)
         if b_hh is not None:
             hh += b_hh
         p = proj[rows]
@@ -224,7 +225,7 @@ def _elman_forward(relu):
             hp = hprev[rows]
             _carry_in(prev_h, h0, prev_bs, bs, hp, hn)
             h = out[rows]
-            xp.matmul(hp, whh_t, out=h)
+            blas_matmul(hp, whh_t, out=h)
             h += proj[rows]
             if relu:
                 xp.maximum(h, 0, out=h)
@@ -261,7 +262,7 @@ def _lstm_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, s
         dh = d_out[rows] + dh_carry[:bs]
         if w_hr is not None:
             d_h[rows] = dh
-            dh = dh @ w_hr
+            dh = blas_matmul(dh, w_hr)
         a, dg, dv, om = acts[rows], d_gates[rows], deriv[:bs], one_minus[:bs]
         xp.subtract(1, a, out=dv)
         dv *= a
@@ -280,8 +281,8 @@ def _lstm_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, s
         xp.multiply(dh, tc, out=dg[:, 3 * hid:])
         dg *= dv
         xp.multiply(dc, a[:, hid:2 * hid], out=dc_carry[:bs])
-        xp.matmul(dg, w_hh, out=dh_carry[:bs])
-    d_whr = None if w_hr is None else d_h.T @ hpre
+        blas_matmul(dg, w_hh, out=dh_carry[:bs])
+    d_whr = None if w_hr is None else blas_matmul(d_h.T, hpre)
     return d_gates, d_gates, hprev, dh_carry, dc_carry, d_whr
 
 
@@ -300,10 +301,10 @@ def _lstm_backward_fused(fused, xp, batch_sizes, reverse, d_out, d_hn, d_cn, w_h
             dh_a, dh_b = d_out[rows], dh_carry[:bs]
         else:
             dh = xp.add(d_out[rows], dh_carry[:bs], out=d_h[rows])
-            dh_a, dh_b = dh @ w_hr, no_carry[:bs]
+            dh_a, dh_b = blas_matmul(dh, w_hr), no_carry[:bs]
         fused.lstm_backward_step(dh_a, dh_b, dc_carry[:bs], acts[rows], cprev[rows], tcs[rows], d_gates[rows])
-        xp.matmul(d_gates[rows], w_hh, out=dh_carry[:bs])
-    d_whr = None if w_hr is None else d_h.T @ hpre
+        blas_matmul(d_gates[rows], w_hh, out=dh_carry[:bs])
+    d_whr = None if w_hr is None else blas_matmul(d_h.T, hpre)
     return d_gates, d_gates, hprev, dh_carry, dc_carry, d_whr
 
 
@@ -321,7 +322,7 @@ def _gru_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, sa
             rows = slice(o0, o0 + bs)
             fused.gru_backward_step(d_out[rows], dh_w[:bs], dh_z[:bs], rz[rows], ns[rows], hns[rows], hprev[rows],
                                     d_proj[rows], d_hh[rows])
-            xp.matmul(d_hh[rows], w_hh, out=dh_w[:bs])
+            blas_matmul(d_hh[rows], w_hh, out=dh_w[:bs])
         dh_z += dh_w
         return d_proj, d_hh, hprev, dh_z, None, None
     rz_deriv = rz - rz * rz
@@ -341,7 +342,7 @@ def _gru_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, sa
         dq[:, :2 * hid] = dp[:, :2 * hid]
         xp.multiply(dn, rz[rows, :hid], out=dq[:, 2 * hid:])
         carry = dh * z
-        carry += dq @ w_hh
+        carry += blas_matmul(dq, w_hh)
         dh_carry[:bs] = carry
     return d_proj, d_hh, hprev, dh_carry, None, None
 
@@ -355,7 +356,7 @@ def _elman_backward(xp, batch_sizes, reverse, d_out, d_hn, d_cn, x, w_hh, w_hr, 
         dp = d_pre[rows]
         xp.add(d_out[rows], dh_carry[:bs], out=dp)
         dp *= deriv[rows]
-        xp.matmul(dp, w_hh, out=dh_carry[:bs])
+        blas_matmul(dp, w_hh, out=dh_carry[:bs])
     return d_pre, d_pre, hprev, dh_carry, None, None
 
 
@@ -392,12 +393,12 @@ def _layer_rule(grads, mode, batch_sizes, reverse, x, hx, cx, w_ih, w_hh, b_ih, 
     d_wih = d_whh = None
     if d_rec is d_proj and w_ih._requires_grad and w_hh._requires_grad:
         # LSTM and Elman layers: one [G*H, N] x [N, I + H] product is faster than two
-        both = d_proj.T @ xp.concatenate((x._data, hprev), axis=1)
+        both = blas_matmul(d_proj.T, xp.concatenate((x._data, hprev), axis=1))
         d_wih, d_whh = xp.ascontiguousarray(both[:, :x.shape[1]]), xp.ascontiguousarray(both[:, x.shape[1]:])
     else:
-        d_wih = d_proj.T @ x._data if w_ih._requires_grad else None
-        d_whh = d_rec.T @ hprev if w_hh._requires_grad else None
-    return (wrap(d_proj @ w_ih._data if x._requires_grad else None, x), wrap(dh0, hx), wrap(dc0, cx),
+        d_wih = blas_matmul(d_proj.T, x._data) if w_ih._requires_grad else None
+        d_whh = blas_matmul(d_rec.T, hprev) if w_hh._requires_grad else None
+    return (wrap(blas_matmul(d_proj, w_ih._data) if x._requires_grad else None, x), wrap(dh0, hx), wrap(dc0, cx),
             wrap(d_wih, w_ih), wrap(d_whh, w_hh), wrap(d_bih, b_ih), wrap(d_bhh, b_hh), wrap(d_whr, w_hr))
 
 

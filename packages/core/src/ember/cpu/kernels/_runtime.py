@@ -125,8 +125,10 @@ os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def _executor(workers: int):
+    """The shared pool, with at least ``workers`` threads (it only grows: callers asking
+    for different part counts must not rebuild it)."""
     with _Pool.lock:
-        if _Pool.size != workers:
+        if _Pool.size < workers:
             if _Pool.executor is not None:
                 _Pool.executor.shutdown(wait=False)
             _Pool.executor = ThreadPoolExecutor(workers, thread_name_prefix="ember-kernel")

@@ -38,7 +38,8 @@ import threading
 
 import numpy as np
 
-from ..._blas import get_num_threads, set_num_threads
+from ..._blas import POOL, blas_threads, get_num_threads
+from ..._blas import matmul as blas_matmul
 from ._runtime import PARALLEL_MIN_WORK, _executor, jit, parallel_for, threads
 
 __all__ = ["forward", "forward_whole", "forward_whole_kept", "forward_direct", "direct_pays", "input_grad",
@@ -815,23 +816,30 @@ def _split(worker, n, *args, work_per_item=1):
     if parts <= 1:
         worker(0, n, *args)
         return
+    if POOL:  # OpenBLAS runs on one thread already
+        _run_parts(worker, n, parts, *args)
+        return
     with _Blas.lock:
         if _Blas.users == 0:
             _Blas.saved = get_num_threads()
-            set_num_threads(1)
+            blas_threads(1)
         _Blas.users += 1
     try:
-        bounds = [n * i // parts for i in range(parts + 1)]
-        pool = _executor(parts - 1)
-        futures = [pool.submit(worker, bounds[i], bounds[i + 1], *args) for i in range(1, parts)]
-        worker(bounds[0], bounds[1], *args)
-        for f in futures:
-            f.result()
+        _run_parts(worker, n, parts, *args)
     finally:
         with _Blas.lock:
             _Blas.users -= 1
             if _Blas.users == 0:
-                set_num_threads(_Blas.saved)
+                blas_threads(_Blas.saved)
+
+
+def _run_parts(worker, n, parts, *args):
+    bounds = [n * i // parts for i in range(parts + 1)]
+    pool = _executor(parts - 1)
+    futures = [pool.submit(worker, bounds[i], bounds[i + 1], *args) for i in range(1, parts)]
+    worker(bounds[0], bounds[1], *args)
+    for f in futures:
+        f.result()
 
 
 class _Plan:
@@ -1105,7 +1113,7 @@ def _forward_whole(x, w, bias, stride, pad, dilation, groups, kept):
         # 1x1, no stride or padding: each image is its own column matrix; numpy's stacked
         # product (one BLAS call per image) writes the output in place, no copies
         for gi in range(groups):
-            np.matmul(w[gi * og:(gi + 1) * og].reshape(og, cg), x3[:, gi * cg:(gi + 1) * cg],
+            blas_matmul(w[gi * og:(gi + 1) * og].reshape(og, cg), x3[:, gi * cg:(gi + 1) * cg],
                       out=out3[:, gi * og:(gi + 1) * og])
         if bias is not None:
             out3 += bias[:, None]
@@ -1153,9 +1161,9 @@ def _forward_whole(x, w, bias, stride, pad, dilation, groups, kept):
                 parallel_for(_im2col, nb * cg, x5[n0:n1, part], cols, geo, osz, 0, nrows, work_per_item=kk * npos)
             wm = w[gi * og:(gi + 1) * og].reshape(og, cg * kk)
             if n == 1:
-                np.matmul(wm, mat, out=out3[0, gi * og:(gi + 1) * og])
+                blas_matmul(wm, mat, out=out3[0, gi * og:(gi + 1) * og])
                 continue
-            r = np.matmul(wm, mat, out=res[:, :nb * npos])
+            r = blas_matmul(wm, mat, out=res[:, :nb * npos])
             target = out3[n0:n1, gi * og:(gi + 1) * og]
             src = r.reshape(og, nb, npos).transpose(1, 0, 2)
             if bias is None:
@@ -1235,7 +1243,7 @@ def _dx_flat_worker(start, stop, g, wmts, dx, geo, step, threaded):
             wide[..., ow:] = 0  # the extra cells of each wide row stay zero
         for gi, wmt in enumerate(wmts):
             np.copyto(wide[..., :ow], g[n0:n1, gi * og:(gi + 1) * og].transpose(1, 0, 2, 3))
-            np.matmul(wmt, gbuf, out=dbuf)
+            blas_matmul(wmt, gbuf, out=dbuf)
             if threaded:
                 parallel_for(_col2im_flat, nb * cg, dbuf, dx, offs, length, size, wp, plo, qlo, n0, gi * cg, cg,
                              work_per_item=offs.shape[0] * length)
@@ -1294,7 +1302,7 @@ def weight_grad_kept(g, cols, wshape, groups):
             np.copyto(rows.reshape(og, nb, npos), g3[n0:n1, gi * og:(gi + 1) * og].transpose(1, 0, 2))
             gm = rows
         part = dw[gi * og:(gi + 1) * og]
-        part += np.matmul(gm, mat.T)
+        part += blas_matmul(gm, mat.T)
     return out
 
 

@@ -168,6 +168,40 @@ def blas_threads(n: int) -> None:
         _SET_THREADS(n)
 
 
+class _Native(threading.local):
+    depth = 0  # > 0 inside ``native_threads()`` on this thread: its products do not split
+
+
+_NATIVE = _Native()
+_NATIVE_LOCK = threading.Lock()
+_native_users = [0]
+
+
+class native_threads:
+    """Within it, OpenBLAS threads this thread's products itself (with ember's thread count)
+    instead of ``matmul`` splitting them: for loops of many small products (a recurrent
+    layer's steps), where OpenBLAS's spinning hand-off between its workers beats a pool
+    hand-off per product. Nothing changes outside pool mode."""
+
+    def __enter__(self):
+        if POOL:
+            _NATIVE.depth += 1
+            with _NATIVE_LOCK:
+                _native_users[0] += 1
+                if _native_users[0] == 1:
+                    _SET_THREADS(_threads[0])
+        return self
+
+    def __exit__(self, *exc):
+        if POOL:
+            _NATIVE.depth -= 1
+            with _NATIVE_LOCK:
+                _native_users[0] -= 1
+                if _native_users[0] == 0:
+                    _SET_THREADS(1)
+        return False
+
+
 # a product below this many multiply-adds runs on the calling thread: handing a part to the
 # pool costs tens of microseconds, about 2^21 multiply-adds on one core
 SPLIT_MIN_MACS = 1 << 21
@@ -192,7 +226,7 @@ def matmul(a, b, out=None):
         count *= d
     threads = _threads[0]
     parts = min(threads, (count * m * n * k) // SPLIT_MIN_MACS)
-    if parts <= 1 or threading.current_thread().name.startswith(_WORKER_PREFIX):
+    if parts <= 1 or _NATIVE.depth or threading.current_thread().name.startswith(_WORKER_PREFIX):
         return numpy.matmul(a, b, out=out)
     if out is None:
         out = numpy.empty(batch + (m, n), dtype=numpy.result_type(a, b))

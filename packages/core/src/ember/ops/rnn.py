@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from .._autocast import cast_inputs
 from .._blas import matmul as blas_matmul
+from .._blas import native_threads
 from .._tensor import _make
 from ..autograd import grad_mode
 from ..cpu import kernels
@@ -49,7 +50,8 @@ def rnn_layer(mode, x, batch_sizes, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None, w_
     batch_sizes = tuple(int(b) for b in batch_sizes)
     arrays = [None if t is None else t._data for t in (x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr)]
     xp = be(x).xp
-    out, hn, cn, saved = _FORWARD[mode](xp, batch_sizes, reverse, *arrays, fused=_fused(mode, *arrays))
+    with native_threads():  # a product per step: OpenBLAS's own threads hand off faster
+        out, hn, cn, saved = _FORWARD[mode](xp, batch_sizes, reverse, *arrays, fused=_fused(mode, *arrays))
     dt = x.dtype
     r_out, r_hn = _make(out, dt), _make(hn, dt)
     r_cn = None if cn is None else _make(cn, dt)
@@ -378,8 +380,9 @@ def _layer_rule(grads, mode, batch_sizes, reverse, x, hx, cx, w_ih, w_hh, b_ih, 
     d_out, d_hn, d_cn = arrs
     w_hr_a = None if w_hr is None else w_hr._data
     fused = _fused(mode, d_out, d_hn, d_cn, x._data, w_hh._data, w_hr_a, *saved)
-    d_proj, d_rec, hprev, dh0, dc0, d_whr = _BACKWARD[mode](
-        xp, batch_sizes, reverse, d_out, d_hn, d_cn, x._data, w_hh._data, w_hr_a, saved, fused=fused)
+    with native_threads():
+        d_proj, d_rec, hprev, dh0, dc0, d_whr = _BACKWARD[mode](
+            xp, batch_sizes, reverse, d_out, d_hn, d_cn, x._data, w_hh._data, w_hr_a, saved, fused=fused)
     dt = x.dtype
 
     def wrap(a, t):

@@ -18,12 +18,13 @@ import types
 PUBLIC_MODULES = {
     "ember-core": [
         "ember", "ember.nn", "ember.nn.functional", "ember.nn.init", "ember.nn.utils", "ember.nn.utils.rnn",
-        "ember.nn.utils.parametrize", "ember.nn.utils.prune", "ember.nn.parallel", "ember.optim",
-        "ember.optim.lr_scheduler", "ember.optim.swa_utils", "ember.utils.data", "ember.utils.checkpoint",
-        "ember.utils.tensorboard", "ember.autograd", "ember.autograd.functional", "ember.linalg", "ember.fft",
-        "ember.special", "ember.sparse", "ember.distributions", "ember.random", "ember.amp", "ember.func",
-        "ember.fx", "ember.compiler", "ember.jit", "ember.onnx", "ember.distributed", "ember.distributed.optim",
-        "ember.futures", "ember.profiler", "ember.cuda", "ember.accelerator", "ember.serialization",
+        "ember.nn.utils.parametrize", "ember.nn.utils.prune", "ember.nn.parallel", "ember.nn.attention",
+        "ember.optim", "ember.optim.lr_scheduler", "ember.optim.swa_utils", "ember.utils.data",
+        "ember.utils.checkpoint", "ember.utils.tensorboard", "ember.autograd", "ember.autograd.functional",
+        "ember.linalg", "ember.fft", "ember.special", "ember.sparse", "ember.distributions", "ember.random",
+        "ember.amp", "ember.func", "ember.fx", "ember.compiler", "ember._dynamo", "ember.jit", "ember.onnx",
+        "ember.distributed", "ember.distributed.optim", "ember.distributed.algorithms", "ember.futures",
+        "ember.profiler", "ember.cuda", "ember.accelerator", "ember.serialization",
         "ember.sharded", "ember.hub", "ember.compat", "ember.testing",
     ],
     "ember-vision": [

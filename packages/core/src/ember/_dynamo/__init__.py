@@ -29,7 +29,8 @@ maybe_mark_dynamic = mark_dynamic
 
 
 def mark_static(t, index=None) -> None:
-    """Undo ``mark_dynamic`` for ``index`` (every dimension when None)."""
+    """Undo ``mark_dynamic`` on tensor ``t`` for ``index`` (an int or a list of dims; every
+    dimension when None), so those dims are specialized again (torch._dynamo.mark_static)."""
     _set_marks(t, set() if index is None else dynamic_indices(t) - ({index} if isinstance(index, int) else set(index)))
 
 

@@ -20,6 +20,14 @@ class GraphCompileReason:
 
 @dataclasses.dataclass
 class ExplainOutput:
+    """What ``explain`` found (torch._dynamo.backends.debugging.ExplainOutput's fields):
+    ``graphs`` (the recorded ``ember.fx.GraphModule`` s) and ``graph_count``;
+    ``graph_break_count`` and ``break_reasons`` (``GraphCompileReason`` s, with the user line);
+    ``op_count`` and ``ops_per_graph`` (each graph's call targets); ``out_guards`` (None:
+    ember's guards are not listed as torch's guard objects); ``compile_times`` (seconds per
+    recording, as text); ``recompile_reasons`` (the failed guard of each recompile, in words)
+    and ``eager_reasons`` (why a signature runs eagerly, ember's addition)."""
+
     graphs: list
     graph_count: int
     graph_break_count: int

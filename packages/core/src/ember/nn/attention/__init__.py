@@ -32,7 +32,11 @@ _SWITCH = {SDPBackend.MATH: "math", SDPBackend.FLASH_ATTENTION: "flash",
 
 @contextlib.contextmanager
 def sdpa_kernel(backends, set_priority: bool = False):
-    """Within the block, only ``backends`` (an SDPBackend or a list of them) are enabled."""
+    """A context manager: within the block, only ``backends`` (an SDPBackend or a list of
+    them) are enabled for ``scaled_dot_product_attention`` (torch.nn.attention.sdpa_kernel).
+    ``set_priority`` (torch's order of preference among the enabled backends) is accepted
+    and has no effect: ember's CPU attention has one implementation. Raises AssertionError
+    for anything but SDPBackends."""
     chosen = [backends] if isinstance(backends, SDPBackend) else backends
     if not isinstance(chosen, (list, tuple)) or not all(isinstance(b, SDPBackend) for b in chosen):
         raise AssertionError("Backend must be an instance of SDPBackend or a list of SDPBackend instances, got "

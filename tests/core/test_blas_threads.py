@@ -35,12 +35,14 @@ def two_threads():
     ember.set_num_threads(before)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.int64])
 @pytest.mark.parametrize("case", sorted(SHAPES))
 def test_split_products_equal_numpys(case, dtype, two_threads):
     rng = np.random.default_rng(0)
     sa, sb = SHAPES[case]
     a, b = (rng.standard_normal(sa) * 4).astype(dtype), (rng.standard_normal(sb) * 4).astype(dtype)
+    if dtype == np.complex64:
+        a, b = a + 1j * a[..., ::-1], b - 2j * b[..., ::-1]
     if case == "transposed operands":
         a, b = a.T, b.T
     want = np.matmul(a, b)
@@ -50,7 +52,8 @@ def test_split_products_equal_numpys(case, dtype, two_threads):
         np.testing.assert_array_equal(got, want)
         return
     # a block may round differently from the whole product: as close to the exact one as numpy's
-    exact = np.matmul(a.astype(np.longdouble), b.astype(np.longdouble))
+    wide = np.clongdouble if np.iscomplexobj(a) else np.longdouble
+    exact = np.matmul(a.astype(wide), b.astype(wide))
     numpy_error = np.abs(want - exact).max()
     assert np.abs(got - exact).max() <= 2 * numpy_error + np.finfo(dtype).tiny
 

@@ -205,6 +205,7 @@ class native_threads:
 # a product below this many multiply-adds runs on the calling thread: handing a part to the
 # pool costs tens of microseconds, about 2^21 multiply-adds on one core
 SPLIT_MIN_MACS = 1 << 21
+_SPLIT_DTYPES = tuple(numpy.dtype(t) for t in (numpy.float32, numpy.float64, numpy.complex64, numpy.complex128))
 _ROW_ALIGN = 16
 
 
@@ -217,8 +218,8 @@ def matmul(a, b, out=None):
         from .backends import backend_of_array
         xp = backend_of_array(b if type(a) is numpy.ndarray else a).xp
         return xp.matmul(a, b) if out is None else xp.matmul(a, b, out=out)
-    if not POOL or a.ndim < 2 or b.ndim < 2:
-        return numpy.matmul(a, b, out=out)
+    if not POOL or a.ndim < 2 or b.ndim < 2 or a.dtype != b.dtype or a.dtype not in _SPLIT_DTYPES:
+        return numpy.matmul(a, b, out=out)  # (numpy multiplies bfloat16 into float32: left to it)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = numpy.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     count = 1

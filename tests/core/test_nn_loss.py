@@ -483,3 +483,14 @@ def test_every_torch_loss_module_exists():
     missing = [n for n in names if not hasattr(nn, n)]
     assert not missing
     assert np.all([hasattr(F, n) for n in ("ctc_loss", "pairwise_distance", "cosine_similarity")])
+
+
+def test_cosine_similarity_of_integers_raises_and_of_mixed_dtypes_computes_as_torch():
+    with pytest.raises(RuntimeError) as theirs:
+        torch.nn.functional.cosine_similarity(torch.tensor([[1, 2]]), torch.tensor([[3, 4]]))
+    with pytest.raises(RuntimeError, match=theirs.value.args[0]):
+        ember.nn.functional.cosine_similarity(ember.tensor([[1, 2]]), ember.tensor([[3, 4]]))
+    want = torch.nn.functional.cosine_similarity(torch.tensor([[1, 2]]), torch.tensor([[3.0, 4.5]]))
+    got = ember.nn.functional.cosine_similarity(ember.tensor([[1, 2]]), ember.tensor([[3.0, 4.5]]))
+    assert got.dtype is ember.float32
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

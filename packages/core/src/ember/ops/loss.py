@@ -817,13 +817,14 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
     ``x1``, ``x2``: tensors that broadcast, e.g. ``[N, D]``.  ``dim``: the dim reduced
     (default 1).  ``eps``: the smallest norm divided by (default 1e-8), so a zero vector gives
-    0.  Returns the broadcast shape without ``dim`` (``[N]`` for ``[N, D]``).  Integer inputs
-    are computed in the default float dtype."""
+    0.  Returns the broadcast shape without ``dim`` (``[N]`` for ``[N, D]``).  RuntimeError,
+    as torch, when the inputs' common dtype is not a floating type."""
     from .decompositions import vector_norm
     x1, x2 = _broadcast_pair(x1, x2)
-    if not x1.dtype.is_floating_point:
-        from .. import get_default_dtype
-        x1, x2 = x1.to(get_default_dtype()), x2.to(get_default_dtype())
+    common = D.promote_types(x1.dtype, x2.dtype)
+    if not common.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {_long(common)}")
+    x1, x2 = (x if x.dtype is common else x.to(common) for x in (x1, x2))
     n1 = _value_clamped_min(vector_norm(x1, 2, dim=dim, keepdim=True), eps)
     n2 = _value_clamped_min(vector_norm(x2, 2, dim=dim, keepdim=True), eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)

@@ -221,12 +221,11 @@ def matmul(a, b, out=None):
     if not POOL or a.ndim < 2 or b.ndim < 2 or a.dtype != b.dtype or a.dtype not in _SPLIT_DTYPES:
         return numpy.matmul(a, b, out=out)  # (numpy multiplies bfloat16 into float32: left to it)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    batch = numpy.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    batch = () if a.ndim == b.ndim == 2 else numpy.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     count = 1
     for d in batch:
         count *= d
-    threads = _threads[0]
-    parts = min(threads, (count * m * n * k) // SPLIT_MIN_MACS)
+    parts = min(_threads[0], (count * m * n * k) // SPLIT_MIN_MACS)
     if parts <= 1 or _NATIVE.depth or threading.current_thread().name.startswith(_WORKER_PREFIX):
         return numpy.matmul(a, b, out=out)
     if out is None:

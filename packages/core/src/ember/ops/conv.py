@@ -14,8 +14,9 @@ For numpy float32/float64 arrays the three array kernels run as compiled kernels
 (``cpu/kernels/conv.py``: columns built per cache-sized block beside the products, direct
 depthwise convolution; below ``KERNEL_MIN_MACS``, the forward as one product, its
 columns kept for the weight gradient, or as direct passes when none are kept, and the
-stride-1 input gradient as one product and a flat col2im); the numpy code here is their
-reference.
+stride-1 input gradient as one product and a flat col2im), and dense 3x3 stride-1 2-d
+convolutions over enough tiles as Winograd F(2x2, 3x3) (``cpu/kernels/winograd.py``, all
+three: forward and both gradients); the numpy code here is their reference.
 """
 
 from __future__ import annotations
@@ -290,10 +291,20 @@ def _whole_cols_bytes(x, w, stride, pad, dilation, groups):
     return x.shape[0] * math.prod(osize) * math.prod(w.shape[1:]) * x.itemsize
 
 
+def _winograd(x, wshape, stride, pad, dilation, groups, out_hw):
+    """Whether the compiled Winograd kernels take this convolution (``out_hw`` its output
+    size, whose tiles must be enough to repay the weight's transform)."""
+    return (kernels.winograd.applies(x.ndim, wshape, stride, pad, dilation, groups)
+            and kernels.winograd.pays(x.shape[0], *out_hw))
+
+
 def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
     """The convolution plus ``bias`` (None or [O]), and (when ``keep_cols``) its column
     matrices for the weight gradient."""
     if kernels.accepts(x, w) and (bias is None or kernels.accepts(x, bias)):
+        if x.ndim == 4 and _winograd(x, w.shape, stride, pad, dilation, groups,
+                                     [h + lo + hi - 2 for h, (lo, hi) in zip(x.shape[2:], pad)]):
+            return kernels.winograd.forward(x, w, bias, pad), None
         if not keep_cols and kernels.conv.direct_pays(x.ndim, w.shape, groups):
             return kernels.conv.forward_direct(x, w, bias, stride, pad, dilation, groups), None
         if _kernels_pay(x.shape[0], math.prod(x.shape[2:]) // math.prod(stride), w.shape, groups):
@@ -328,6 +339,8 @@ def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
 def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
     """Gradient of conv with respect to its input (a transposed convolution of ``g``)."""
     if kernels.accepts(g, w):
+        if g.ndim == 4 and _winograd(g, w.shape, stride, pad, dilation, groups, xshape[2:]):
+            return kernels.winograd.input_grad(g, w, tuple(xshape), pad)
         if _kernels_pay(g.shape[0], math.prod(g.shape[2:]), w.shape, groups):
             return kernels.conv.input_grad(g, w, tuple(xshape), stride, pad, dilation, groups)
         if xshape[1] < w.shape[0] and kernels.conv.flat_input_grad_applies(len(xshape), stride):
@@ -355,6 +368,8 @@ def _conv_dw(xp, x, g, wshape, stride, pad, dilation, groups, kept_cols=None):
         if kernels.accepts(x, g):
             return kernels.conv.weight_grad_kept(g, kept_cols, tuple(wshape), groups)
         kept_cols = None  # the kernels were switched off since the forward
+    if kernels.accepts(x, g) and x.ndim == 4 and _winograd(x, wshape, stride, pad, dilation, groups, g.shape[2:]):
+        return kernels.winograd.weight_grad(x, g, pad)
     if kernels.accepts(x, g) and _kernels_pay(g.shape[0], math.prod(g.shape[2:]), wshape, groups):
         return kernels.conv.weight_grad(x, g, tuple(wshape), stride, pad, dilation, groups)
     if all(s == 1 for s in stride):

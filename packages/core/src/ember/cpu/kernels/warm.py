@@ -75,6 +75,11 @@ def _families(ember):
         grads(lambda x, w: F.conv1d(x, w, padding=1), (2, 3, 9), (4, 3, 3), dtype=dtype)
         grads(lambda x, w: F.conv3d(x, w, padding=1), (1, 2, 4, 4, 4), (3, 2, 3, 3, 3), dtype=dtype)
 
+    def winograd(dtype):
+        for cl in (False, True):  # 16 channels each side, 14x14 of batch 4: 196 tiles
+            grads(lambda x, w, b: F.conv2d(x, w, b, padding=1), (4, 16, 14, 14), (16, 16, 3, 3), (16,),
+                  dtype=dtype, channels_last=cl)
+
     def rnn(dtype):
         for cls in (ember.nn.LSTM, ember.nn.GRU):
             model = cls(4, 6, num_layers=2, bidirectional=True).to(dtype)
@@ -89,7 +94,7 @@ def _families(ember):
             opt.step()
 
     return {"activation": activation, "softmax": softmax, "norm": norm, "pool": pool, "conv": conv,
-            "rnn": rnn, "optim": optim}
+            "winograd": winograd, "rnn": rnn, "optim": optim}
 
 
 def main() -> int:

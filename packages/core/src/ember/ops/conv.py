@@ -302,7 +302,7 @@ def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
     """The convolution plus ``bias`` (None or [O]), and (when ``keep_cols``) its column
     matrices for the weight gradient."""
     if kernels.accepts(x, w) and (bias is None or kernels.accepts(x, bias)):
-        if x.ndim == 4 and _winograd(x, w.shape, stride, pad, dilation, groups,
+        if x.ndim == 4 and _winograd(x, w.shape, stride, pad, dilation, groups,  # ndim first: out size below
                                      [h + lo + hi - 2 for h, (lo, hi) in zip(x.shape[2:], pad)]):
             return kernels.winograd.forward(x, w, bias, pad), None
         if not keep_cols and kernels.conv.direct_pays(x.ndim, w.shape, groups):
@@ -339,7 +339,7 @@ def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
 def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
     """Gradient of conv with respect to its input (a transposed convolution of ``g``)."""
     if kernels.accepts(g, w):
-        if g.ndim == 4 and _winograd(g, w.shape, stride, pad, dilation, groups, xshape[2:]):
+        if _winograd(g, w.shape, stride, pad, dilation, groups, xshape[2:]):
             return kernels.winograd.input_grad(g, w, tuple(xshape), pad)
         if _kernels_pay(g.shape[0], math.prod(g.shape[2:]), w.shape, groups):
             return kernels.conv.input_grad(g, w, tuple(xshape), stride, pad, dilation, groups)
@@ -368,7 +368,7 @@ def _conv_dw(xp, x, g, wshape, stride, pad, dilation, groups, kept_cols=None):
         if kernels.accepts(x, g):
             return kernels.conv.weight_grad_kept(g, kept_cols, tuple(wshape), groups)
         kept_cols = None  # the kernels were switched off since the forward
-    if kernels.accepts(x, g) and x.ndim == 4 and _winograd(x, wshape, stride, pad, dilation, groups, g.shape[2:]):
+    if kernels.accepts(x, g) and _winograd(x, wshape, stride, pad, dilation, groups, g.shape[2:]):
         return kernels.winograd.weight_grad(x, g, pad)
     if kernels.accepts(x, g) and _kernels_pay(g.shape[0], math.prod(g.shape[2:]), wshape, groups):
         return kernels.conv.weight_grad(x, g, tuple(wshape), stride, pad, dilation, groups)

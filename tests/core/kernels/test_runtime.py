@@ -116,6 +116,31 @@ def test_cache_honours_numba_cache_dir(tmp_path):
     assert not _cache_files(tmp_path / "home")
 
 
+FEATURES_AFTER_ENABLE = """
+    from ember.cpu import kernels
+    kernels.enabled()
+    import numba
+    print(numba.core.config.CPU_FEATURES)
+"""
+
+
+def test_avx512_hosts_compile_with_512_bit_vectors():
+    from llvmlite import binding
+    host = binding.get_host_cpu_features()
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME")}
+    full = {**env, "PYTHONPATH": SRC + os.pathsep + env.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(FEATURES_AFTER_ENABLE)], capture_output=True,
+                          text=True, env=full, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    expected = host.flatten() + ",-prefer-256-bit" if host.get("avx512f") else "None"
+    assert proc.stdout.strip() == expected
+
+
+def test_a_users_cpu_features_win():
+    out = run_python(FEATURES_AFTER_ENABLE, NUMBA_CPU_FEATURES="+sse2,+avx2").stdout
+    assert out.strip() == "+sse2,+avx2"
+
+
 def test_parallel_for_covers_the_range_once_in_contiguous_parts(monkeypatch):
     monkeypatch.setattr(_runtime, "threads", lambda: 3)
     seen, lock = [], threading.Lock()

@@ -7,6 +7,8 @@
   ``$EMBER_HOME/numba/<stamp>``, where the stamp is a hash of the kernel sources (numba's
   own cache only notices a change to the file of the function it compiled, not to the
   helpers it inlines from other files).
+* Vectors: on CPUs with AVX-512 kernels are compiled for 512-bit registers
+  (``_prefer_wide_vectors``).
 * Threads: no numba threading layer is used.  Kernels are compiled ``nogil`` and work on a
   range of rows; ``parallel_for`` splits the rows over the calling thread and a pool of
   ``ember.get_num_threads() - 1`` workers.  So a kernel may be called from several threads
@@ -62,8 +64,26 @@ def _import_numba():
         warnings.warn(f"ember's CPU kernels are off: numba could not be imported ({e}); "
                       "the numpy implementations run instead", RuntimeWarning, stacklevel=3)
         return None
+    _prefer_wide_vectors(numba)
     STATE.numba = numba
     return numba
+
+
+def _prefer_wide_vectors(numba):
+    """Let LLVM vectorize with 512-bit registers where the CPU has AVX-512.
+
+    LLVM's tuning for most AVX-512 CPUs prefers 256-bit vectors (early parts lowered their
+    clock for 512-bit work); torch's CPU kernels use 512-bit ones there, and ember's
+    compute-bound kernels run up to a third faster with them (benchmarks/NOTES.md).  Set
+    before the first compilation, as numba reads it when it builds its code generator; the
+    cache keys each kernel by these features.  A user's ``NUMBA_CPU_FEATURES`` wins."""
+    config = numba.core.config
+    if config.CPU_FEATURES is not None or config.CPU_NAME is not None:
+        return
+    from llvmlite import binding
+    features = binding.get_host_cpu_features()
+    if features.get("avx512f"):
+        config.CPU_FEATURES = features.flatten() + ",-prefer-256-bit"
 
 
 _cache_dir = []

@@ -128,7 +128,7 @@ def test_avx512_hosts_compile_with_512_bit_vectors():
     from llvmlite import binding
     host = binding.get_host_cpu_features()
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME")}
-    full = {**env, "PYTHONPATH": SRC + os.pathsep + env.get("PYTHONPATH", "")}
+    full = {**env, "PYTHONPATH": SRC + os.pathsep + env.get("PYTHONPATH", ""), "EMBER_NUMBA": "1"}
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(FEATURES_AFTER_ENABLE)], capture_output=True,
                           text=True, env=full, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -137,7 +137,7 @@ def test_avx512_hosts_compile_with_512_bit_vectors():
 
 
 def test_a_users_cpu_features_win():
-    out = run_python(FEATURES_AFTER_ENABLE, NUMBA_CPU_FEATURES="+sse2,+avx2").stdout
+    out = run_python(FEATURES_AFTER_ENABLE, NUMBA_CPU_FEATURES="+sse2,+avx2", EMBER_NUMBA="1").stdout
     assert out.strip() == "+sse2,+avx2"
 
 

@@ -18,8 +18,10 @@ from ember.cpu.kernels import _runtime
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(ember.__file__)))
 
 
-def run_python(code, **env):
+def run_python(code, unset=(), **env):
     full = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), **env}
+    for name in unset:
+        full.pop(name, None)
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                           env=full, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -127,13 +129,9 @@ FEATURES_AFTER_ENABLE = """
 def test_avx512_hosts_compile_with_512_bit_vectors():
     from llvmlite import binding
     host = binding.get_host_cpu_features()
-    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME")}
-    full = {**env, "PYTHONPATH": SRC + os.pathsep + env.get("PYTHONPATH", ""), "EMBER_NUMBA": "1"}
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(FEATURES_AFTER_ENABLE)], capture_output=True,
-                          text=True, env=full, timeout=300)
-    assert proc.returncode == 0, proc.stderr
+    out = run_python(FEATURES_AFTER_ENABLE, unset=("NUMBA_CPU_FEATURES", "NUMBA_CPU_NAME"), EMBER_NUMBA="1").stdout
     expected = host.flatten() + ",-prefer-256-bit" if host.get("avx512f") else "None"
-    assert proc.stdout.strip() == expected
+    assert out.strip() == expected
 
 
 def test_a_users_cpu_features_win():

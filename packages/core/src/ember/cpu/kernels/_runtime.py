@@ -76,7 +76,8 @@ def _prefer_wide_vectors(numba):
     clock for 512-bit work); torch's CPU kernels use 512-bit ones there, and ember's
     compute-bound kernels run up to a third faster with them (benchmarks/NOTES.md).  Set
     before the first compilation, as numba reads it when it builds its code generator; the
-    cache keys each kernel by these features.  A user's ``NUMBA_CPU_FEATURES`` wins."""
+    cache keys each kernel by these features.  A user's ``NUMBA_CPU_FEATURES`` or
+    ``NUMBA_CPU_NAME`` wins."""
     config = numba.core.config
     if config.CPU_FEATURES is not None or config.CPU_NAME is not None:
         return

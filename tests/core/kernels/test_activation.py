@@ -222,3 +222,37 @@ def test_relu_signed_zero_and_nan():
 def test_celu_zero_alpha():
     with pytest.raises(RuntimeError, match="alpha cannot be 0"):
         F.celu(ember.ones(3), 0.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode", "no_graph"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_relu_inplace_without_a_graph(monkeypatch, dtype, mode, layout):
+    # relu_ where nothing is recorded: the kernel rectifies a C-contiguous array where it
+    # lies (one pass, no copy back); values, identity and version as torch's relu_
+    arr = _values(np.random.default_rng(5), (131, 157), dtype)  # 20567 elements: the kernel's size
+    arr.reshape(-1)[:3] = [-0.0, np.nan, -2.0]
+    calls = []
+    real = kernels.activation.relu_
+    monkeypatch.setattr(kernels.activation, "relu_", lambda x: calls.append(x) or real(x))
+    res = []
+    for m in (ember, torch):
+        context = {"no_grad": m.no_grad, "inference_mode": m.inference_mode}.get(mode)
+        with context() if context else m.enable_grad():
+            t = m.tensor(arr)
+            t = t.t() if layout == "transposed" else t
+            before = None if mode == "inference_mode" else t._version
+            out = t.relu_()
+            assert out is t
+            if before is not None:
+                assert t._version == before + 1
+            res.append(t.numpy().copy())
+            if m is ember:
+                buffer = t.numpy()
+    if kernels.enabled():  # numpy's maximum (the reference path) gives +0.0 for -0.0
+        np.testing.assert_array_equal(np.signbit(res[0]), np.signbit(res[1]))
+    np.testing.assert_array_equal(res[0], res[1])
+    kernel_path = kernels.enabled() and layout == "contiguous"
+    assert len(calls) == (1 if kernel_path else 0)
+    if kernel_path:  # the tensor's own buffer, not a copy
+        assert np.shares_memory(calls[0], buffer)

@@ -1063,6 +1063,22 @@ def relu(input):
     return r
 
 
+def relu_(self):
+    """``relu`` written into ``self`` and returned (torch.relu_).  Where no graph is recorded
+    (no grad, or ``self`` needs none) a C-contiguous float array is rectified where it lies,
+    in one pass over the kernels' threads: ``nn.ReLU(inplace=True)`` in inference then
+    touches one buffer, not three (result, copy back)."""
+    x = self._data
+    if (not (_STATE.enabled and self._requires_grad) and self.dtype in _PLAIN_FLOATS and _big(x)
+            and x.flags.c_contiguous and (type(self._vc) is list or _STATE.inference)
+            and type(self)._vmap_commit is None and kernels.accepts(x)):
+        kernels.activation.relu_(x)
+        if type(self._vc) is list:  # an inference tensor keeps no version
+            self._vc[0] += 1
+        return self
+    return inplace(self, relu)
+
+
 def _relu_grad_arrays(g, r):
     if _big(r) and kernels.accepts(g, r):
         return kernels.activation.relu_grad(g, r)  # one pass: a select, no mask array
@@ -1210,7 +1226,6 @@ log_ = _inplace_method(log, "log_")
 sqrt_ = _inplace_method(sqrt, "sqrt_")
 tanh_ = _inplace_method(tanh, "tanh_")
 sigmoid_ = _inplace_method(sigmoid, "sigmoid_")
-relu_ = _inplace_method(relu, "relu_")
 clamp_ = _inplace_method(clamp, "clamp_")
 clip_ = clamp_
 eq_ = _inplace_method(lambda a, b: eq(a, b).to(a.dtype), "eq_")

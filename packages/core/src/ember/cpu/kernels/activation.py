@@ -578,6 +578,13 @@ def relu(x):
     return _forward(_relu_f, x)
 
 
+def relu_(x):
+    """``max(x, 0)`` written into the C-contiguous ``x`` (the kernel reads each element
+    before it writes it, so input and output may be one array)."""
+    flat = x.reshape(-1)
+    _run(_relu_f, flat.size, flat, flat)
+
+
 def relu_grad(g, y):
     """``g`` where the result ``y`` is positive, else 0 (a select: an inf gradient where
     ``y`` is 0 gives 0, as torch's)."""

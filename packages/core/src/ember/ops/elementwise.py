@@ -1064,7 +1064,7 @@ def relu(input):
 
 
 def relu_(self):
-    """``relu`` written into ``self`` and returned (torch.relu_).  Where no graph is recorded
+    """``relu`` written into ``self`` and returned (``torch.relu_``).  Where no graph is recorded
     (no grad, or ``self`` needs none) a C-contiguous float array is rectified where it lies,
     in one pass over the kernels' threads: ``nn.ReLU(inplace=True)`` in inference then
     touches one buffer, not three (result, copy back)."""

@@ -145,6 +145,30 @@ def test_deep_chain_has_no_recursion_limit():
     del y
 
 
+def test_gradients_after_scalar_arithmetic_stay_arrays(monkeypatch):
+    # numpy answers arithmetic on 0-d arrays with numpy scalars; the engine must hand the
+    # next rule an array again, or every node after a scaled loss (loss / accumulation
+    # steps, 0.5 * loss) leaves the array path for the slower tensor path
+    from ember.autograd import graph
+    seen = []
+    run_on_arrays = graph.Node.apply_on_arrays
+
+    def spy(node, grad, retain_graph):
+        seen.append(node.name())
+        return run_on_arrays(node, grad, retain_graph)
+    monkeypatch.setattr(graph.Node, "apply_on_arrays", spy)
+    x = ember.tensor(2.0, requires_grad=True)
+    w = ember.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    logits, target = ember.randn(4, 3, requires_grad=True), ember.tensor([0, 2, 1, 2])
+    loss = (x * 3) * 0.5 / 4 + (w * 2).sum() * 0.5 + ember.nn.functional.cross_entropy(logits, target) / 4
+    loss.backward()
+    assert sorted(seen) == sorted(["AddBackward0", "AddBackward0", "MulBackward0", "DivBackward0", "MulBackward0",
+                                   "MulBackward0", "SumBackward0", "MulBackward0", "DivBackward0",
+                                   "NllLossBackward0", "LogSoftmaxBackward0"])
+    assert type(x.grad._data) is np.ndarray and x.grad.item() == 3 * 0.5 / 4
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 1.0, 1.0])
+
+
 def test_diamond_graph_runs_each_node_once():
     def run(L):
         x = L.tensor([1.0, 2.0], requires_grad=True)

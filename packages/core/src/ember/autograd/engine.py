@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import threading
 
-from numpy import ndarray
+from numpy import asarray, generic, ndarray
 
 from .. import _tensor
 from . import grad_mode
@@ -171,6 +171,8 @@ def _backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, inp
                 if child is None or child not in deps:
                     continue
                 if g is not None:
+                    if on_arrays and isinstance(g, generic):  # numpy answers 0-d arithmetic with scalars
+                        g = asarray(g)
                     if (g.shape != shape or g.dtype is not array_dtype) if on_arrays else (
                             g._data.shape != shape or g.dtype is not dtype):
                         g = fit(g, shape, dtype)

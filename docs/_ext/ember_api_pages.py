@@ -3,6 +3,8 @@ before the build reads its sources.
 
 Each page holds the module's docstring, a summary table of its public names and, for every
 name, autodoc's entry: signature and docstring (classes with their documented members).
+Names a module re-exports from the standard library are listed in one line that links
+Python's documentation of that module.
 The module list and the public names come from ``public_api``, which the docstring checker
 reads too, so the pages and the check cover the same names.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 
-from public_api import PUBLIC_MODULES, all_modules, kind, public_names
+from public_api import PUBLIC_MODULES, REEXPORTS, all_modules, kind, public_names, reexported_names
 
 DIRECTIVES = {"class": "autoclass", "function": "autofunction"}
 
@@ -42,6 +44,10 @@ def module_page(module_name: str, homes: dict[int, str]) -> str:
     names = public_names(module_name)
     lines = [module_name, "=" * len(module_name), "", f".. automodule:: {module_name}", "   :no-members:", "",
              f".. currentmodule:: {module_name}", ""]
+    reexported = reexported_names(module_name)
+    if reexported:
+        lines += [f"Its other public names are the standard library's, documented in Python's "
+                  f":mod:`{REEXPORTS[module_name]}`: " + ", ".join(f"``{n}``" for n in reexported) + ".", ""]
     # data is left out of the table: autosummary would summarise the value's type (dict, int)
     summarised = [n for n in names if kind(getattr(module, n)) != "data"]
     if summarised:

@@ -18,6 +18,10 @@ from public_api import PUBLIC_MODULES, REEXPORTS, all_modules, kind, public_name
 
 DIRECTIVES = {"class": "autoclass", "function": "autofunction"}
 
+# "module.Name" -> "home.Name" for each class a page documents with :no-index: (set when the
+# pages are written), so that a reference to it through that module finds its home page
+ALIASES: dict[str, str] = {}
+
 
 def class_homes() -> dict[int, str]:
     """For each public class, the one page that indexes it (the others document it with
@@ -89,11 +93,25 @@ def _write_if_changed(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def aliases(homes: dict[int, str]) -> dict[str, str]:
+    """``{module.Name: home.Name}`` for every class exported by a module that is not its home."""
+    found = {}
+    for module_name in all_modules():
+        module = importlib.import_module(module_name)
+        for name in public_names(module_name):
+            home = homes.get(id(getattr(module, name)), module_name)
+            if home != module_name:
+                found[f"{module_name}.{name}"] = f"{home}.{name}"
+    return found
+
+
 def write_pages(app) -> None:
     out = os.path.join(app.srcdir, "api")
     os.makedirs(out, exist_ok=True)
     _write_if_changed(os.path.join(out, "index.rst"), index_page())
     homes = class_homes()
+    ALIASES.clear()
+    ALIASES.update(aliases(homes))
     for modules in PUBLIC_MODULES.values():
         for module_name in modules:
             _write_if_changed(os.path.join(out, f"{module_name}.rst"), module_page(module_name, homes))
@@ -105,7 +123,22 @@ def drop_inherited_class_docstring(app, what, name, obj, options, lines) -> None
         lines[:] = []
 
 
+def resolve_alias(app, env, node, contnode):
+    """Resolve a Python reference that names a class through a module other than its home
+    (``ember.no_grad``, or ``Server`` written in a docstring shown on ``ember_serve``'s page) to
+    the home page's entry; None leaves the reference to the other resolvers."""
+    if node.get("refdomain") != "py":
+        return None
+    target, module = node["reftarget"], node.get("py:module")
+    home = ALIASES.get(f"{module}.{target}") if module else None
+    home = home or ALIASES.get(target)
+    if home is None:
+        return None
+    return env.get_domain("py").resolve_xref(env, node["refdoc"], app.builder, node["reftype"], home, node, contnode)
+
+
 def setup(app):
     app.connect("builder-inited", write_pages)
+    app.connect("missing-reference", resolve_alias)
     app.connect("autodoc-process-docstring", drop_inherited_class_docstring)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -24,6 +24,7 @@ extensions = [
     "sphinx.ext.intersphinx",
     "myst_nb",
     "ember_api_pages",
+    "dataclass_signatures",
     "readme_sections",
 ]
 

@@ -1,6 +1,7 @@
 """Docstring coverage of the public API: every public name (``docs/_ext/public_api.py``: a
-module's ``__all__``, or its attributes without a leading underscore) of a class or callable
-has a docstring that names each of its parameters.
+module's ``__all__``, or its attributes without a leading underscore, less the names it
+re-exports from the standard library) of a class or callable has a docstring that names
+each of its parameters.
 
 A parameter counts as named when the docstring writes it as a literal or emphasis
 (````name````, ```name```, ``*name*``, ````name=...````) or opens a line with it, alone or in

@@ -3,6 +3,8 @@ before the build reads its sources.
 
 Each page holds the module's docstring, a summary table of its public names and, for every
 name, autodoc's entry: signature and docstring (classes with their documented members).
+Names a module re-exports from the standard library are listed in one line that links
+Python's documentation of that module.
 The module list and the public names come from ``public_api``, which the docstring checker
 reads too, so the pages and the check cover the same names.
 """
@@ -12,9 +14,13 @@ from __future__ import annotations
 import importlib
 import os
 
-from public_api import PUBLIC_MODULES, all_modules, kind, public_names
+from public_api import PUBLIC_MODULES, REEXPORTS, all_modules, kind, public_names, reexported_names
 
 DIRECTIVES = {"class": "autoclass", "function": "autofunction"}
+
+# "module.Name" -> "home.Name" for each class a page documents with :no-index: (set when the
+# pages are written), so that a reference to it through that module finds its home page
+ALIASES: dict[str, str] = {}
 
 
 def class_homes() -> dict[int, str]:
@@ -42,6 +48,10 @@ def module_page(module_name: str, homes: dict[int, str]) -> str:
     names = public_names(module_name)
     lines = [module_name, "=" * len(module_name), "", f".. automodule:: {module_name}", "   :no-members:", "",
              f".. currentmodule:: {module_name}", ""]
+    reexported = reexported_names(module_name)
+    if reexported:
+        lines += [f"Its other public names are the standard library's, documented in Python's "
+                  f":mod:`{REEXPORTS[module_name]}`: " + ", ".join(f"``{n}``" for n in reexported) + ".", ""]
     # data is left out of the table: autosummary would summarise the value's type (dict, int)
     summarised = [n for n in names if kind(getattr(module, n)) != "data"]
     if summarised:
@@ -83,11 +93,25 @@ def _write_if_changed(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+def aliases(homes: dict[int, str]) -> dict[str, str]:
+    """``{module.Name: home.Name}`` for every class exported by a module that is not its home."""
+    found = {}
+    for module_name in all_modules():
+        module = importlib.import_module(module_name)
+        for name in public_names(module_name):
+            home = homes.get(id(getattr(module, name)), module_name)
+            if home != module_name:
+                found[f"{module_name}.{name}"] = f"{home}.{name}"
+    return found
+
+
 def write_pages(app) -> None:
     out = os.path.join(app.srcdir, "api")
     os.makedirs(out, exist_ok=True)
     _write_if_changed(os.path.join(out, "index.rst"), index_page())
     homes = class_homes()
+    ALIASES.clear()
+    ALIASES.update(aliases(homes))
     for modules in PUBLIC_MODULES.values():
         for module_name in modules:
             _write_if_changed(os.path.join(out, f"{module_name}.rst"), module_page(module_name, homes))
@@ -99,7 +123,22 @@ def drop_inherited_class_docstring(app, what, name, obj, options, lines) -> None
         lines[:] = []
 
 
+def resolve_alias(app, env, node, contnode):
+    """Resolve a Python reference that names a class through a module other than its home
+    (``ember.no_grad``, or ``Server`` written in a docstring shown on ``ember_serve``'s page) to
+    the home page's entry; None leaves the reference to the other resolvers."""
+    if node.get("refdomain") != "py":
+        return None
+    target, module = node["reftarget"], node.get("py:module")
+    home = ALIASES.get(f"{module}.{target}") if module else None
+    home = home or ALIASES.get(target)
+    if home is None:
+        return None
+    return env.get_domain("py").resolve_xref(env, node["refdoc"], app.builder, node["reftype"], home, node, contnode)
+
+
 def setup(app):
     app.connect("builder-inited", write_pages)
+    app.connect("missing-reference", resolve_alias)
     app.connect("autodoc-process-docstring", drop_inherited_class_docstring)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -5,7 +5,9 @@ A module's public names are its ``__all__``; a module without one (``ember``,
 ``ember_vision.models``) offers every attribute whose name has no leading underscore and that
 is neither a submodule nor a ``from __future__`` flag nor a class or function imported from
 outside the package (``enum.Enum``), plus the names it resolves lazily in its ``__getattr__``
-(listed in ``LAZY_NAMES``).
+(listed in ``LAZY_NAMES``). A module that re-exports a standard-library module (``REEXPORTS``)
+leaves out the names it takes from it unchanged: they are Python's API, and its page links
+Python's documentation for them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ PUBLIC_MODULES = {
         "ember.linalg", "ember.fft", "ember.special", "ember.sparse", "ember.distributions", "ember.random",
         "ember.amp", "ember.func", "ember.fx", "ember.compiler", "ember._dynamo", "ember.jit", "ember.onnx",
         "ember.distributed", "ember.distributed.optim", "ember.distributed.algorithms", "ember.futures",
+        "ember.multiprocessing",
         "ember.profiler", "ember.cuda", "ember.accelerator", "ember.serialization",
         "ember.sharded", "ember.hub", "ember.compat", "ember.testing",
     ],
@@ -50,6 +53,13 @@ LAZY_NAMES = {
 }
 
 
+# module -> the standard-library module whose names it re-exports (torch.multiprocessing is
+# Python's multiprocessing plus names of its own)
+REEXPORTS = {
+    "ember.multiprocessing": "multiprocessing",
+}
+
+
 def all_modules() -> list[str]:
     return [m for mods in PUBLIC_MODULES.values() for m in mods]
 
@@ -64,7 +74,19 @@ def public_names(module_name: str) -> list[str]:
         top = module_name.split(".")[0]
         names = sorted(n for n, obj in vars(module).items() if not n.startswith("_") and _defined_in(obj, top))
         names += [n for n in LAZY_NAMES.get(module_name, []) if n not in names]
-    return [n for n in names if not n.startswith("__") and _is_documentable(getattr(module, n))]
+    reexported = set(reexported_names(module_name))
+    return [n for n in names
+            if not n.startswith("__") and n not in reexported and _is_documentable(getattr(module, n))]
+
+
+def reexported_names(module_name: str) -> list[str]:
+    """The names of ``module_name``'s ``__all__`` bound to the very objects of the standard-library
+    module ``REEXPORTS`` gives it (none for another module)."""
+    if module_name not in REEXPORTS:
+        return []
+    module, origin = importlib.import_module(module_name), importlib.import_module(REEXPORTS[module_name])
+    absent = object()
+    return [n for n in getattr(module, "__all__", []) if getattr(origin, n, absent) is getattr(module, n)]
 
 
 def _defined_in(obj, package: str) -> bool:

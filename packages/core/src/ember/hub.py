@@ -95,7 +95,7 @@ def download_url_to_file(url: str, dst: str, hash_prefix: str | None = None, pro
             its announced size after ``RESUME_ATTEMPTS`` resumed requests (torch keeps such
             a truncated file; ember refuses it), or ``EMBER_HUB_OFFLINE=1`` is set (the
             message names the URL and the path where the file must be placed by hand).
-        urllib.error.URLError / OSError: the download itself failed.
+        urllib.error.URLError or OSError: the download itself failed.
     """
     dst = os.path.expanduser(os.fspath(dst))
     if _offline():

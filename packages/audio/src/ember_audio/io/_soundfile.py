@@ -168,8 +168,11 @@ def load(uri, frame_offset=0, num_frames=-1, normalize=True, channels_first=True
         ``(Tensor [channels, frames], int sample rate in Hz)``.
 
     Raises:
-        FileNotFoundError (missing path), RuntimeError naming the file (unreadable or corrupt),
-        ValueError (bad arguments).  Source: torchaudio 2.8 ``torchaudio.load``.
+        FileNotFoundError: a missing path.
+        RuntimeError: an unreadable or corrupt file (the message names it).
+        ValueError: bad arguments.
+
+    Source: torchaudio 2.8 ``torchaudio.load``.
     """
     _check_backend(backend)
     if frame_offset < 0:

@@ -43,12 +43,19 @@ def get_all_sharing_strategies() -> set:
 
 
 def get_sharing_strategy() -> str:
+    """The sharing strategy in use: ``"file_descriptor"``, the only one here."""
     return _strategy
 
 
 def set_sharing_strategy(new_strategy: str) -> None:
-    """Choose how tensors are shared; only ``"file_descriptor"`` exists here (AssertionError
-    otherwise, as torch gives for a strategy it does not know)."""
+    """Choose how tensors are shared.
+
+    Args:
+        new_strategy: the strategy's name; only ``"file_descriptor"`` exists here.
+
+    Raises:
+        AssertionError: any other name, as torch gives for a strategy it does not know.
+    """
     global _strategy
     assert new_strategy in _STRATEGIES, f"sharing strategy {new_strategy!r} is not supported: " \
                                         f"{sorted(_STRATEGIES)}"

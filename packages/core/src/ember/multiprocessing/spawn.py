@@ -18,7 +18,8 @@ __all__ = ["ProcessContext", "ProcessException", "ProcessExitedException", "Proc
 
 
 class ProcessException(Exception):
-    """A process of a ``spawn`` job failed: ``error_index`` is its index, ``error_pid`` its pid."""
+    """A process of a ``spawn`` job failed. ``msg`` says how, ``error_index`` is the process's
+    index and ``pid`` its pid (attributes of the same names)."""
 
     def __init__(self, msg: str, error_index: int, pid: int):
         super().__init__(msg)
@@ -33,7 +34,10 @@ class ProcessRaisedException(ProcessException):
 
 
 class ProcessExitedException(ProcessException):
-    """The process exited with a non-zero code or was killed by a signal (``signal_name``)."""
+    """The process exited with a non-zero code or was killed by a signal. ``msg`` says which,
+    ``error_index`` is the process's index, ``error_pid`` its pid (the ``pid`` attribute),
+    ``exit_code`` its exit code (minus the signal's number when killed) and ``signal_name``
+    the signal's name (None when it exited)."""
 
     def __init__(self, msg: str, error_index: int, error_pid: int, exit_code: int, signal_name: str | None = None):
         super().__init__(msg, error_index, error_pid)
@@ -55,22 +59,39 @@ def _wrap(fn, i, args, error_file):
 
 
 class ProcessContext:
-    """The processes of a ``start_processes(..., join=False)`` job."""
+    """The processes of a ``start_processes(..., join=False)`` job.
+
+    Args:
+        processes: the ``multiprocessing`` processes, in index order.
+        error_files: for each process, the path of the file where it writes its traceback
+            when it fails.
+    """
 
     def __init__(self, processes, error_files):
         self.processes, self.error_files = processes, error_files
         self.sentinels = {p.sentinel: i for i, p in enumerate(processes)}
 
     def pids(self) -> list:
+        """The processes' pids, in index order."""
         return [p.pid for p in self.processes]
 
     def join(self, timeout: float | None = None, grace_period: float | None = None) -> bool:
-        """Wait up to ``timeout`` seconds (None: until one fails or all end). True when every
-        process has ended successfully, False while some still run.
+        """Wait for the processes.
 
-        Raises ProcessRaisedException (with the process's traceback) or ProcessExitedException
-        when one failed, after ending the others (SIGTERM, then SIGKILL after
-        ``grace_period`` seconds)."""
+        Args:
+            timeout: seconds to wait at most; None waits until one fails or all end.
+            grace_period: when one failed, seconds the others get to end after SIGTERM
+                before SIGKILL.
+
+        Returns:
+            True when every process has ended successfully, False while some still run.
+
+        Raises:
+            ProcessRaisedException: a process raised (the message holds its traceback); the
+                others were ended (SIGTERM, then SIGKILL after ``grace_period`` seconds).
+            ProcessExitedException: a process exited with a non-zero code or was killed by a
+                signal; the others were ended the same way.
+        """
         if not self.sentinels:
             return True
         failed = None
@@ -125,7 +146,8 @@ class ProcessContext:
 
 
 class SpawnContext(ProcessContext):
-    """The ``spawn(..., join=False)`` spelling of ProcessContext (deprecated in torch)."""
+    """The ``spawn(..., join=False)`` spelling of :class:`ProcessContext` (deprecated in torch: making
+    one gives a FutureWarning). ``processes`` and ``error_files`` are ProcessContext's."""
 
     def __init__(self, processes, error_files):
         warnings.warn("SpawnContext is renamed to ProcessContext since 1.4 release.", FutureWarning, stacklevel=2)
@@ -134,10 +156,26 @@ class SpawnContext(ProcessContext):
 
 def start_processes(fn, args=(), nprocs: int = 1, join: bool = True, daemon: bool = False,
                     start_method: str = "spawn"):
-    """Start ``nprocs`` processes running ``fn(i, *args)`` (``i`` = 0 .. nprocs - 1) with
-    multiprocessing's ``start_method``; ``fn`` must be importable by the children (a
-    module-level function). Returns None after all succeed when ``join``, else a
-    ProcessContext. Raises ProcessRaisedException / ProcessExitedException as ``join`` does."""
+    """Start ``nprocs`` processes, process ``i`` (from 0) running ``fn(i, *args)``.
+
+    Args:
+        fn: the function each process runs; it must be importable by the children (a
+            module-level function).
+        args: the arguments passed to ``fn`` after the process's index.
+        nprocs: how many processes to start.
+        join: wait for them all to end (True) or return at once (False).
+        daemon: start them as daemonic processes.
+        start_method: multiprocessing's start method (``"spawn"``, ``"fork"``,
+            ``"forkserver"``).
+
+    Returns:
+        None after all succeed when ``join``, else a :class:`ProcessContext`.
+
+    Raises:
+        ProcessRaisedException: a process raised, when ``join`` (as :meth:`ProcessContext.join`).
+        ProcessExitedException: a process exited with a non-zero code or was killed, when
+            ``join``.
+    """
     ctx = multiprocessing.get_context(start_method)
     processes, error_files = [], []
     for i in range(nprocs):
@@ -156,7 +194,11 @@ def start_processes(fn, args=(), nprocs: int = 1, join: bool = True, daemon: boo
 
 
 def spawn(fn, args=(), nprocs: int = 1, join: bool = True, daemon: bool = False, start_method: str = "spawn"):
-    """``start_processes`` with the ``spawn`` start method (torch.multiprocessing.spawn)."""
+    """:func:`start_processes` with the ``spawn`` start method (torch.multiprocessing.spawn).
+
+    ``fn``, ``args``, ``nprocs``, ``join`` and ``daemon`` are start_processes'; a
+    ``start_method`` other than ``"spawn"`` gives a FutureWarning and is not used.
+    """
     if start_method != "spawn":
         warnings.warn(f"This method only supports start_method=spawn (got: {start_method}).\nTo use a different "
                       f"start_method use:\n\t\t torch.multiprocessing.start_processes(...)", FutureWarning,

@@ -65,15 +65,15 @@ class Adam(PerParameterOptimizer):
     Args:
         params: the parameters (tensors that require grad), or parameter groups (dicts with
             ``params`` and per-group options).
-        lr (float, default 1e-3): the learning rate.
-        betas (tuple, default (0.9, 0.999)): the decay rates of the first and second moment
-            averages.
-        eps (float, default 1e-8): added to the denominator for numerical stability.
-        weight_decay (float, default 0): an L2 penalty added to the gradient.
-        amsgrad (bool, default False): divide by the running maximum of the second moment
-            (AMSGrad).
-        maximize (bool, default False): ascend the objective instead of descending it.
-        decoupled_weight_decay (bool, default False): True makes it AdamW.
+        lr (float): the learning rate; default 1e-3.
+        betas (tuple): the decay rates of the first and second moment
+            averages; default (0.9, 0.999).
+        eps (float): added to the denominator for numerical stability; default 1e-8.
+        weight_decay (float): an L2 penalty added to the gradient; default 0.
+        amsgrad (bool): divide by the running maximum of the second moment
+            (AMSGrad); default False.
+        maximize (bool): ascend the objective instead of descending it; default False.
+        decoupled_weight_decay (bool): True makes it AdamW; default False.
         foreach, capturable, differentiable, fused: accepted for torch's signature and kept
             in the groups (the update is the same).
 

@@ -28,7 +28,7 @@ class LRScheduler:
 
     Args:
         optimizer: the Optimizer whose groups' ``'lr'`` are set.
-        last_epoch (int, default -1): the index of the last epoch when resuming; with
+        last_epoch (int): the index of the last epoch when resuming, default -1; with
             a value >= 0 every group must hold ``'initial_lr'``.
 
     Raises:

@@ -38,14 +38,14 @@ class SGD(Optimizer):
     Args:
         params: the parameters (tensors that require grad), or parameter groups (dicts with
             ``params`` and per-group options).
-        lr (float, default 1e-3): the learning rate.
-        momentum (float, default 0): the momentum factor; 0 is plain SGD.
-        dampening (float, default 0): the new gradient enters the momentum buffer scaled by
-            1 - dampening.
-        weight_decay (float, default 0): an L2 penalty, ``weight_decay * param`` added to
-            the gradient.
-        nesterov (bool, default False): Nesterov momentum (needs momentum > 0 and dampening 0).
-        maximize (bool, default False): ascend the objective instead of descending it.
+        lr (float): the learning rate; default 1e-3.
+        momentum (float): the momentum factor, default 0 (plain SGD).
+        dampening (float): the new gradient enters the momentum buffer scaled by
+            1 - dampening; default 0.
+        weight_decay (float): an L2 penalty, ``weight_decay * param`` added to
+            the gradient; default 0.
+        nesterov (bool): Nesterov momentum (needs momentum > 0 and dampening 0); default False.
+        maximize (bool): ascend the objective instead of descending it; default False.
         foreach, differentiable, fused: accepted for torch's signature and kept in the
             groups (the update is the same).
 

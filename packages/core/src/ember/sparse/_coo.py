@@ -141,7 +141,7 @@ class SparseTensor(Tensor):
 
     @property
     def grad(self):
-        """A sparse leaf's gradient, as torch's: sparse where only the values were used
+        """A sparse leaf's gradient, as torch's; sparse where only the values were used
         (``to_dense``, ``ember.sparse.mm``/``sum``): this tensor's coalesced pattern with the
         gradient of each position (duplicates share theirs); strided where ``ember.mm`` /
         ``matmul`` / ``@`` used the tensor as a whole (see ``dense_leaf``)."""

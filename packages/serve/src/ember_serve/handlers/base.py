@@ -54,8 +54,8 @@ class HandlerContext:
     """What ``initialize`` gets.
 
     Args:
-        archive: the :class:`LoadedArchive` of the model.
-        config: the effective :class:`ModelConfig`.
+        archive: the :class:`~ember_serve.archive.LoadedArchive` of the model.
+        config: the effective :class:`~ember_serve.ModelConfig`.
         device: where the model runs (an ember device string).
         model_name, model_version: the served name and version.
         metrics_registry: a prometheus ``CollectorRegistry`` for the handler's own metrics (or None).

@@ -35,8 +35,8 @@ class CSVTextClassification(TextIterableDataset):
         shuffle_buffer, seed, transform: as ``TextIterableDataset``.
 
     Raises:
-        MalformedRowError (a ValueError): a missing column in the header or a row with too few
-        fields, naming the file and line.
+        MalformedRowError: (a ValueError) a missing column in the header or a row with too few
+            fields, naming the file and line.
     """
 
     def __init__(self, path, text_column: str = "text", label_column: str = "label", delimiter: str | None = None,

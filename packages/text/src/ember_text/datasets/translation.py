@@ -11,14 +11,14 @@ class TranslationDataset(TextIterableDataset):
     """Yields ``(source, target)`` sentence pairs.
 
     Args:
-        source_path, target_path: aligned files, line ``i`` of one translating line ``i`` of the other;
-        or ``tsv_path``: one file of ``source<TAB>target`` lines (give either form, not both).
+        source_path, target_path: aligned files, line ``i`` of one translating line ``i`` of the other.
+        tsv_path: or one file of ``source<TAB>target`` lines (give either form, not both).
         strip: strip surrounding whitespace from each sentence (else only the newline).
         shuffle_buffer, seed, transform: as ``TextIterableDataset``.
 
     Raises:
         MalformedRowError: files of different lengths (the first file to end and its line), or a TSV
-        line without exactly one tab.
+            line without exactly one tab.
         ValueError: both forms or neither given.
     """
 

@@ -91,7 +91,7 @@ class DecodeBatch:
 
     @property
     def sequences(self) -> list[DecodingSequence]:
-        """The sequences not finished: those in the batch, then those joining at the next step."""
+        """The sequences not finished (those in the batch, then those joining at the next step)."""
         return self._rows + [s for s, _ in self._joining]
 
     @property

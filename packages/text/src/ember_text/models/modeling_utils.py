@@ -143,7 +143,7 @@ class PreTrainedModel(nn.Module):
 
         Raises:
             OSError: no such folder, no config.json, or no weights file.
-            KeyError / ValueError: a missing or mis-shaped weight (see ``load_hf_state_dict``).
+            KeyError or ValueError: a missing or mis-shaped weight (see ``load_hf_state_dict``).
         """
         folder = os.fspath(pretrained_model_name_or_path)
         for ignored in ("revision", "cache_dir", "trust_remote_code", "local_files_only", "token", "force_download",

@@ -22,7 +22,7 @@ def has_file_allowed_extension(filename: str, extensions) -> bool:
 
 
 def is_image_file(filename: str) -> bool:
-    """True when ``filename`` has one of :data:`IMG_EXTENSIONS`."""
+    """True when ``filename`` has one of ``IMG_EXTENSIONS``."""
     return has_file_allowed_extension(filename, IMG_EXTENSIONS)
 
 
@@ -154,13 +154,13 @@ def default_loader(path) -> Image.Image:
 
 
 class ImageFolder(DatasetFolder):
-    """Images in ``root/<class>/**/<file>`` with one of :data:`IMG_EXTENSIONS` (unless
+    """Images in ``root/<class>/**/<file>`` with one of ``IMG_EXTENSIONS`` (unless
     ``is_valid_file`` is given), loaded as RGB PIL images by default (torchvision.datasets.ImageFolder).
 
     Args:
         root: the folder of class folders (str or path-like).
         transform, target_transform: applied to the image and to the class index.
-        loader: callable reading an image from its path (default :func:`default_loader`).
+        loader: callable reading an image from its path (default ``default_loader``).
         is_valid_file: predicate on a file's path, replacing the extension check.
         allow_empty: accept class folders without any valid file.
 

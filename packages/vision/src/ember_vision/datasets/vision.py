@@ -17,7 +17,7 @@ class VisionDataset(Dataset):
         transform: callable applied to the sample alone.
         target_transform: callable applied to the target alone.
 
-    ``self.transforms`` is the pair transform: the one given, a :class:`StandardTransform`
+    ``self.transforms`` is the pair transform: the one given, a ``StandardTransform``
     built from ``transform``/``target_transform``, or ``None`` when nothing was given.
 
     Raises:

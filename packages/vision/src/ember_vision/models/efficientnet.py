@@ -90,7 +90,7 @@ class EfficientNet(nn.Module):
     input ``[N, 3, H, W]`` float, output logits ``[N, num_classes]``.
 
     Args:
-        inverted_residual_setting: the stages, a sequence of :class:`MBConvConfig`.
+        inverted_residual_setting: the stages, a sequence of ``MBConvConfig``.
         dropout: dropout before the classifier.
         stochastic_depth_prob: drop-rate scale ``p``; block ``i`` (from 0) of ``n`` uses ``p * i / n``.
         num_classes: classifier outputs.

@@ -53,7 +53,7 @@ class FashionResNet(nn.Module):
     """A 3x3 stem, three stages of one basic block each (``widths`` channels, the last two
     halving the resolution), global average pooling and a linear classifier (ember's own
     small model, no torchvision counterpart).
-    Input ``[N, 1, 28, 28]`` (normalised by :class:`FashionMNISTClassification`), output
+    Input ``[N, 1, 28, 28]`` (normalised by ``FashionMNISTClassification``), output
     logits ``[N, num_classes]`` (``num_classes`` classifier outputs, 10 for Fashion-MNIST)."""
 
     def __init__(self, widths=(24, 48, 96), num_classes: int = 10):

@@ -104,7 +104,7 @@ class MobileNetV3(nn.Module):
     logits ``[N, num_classes]``.
 
     Args:
-        inverted_residual_setting: the blocks, a sequence of :class:`InvertedResidualConfig`.
+        inverted_residual_setting: the blocks, a sequence of ``InvertedResidualConfig``.
         last_channel: width of the classifier's hidden linear layer.
         num_classes: classifier outputs.
         block: block factory (default the inverted residual block).
@@ -112,7 +112,7 @@ class MobileNetV3(nn.Module):
         dropout: dropout before the last linear layer.
 
     Raises ValueError for an empty ``inverted_residual_setting`` and TypeError when it is not
-    a sequence of :class:`InvertedResidualConfig`.
+    a sequence of ``InvertedResidualConfig``.
     """
 
     def __init__(self, inverted_residual_setting: Sequence[InvertedResidualConfig], last_channel: int,

@@ -121,7 +121,7 @@ class VisionTransformer(nn.Module):
 
     Input ``[N, 3, image_size, image_size]`` (float), output logits ``[N, num_classes]``.
     Images of another size raise ``AssertionError``, as in torchvision; load a checkpoint
-    made for another size through :func:`interpolate_embeddings`.
+    made for another size through ``interpolate_embeddings``.
 
     Args:
         image_size: side of the square input; must be a multiple of ``patch_size``.

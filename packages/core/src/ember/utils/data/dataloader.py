@@ -34,10 +34,10 @@ class DataLoader:
 
     Args:
         dataset: a map-style Dataset (``__getitem__``/``__len__``) or an IterableDataset.
-        batch_size (int or None, default 1): None turns automatic batching off.
+        batch_size (int or None): None turns automatic batching off; default 1.
         shuffle (bool): a RandomSampler (with ``generator``) instead of a SequentialSampler.
         sampler, batch_sampler: custom index orders (exclusive with shuffle / batching options).
-        num_workers (int, default 0): the number of worker processes; 0 loads in this process.
+        num_workers (int): the number of worker processes, default 0 (loads in this process).
         collate_fn: merges a list of samples (default_collate, or default_convert when
             batching is off).
         drop_last (bool): drop the last incomplete batch.
@@ -48,7 +48,7 @@ class DataLoader:
         multiprocessing_context: a start method name or a multiprocessing context
             (default: the platform's default start method).
         generator: the ember.Generator of the random sampler and of the workers' base seed.
-        prefetch_factor (int, default 2 with workers): batches loaded ahead per worker.
+        prefetch_factor (int): batches loaded ahead per worker; default 2 with workers.
         persistent_workers (bool): keep the workers alive between epochs.
         in_order (bool): False hands batches back as they arrive.
 

@@ -186,7 +186,7 @@ def ssdlite320_mobilenet_v3_large(*, weights: Optional[SSDLite320_MobileNet_V3_L
         weights: a :class:`SSDLite320_MobileNet_V3_Large_Weights` member or its name, or None.
         progress: show a download progress bar.
         num_classes: classes including the background (default 91, fixed by ``weights``).
-        weights_backbone: a :class:`MobileNet_V3_Large_Weights` member for the backbone (ignored
+        weights_backbone: a :class:`~ember_vision.models.MobileNet_V3_Large_Weights` member for the backbone (ignored
             when ``weights`` is given).
         trainable_backbone_layers: trainable backbone stages counted from the last, 0 to 6
             (default 6; all trainable when no weights are used).

@@ -42,7 +42,7 @@ nitpick_ignore = [
     ("py:class", "Argument"),  # ember.fx.node's type alias (torch.fx's Argument), shown by its bare name
     # MobileNetV3's blocks configuration, not exported (nor is torchvision's)
     ("py:class", "ember_vision.models.mobilenetv3.InvertedResidualConfig"),
-    # third-party classes without an inventory on this machine: the tokenizers library's engine
+    # third-party classes without an offline inventory: the tokenizers library's engine
     # in the signatures of ember_text's tokenizer, and the exception jinja2 raises from a chat template
     ("py:class", "tokenizers.Tokenizer"),
     ("py:exc", "jinja2.TemplateError"),

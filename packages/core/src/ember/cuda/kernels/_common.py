@@ -1,8 +1,14 @@
-"""Device code every family includes: accumulation types and block-wide reductions.
+"""What the families share: device code (accumulation types, block-wide reductions, the
+grid-stride loop) and the Python side of a launch (which arrays the kernels take, null
+pointers, grid sizes).
 
 Kernels that reduce a row run one block per row; the block's size is a multiple of 32
-(a warp) and at most 1024, so one shared slot per warp suffices.
+(a warp) and at most 1024, so one shared slot per warp suffices. Element-wise kernels run
+a grid-stride loop over 64-bit indices: ``grid(total)`` blocks of ``BLOCK`` threads, one
+element (or one group of elements) per thread until the grid is full, several beyond.
 """
+
+import numpy
 
 # The C++ types of the dtypes the kernels are instantiated for (float16 and bfloat16 come
 # with cupy's headers, at launch time, where cuda_fp16.h is on the include path).
@@ -45,3 +51,41 @@ template <typename A, bool IS_MAX> __device__ A block_reduce(A v, A* shared, A i
   return v;
 }
 """
+
+# for (long long i = first thread's index; i < n; i += threads in the grid): every element once
+GRID_LOOP = r"""
+#define GRID_LOOP(i, n) \
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+       i += (long long)blockDim.x * gridDim.x)
+"""
+
+BLOCK = 256  # threads per block of the element-wise kernels
+MAX_BLOCKS = 1 << 20  # beyond this many blocks each thread loops (the grid stays a launchable size)
+
+# a null pointer argument: cupy passes None as 0xffffffff, not as NULL (cupy issue 9046)
+NULL = numpy.uint64(0)
+
+
+def pointer(a):
+    """``a`` as a kernel argument, None as a null pointer."""
+    return NULL if a is None else a
+
+
+def grid(total: int, block: int = BLOCK) -> tuple:
+    """The grid ``(blocks,)`` of a grid-stride loop over ``total`` items: one item per thread
+    up to ``MAX_BLOCKS`` blocks, and at least one block (a launch of zero blocks is an error;
+    the loop then runs no iteration)."""
+    return (max(1, min(MAX_BLOCKS, -(-int(total) // block))),)
+
+
+def on_cupy(*arrays) -> bool:
+    """Whether every array (None skipped; at least one given) is a cupy array of one dtype
+    the kernels are built for."""
+    present = [a for a in arrays if a is not None]
+    return bool(present) and all(type(a).__module__.startswith("cupy") and a.dtype == present[0].dtype
+                                 and a.dtype.name in CTYPES for a in present)
+
+
+def is_cupy(a) -> bool:
+    """Whether ``a`` is a cupy array (of any dtype)."""
+    return type(a).__module__.startswith("cupy")

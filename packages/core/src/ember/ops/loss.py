@@ -4,6 +4,9 @@ they use (pairwise_distance, cosine_similarity).
 cross_entropy with class-index targets is ``nll_loss(log_softmax(x, 1))``, as in torch (the
 same graph: NllLossBackward0 over LogSoftmaxBackward0; label smoothing adds torch's
 smoothing term); each of the two ops has a compiled kernel for float32/float64 arrays.
+On cupy float32/float64 ``[N, C]`` logits it runs as the fused CUDA kernels instead
+(cuda/kernels/loss.py): one node, named as torch's top node (NllLossBackward0, or
+AddBackward0 with smoothing), whose rule is the gradient of the whole composition.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from .._tensor import Tensor, _make
 from ..autograd.graph import on_arrays
 from ..backends import backend_of_array
 from ..cpu import kernels
+from ..cuda.kernels import loss as cuda_loss
 from ._helpers import be, needs_grad, record, wrap
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
@@ -154,6 +158,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if isinstance(target, Tensor) and target.dtype.is_floating_point and target.shape == input.shape:
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing, c_dim, n_classes)
     _check_index_target(input, target, "cross_entropy")
+    fused = _cross_entropy_fused(input, target, weight, ignore_index, reduction, label_smoothing)
+    if fused is not None:
+        return fused
     lsm = log_softmax(input, c_dim)
     nll = _nll(lsm, target, weight, ignore_index, reduction, n_classes)
     if not label_smoothing:
@@ -170,6 +177,55 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     elif reduction == "sum":
         smooth = smooth.sum()
     return _scaled(nll, 1 - label_smoothing) + _scaled(smooth, label_smoothing / n_classes)
+
+
+def _cross_entropy_fused(input, target, weight, ignore_index, reduction, smoothing):
+    """cross_entropy of checked ``[N, C]`` logits and class indices through the fused CUDA
+    kernels, or None where they do not apply (other arrays or ranks, no classes, or a
+    weight whose gradient the smoothing term would carry: the composed path has it)."""
+    w = None if weight is None else weight._data
+    if input.ndim != 2 or not input.shape[1] or not cuda_loss.accepts(input._data, target._data, w) or (
+            w is not None and smoothing and needs_grad(weight)):
+        return None
+    t = target._data.astype("int64", copy=False)
+    loss, lse, wt = cuda_loss.cross_entropy_forward(input._data, t, w, ignore_index, smoothing)
+    total = None
+    if reduction == "sum":
+        loss = loss.sum()
+    elif reduction == "mean":
+        total = wt.sum()
+        loss = loss.sum() / total  # 0 / 0 is NaN when every target is ignored, as torch
+    r = _make(loss, input.dtype)
+    if needs_grad(input):
+        record("AddBackward0" if smoothing else "NllLossBackward0", _cross_entropy_fused_rule, (input,), r,
+               (input, lse, t, w, total, ignore_index, float(smoothing)))
+    return r
+
+
+def _cross_entropy_fused_arrays(g, x, lse, t, w, total, ignore_index, smoothing):
+    return cuda_loss.cross_entropy_backward(g, x, lse, t, w, total, ignore_index, smoothing)
+
+
+@on_arrays(_cross_entropy_fused_arrays)
+def _cross_entropy_fused_rule(g, x, lse, t, w, total, ignore_index, smoothing):
+    # the kernel's formula (cuda/kernels/loss.py) with ember ops, for a graph of the gradient
+    from .elementwise import where
+    from .reduction import softmax
+    xp = backend_of_array(lse).xp
+    n, c = x.shape
+    dt = x._data.dtype
+    counted = (t != ignore_index).reshape(n, 1)
+    safe = xp.where(counted[:, 0], t, 0).astype(xp.int64)
+    w_t = (w[safe] if w is not None else xp.ones(n, dt)).reshape(n, 1)
+    w_sum = w.sum(dtype=dt) if w is not None else c
+    classes = xp.arange(c).reshape(1, c)
+    shift = xp.where(classes == safe[:, None], (1 - smoothing) * w_t, 0).astype(dt)
+    if smoothing:
+        shift = shift + (smoothing / c * (w.reshape(1, c) if w is not None else xp.ones((1, c), dt))).astype(dt)
+    slope = ((1 - smoothing) * w_t + smoothing * w_sum / c).astype(dt)
+    share = g.reshape(n, 1) if g.ndim else (g if total is None else g / _make(xp.asarray(total, dtype=dt), g.dtype))
+    d = (softmax(x, 1) * _make(slope, x.dtype) - _make(shift, x.dtype)) * share
+    return where(_make(counted, D.bool_), d, 0.0)
 
 
 def _scaled(t, s):
@@ -271,6 +327,8 @@ def _nll_arrays(g, t, wt, denom, n_classes):
         coef = (-(per * wt)).astype(g.dtype, copy=False)
     if kernels.accepts(coef):
         return kernels.softmax.nll_grad(t, coef, n_classes, coef.dtype)
+    if cuda_loss.accepts(coef, t):
+        return cuda_loss.nll_grad(t, coef, n_classes)
     classes = xp.arange(n_classes).reshape((1, n_classes) + (1,) * (t.ndim - 1))
     return xp.where(classes == t[:, None], coef[:, None], xp.zeros((), dtype=coef.dtype))
 

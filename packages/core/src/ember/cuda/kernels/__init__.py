@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 __all__ = ["FAMILIES", "KernelSource", "sources"]
 
-FAMILIES = ("norm", "optim", "softmax")
+FAMILIES = ("loss", "norm", "optim", "softmax")
 
 
 class KernelSource(NamedTuple):

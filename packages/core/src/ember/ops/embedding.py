@@ -5,13 +5,15 @@ the looked-up rows of the weight (zero for ``padding_idx``, divided by the index
 in the batch with ``scale_grad_by_freq``).  ``embedding_bag`` gathers the rows of every
 bag through ``embedding`` and reduces them with differentiable ember ops.  Gradients are
 dense: ``sparse=True`` (torch's sparse gradient layout) is refused when a gradient of
-the weight would be recorded.
+the weight would be recorded.  On cupy float32/float64 gradients the scatter runs as a CUDA
+kernel (cuda/kernels/embedding.py) when no graph of the gradient is wanted.
 """
 
 from __future__ import annotations
 
 from .. import _dtype as D
 from .._tensor import _make
+from ..cuda.kernels import embedding as cuda_embedding
 from ._helpers import _STATE, be, needs_grad, record
 
 __all__ = ["embedding", "embedding_bag"]
@@ -104,6 +106,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 
 
 def _embedding_rule(g, flat, num, padding_idx, scale_grad_by_freq):
+    if not _STATE.enabled and cuda_embedding.accepts(g._data, flat):
+        return _make(cuda_embedding.backward(g._data, flat, num, padding_idx, scale_grad_by_freq), g.dtype)
     xp = be(g).xp
     dim = g.shape[-1]
     factor = None

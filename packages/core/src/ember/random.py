@@ -25,7 +25,12 @@ class Generator:
     ``device`` (a string or a device) is where the random ops that take this generator draw
     their values; it starts from torch's documented default seed 67280421310721. The values
     come from numpy's (or cupy's) bit generators, so a seed gives other numbers than
-    torch's."""
+    torch's.
+
+    Beside the bit generator it holds a Philox offset (torch's CUDA generator state: seed
+    and offset): counter-based kernels (cuda dropout) draw from ``(initial_seed(),
+    offset)`` and advance the offset by the counters they use, through
+    ``philox_seed_offset``. ``manual_seed`` and ``seed`` reset it to 0; the state saves it."""
 
     def __init__(self, device="cpu"):
         from .backends import backend_for_device
@@ -41,7 +46,17 @@ class Generator:
             raise RuntimeError(f"Overflow when unpacking long long: {seed}")
         self._initial_seed = seed & 0xFFFF_FFFF_FFFF_FFFF
         self.bit_generator = self._backend.new_bit_generator(self._initial_seed)
+        self._philox_offset = 0
         return self
+
+    def philox_seed_offset(self, increment: int) -> tuple:
+        """``(seed, offset)`` for a counter-based draw that uses ``increment`` counter values
+        (Philox blocks), and the offset advanced past them, modulo 2**64 (torch's
+        ``philox_cuda_state``; its rounding of the increment is not copied). The seed is
+        ``initial_seed()``."""
+        offset = self._philox_offset
+        self._philox_offset = (offset + int(increment)) & 0xFFFF_FFFF_FFFF_FFFF
+        return self._initial_seed, offset
 
     def seed(self) -> int:
         """Seed from the operating system's entropy; returns the seed."""
@@ -54,10 +69,17 @@ class Generator:
         return self._initial_seed
 
     def get_state(self):
-        """The generator's state as a uint8 tensor (opaque; pass it back to set_state)."""
+        """The generator's state as a uint8 tensor (opaque; pass it back to set_state): the
+        seed, the bit generator's state where it has one to read (numpy's do; cupy's keep
+        theirs on the device, unread, so a cuda state restores the seed and the Philox
+        offset, not the draws of cupy's generator) and the Philox offset once it moved."""
         from . import _dtype as D
         from .ops.creation import tensor
-        blob = pickle.dumps((self._initial_seed, self.bit_generator.bit_generator.state))
+        inner = getattr(self.bit_generator.bit_generator, "state", None)
+        parts = (self._initial_seed, inner if isinstance(inner, dict) else None)
+        if self._philox_offset:
+            parts += (self._philox_offset,)
+        blob = pickle.dumps(parts)
         return tensor(list(blob), dtype=D.uint8)
 
     def set_state(self, state) -> "Generator":
@@ -75,12 +97,19 @@ class Generator:
         if not state.is_contiguous():
             raise RuntimeError("RNG state must be contiguous")
         try:
-            seed, inner = _safe_loads(bytes(state.cpu().numpy().tobytes()))
-            self.bit_generator.bit_generator.state = inner
+            seed, inner, *rest = _safe_loads(bytes(state.cpu().numpy().tobytes()))
+            offset = int(rest[0]) if rest else 0
+            if len(rest) > 1 or not 0 <= offset <= 0xFFFF_FFFF_FFFF_FFFF:
+                raise ValueError("not a generator state")
+            if inner is not None:
+                self.bit_generator.bit_generator.state = inner
+            elif isinstance(getattr(self.bit_generator.bit_generator, "state", None), dict):
+                raise ValueError("a state without the bit generator's, for a generator that has one")
         except Exception as e:  # a torch state, or bytes that are none: not this generator's
             raise RuntimeError(f"Expected a state made by this generator's get_state() ({state.numel()} bytes "
                                f"that do not hold one)") from e
         self._initial_seed = seed
+        self._philox_offset = offset
         return self
 
 

@@ -16,7 +16,8 @@ from .. import _legacy
 from . import amp  # noqa: F401  (torch.cuda.amp, deprecated by torch for ember.amp)
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize", "manual_seed",
-           "manual_seed_all", "seed", "seed_all", "initial_seed", "is_initialized", "init", "is_bf16_supported",
+           "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state", "set_rng_state",
+           "get_rng_state_all", "set_rng_state_all", "is_initialized", "init", "is_bf16_supported",
            "get_device_name", "get_device_capability", "get_device_properties", "empty_cache", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
            "memory_stats", "mem_get_info", "get_arch_list"]
@@ -245,3 +246,45 @@ def initial_seed() -> int:
     (torch.cuda.initial_seed); errors as ``init`` without a GPU."""
     from ..random import default_generator
     return default_generator(f"cuda:{current_device()}").initial_seed()
+
+
+def _index(device) -> int:
+    """The index of ``device`` (an int, a string, a device, or None for the current one)."""
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    from .._device import to_device
+    index = to_device(device).index
+    return current_device() if index is None else index
+
+
+def get_rng_state(device="cuda"):
+    """The state of the default generator of CUDA device ``device`` as a uint8 tensor
+    (torch.cuda.get_rng_state): its seed and the Philox offset that counter-based kernels
+    (dropout) advance; errors as ``init`` without a GPU."""
+    from ..random import default_generator
+    _require()
+    return default_generator(f"cuda:{_index(device)}").get_state()
+
+
+def set_rng_state(new_state, device="cuda") -> None:
+    """Restore the default generator of CUDA device ``device`` to ``new_state``, a state
+    ``get_rng_state`` returned (torch.cuda.set_rng_state); Generator.set_state's errors for
+    another tensor. A no-op without CUDA, as torch's CPU build (which defers the call to a
+    CUDA start that never comes)."""
+    if is_available():
+        from ..random import default_generator
+        default_generator(f"cuda:{_index(device)}").set_state(new_state)
+
+
+def get_rng_state_all() -> list:
+    """``get_rng_state`` of every CUDA device, in index order (torch.cuda.get_rng_state_all)."""
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(new_states) -> None:
+    """``set_rng_state`` of each CUDA device from ``new_states``, in index order
+    (torch.cuda.set_rng_state_all)."""
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)

@@ -24,13 +24,14 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     kept.  ``use_reentrant`` is accepted for torch's signature; both settings behave as
     torch's non-reentrant checkpoint.
 
-    With ``preserve_rng_state`` (the default) the CPU default generator's state is restored
-    for the recomputation, so random ops (dropout) draw the same values. ``context_fn``,
+    With ``preserve_rng_state`` (the default) the CPU default generator's state, and that of
+    each CUDA device holding a tensor argument (as torch), are restored for the
+    recomputation, so random ops (dropout) draw the same values. ``context_fn``,
     ``determinism_check`` and ``debug`` are accepted for torch's signature and unused
     (torch.utils.checkpoint.checkpoint)."""
     if not is_grad_enabled():
         return function(*args, **kwargs)
-    rng = get_rng_state() if preserve_rng_state else None
+    rng = _rng_states(args) if preserve_rng_state else None
     with no_grad():
         outputs = function(*args, **kwargs)
     single = isinstance(outputs, Tensor)
@@ -44,15 +45,15 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
         for i, t in zip(positions, fresh):
             inputs[i] = t
         grads = grads if isinstance(grads, (list, tuple)) else [grads]
-        state = get_rng_state() if rng is not None else None
+        state = _rng_states(args) if rng is not None else None
         if rng is not None:
-            set_rng_state(rng)
+            _set_rng_states(rng)
         try:
             with enable_grad():
                 again = function(*inputs, **kwargs)
         finally:
             if state is not None:
-                set_rng_state(state)
+                _set_rng_states(state)
         again = (again,) if isinstance(again, Tensor) else tuple(again)
         pairs = [(o, g) for o, g in zip(again, grads)
                  if isinstance(o, Tensor) and g is not None and (o.requires_grad or o.grad_fn is not None)]
@@ -64,6 +65,21 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     if any(o is not None for o in differentiable):
         record("CheckpointFunctionBackward", recompute, tensor_args, differentiable, tensor_args)
     return outs[0] if single else outputs
+
+
+def _rng_states(args):
+    """The CPU default generator's state and ``(generator, state)`` of the default generator
+    of each CUDA device among the tensor arguments (torch's ``get_device_states``)."""
+    from ..random import default_generator
+    devices = sorted({(a.device.index or 0) for a in args if isinstance(a, Tensor) and a.device.type == "cuda"})
+    return get_rng_state(), [(g, g.get_state()) for g in (default_generator(f"cuda:{i}") for i in devices)]
+
+
+def _set_rng_states(states) -> None:
+    cpu, devices = states
+    set_rng_state(cpu)
+    for gen, state in devices:
+        gen.set_state(state)
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):

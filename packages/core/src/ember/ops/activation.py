@@ -5,7 +5,9 @@ sigmoid, softmax and log_softmax live with the elementwise ops and reductions.
 
 The activations are one node each, as torch's; on numpy float32/float64 arrays their
 forward and backward run as compiled kernels (``cpu/kernels/activation.py``), elsewhere
-as the ember ops they are written with."""
+as the ember ops they are written with.  Dropout on cupy float32/float64 arrays draws its
+mask with the counter-based CUDA kernels (``cuda/kernels/dropout.py``) from the device
+generator's Philox seed and offset."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from .._tensor import Tensor, _make
 from ..autograd.grad_mode import no_grad
 from ..autograd.graph import on_arrays
 from ..cpu import kernels
+from ..cuda.kernels import dropout as cuda_dropout
 from ._helpers import be, check_same_device, needs_grad, record, wrap
 from ._helpers import inplace as _inplace
 
@@ -322,6 +325,16 @@ def _mask_dropout(input, p, mask_shape, name):
     x = input._data
     if p == 1.0:
         scaled = xp.zeros(mask_shape, dtype=x.dtype)
+    elif cuda_dropout.accepts(x):
+        # counter-based draws from the device generator's (seed, offset): a restored state replays them
+        seed, offset = default_generator(input.device).philox_seed_offset(cuda_dropout.groups(math.prod(mask_shape)))
+        if mask_shape == x.shape:
+            arr, scaled = cuda_dropout.apply(x, p, 1.0 / (1.0 - p), seed, offset)
+            r = _make(arr, input.dtype)
+            if needs_grad(input):
+                record(name, _dropout_rule, (input,), r, (_make(scaled, input.dtype),))
+            return r
+        scaled = cuda_dropout.mask(mask_shape, x.dtype, p, 1.0 / (1.0 - p), seed, offset)
     else:
         gen = default_generator(input.device).bit_generator
         draws = gen.random(mask_shape, dtype=xp.float32)
@@ -473,8 +486,15 @@ def _alpha_dropout(input, p, training, inplace, feature):
     xp = be(input).xp
     x = input._data
     mshape = shape[:2] + (1,) * (input.ndim - 2) if feature else shape
-    draws = default_generator(input.device).bit_generator.random(mshape, dtype=xp.float32)
     a = 1.0 / math.sqrt((_ALPHA_PRIME * _ALPHA_PRIME * p + 1) * (1 - p))
+    if mshape == shape and cuda_dropout.accepts(x):  # counter-based draws, as dropout's
+        seed, offset = default_generator(input.device).philox_seed_offset(cuda_dropout.groups(x.size))
+        arr, scaled = cuda_dropout.apply_alpha(x, p, a, _ALPHA_PRIME * a, _ALPHA_PRIME * a * p, seed, offset)
+        r = _make(arr, input.dtype)
+        if needs_grad(input):
+            record("AddBackward0", _dropout_rule, (input,), r, (_make(scaled, input.dtype),))
+        return _write_back(input, r) if inplace else r
+    draws = default_generator(input.device).bit_generator.random(mshape, dtype=xp.float32)
     if mshape == shape and x.flags.c_contiguous and kernels.accepts(x):  # one pass from the same draws
         arr, scaled = kernels.dropout.apply_alpha(x, draws, p, a, _ALPHA_PRIME * a, _ALPHA_PRIME * a * p)
     else:

@@ -9,8 +9,10 @@ docs: ``out = (L + 2*padding - dilation*(kernel-1) - 1) / stride + 1``, rounded 
 with ``ceil_mode`` as long as the last window starts inside the input or the left padding.
 
 numpy float32/float64 arrays take the compiled kernels (cpu/kernels/pool.py) for max and
-average pooling and their backwards, and for global average pooling; they save the same
-argmax form (the kernel offset in the window), so the rules are shared.
+average pooling and their backwards, and for global average pooling; cupy float32/float64
+arrays take the CUDA kernels (cuda/kernels/pool.py) for max and average pooling and their
+backwards. All save the same argmax form (the kernel offset in the window), so the rules
+are shared.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .._memory_format import keep_format
 from .._tensor import _make
 from ..backends import NUMPY, backend_of_array
 from ..cpu import kernels
+from ..cuda.kernels import pool as cuda_pool
 from ._helpers import _ndarray, be, needs_grad, record, wrap
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
@@ -210,6 +213,9 @@ def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, retu
     if kernels.accepts(arr):
         best, arg, idx = kernels.pool.max_forward(arr, geo, _rank_dtype(xp, math.prod(k)), return_indices)
         return _max_result(x, best, arg, idx, geo, unbatched, return_indices)
+    if cuda_pool.accepts(arr):
+        best, arg, idx = cuda_pool.max_forward(arr, geo, _rank_dtype(xp, math.prod(k)), return_indices)
+        return _max_result(x, best, arg, idx, geo, unbatched, return_indices)
     floating = x.dtype.is_floating_point
     low = -xp.inf if floating else xp.iinfo(arr.dtype).min
     xpad = geo.pad(xp, arr, low)
@@ -269,6 +275,8 @@ def _max_unpool_array(xp, ga, a, geo):
     """Send each gradient cell ``[N, C, *out]`` to the input cell its window's maximum came from."""
     if kernels.accepts(ga):
         return kernels.pool.max_backward(ga, a, geo)
+    if cuda_pool.accepts(ga):
+        return cuda_pool.max_backward(ga, a, geo)
     n, c = ga.shape[:2]
     if geo.k == geo.s and all(d_ == 1 for d_ in geo.d):
         # windows do not overlap: write each kernel offset's share into a strided view
@@ -467,6 +475,8 @@ def _avg_pool(input, nd, kernel_size, stride, padding, ceil_mode, count_include_
 def _avg_array(xp, a, geo, div):
     if kernels.accepts(a):
         return kernels.pool.avg_forward(a, geo, div)
+    if cuda_pool.accepts(a):
+        return cuda_pool.avg_forward(a, geo, div)
     win = geo.windows(xp, geo.pad(xp, a, 0))
     out = win.sum(axis=tuple(range(2 + geo.nd, 2 + 2 * geo.nd)), dtype=a.dtype) / div
     return xp.ascontiguousarray(out.astype(a.dtype, copy=False))
@@ -475,6 +485,8 @@ def _avg_array(xp, a, geo, div):
 def _avg_scatter_array(xp, ga, geo, div):
     if kernels.accepts(ga):
         return kernels.pool.avg_backward(ga, geo, div)
+    if cuda_pool.accepts(ga):
+        return cuda_pool.avg_backward(ga, geo, div)
     gd = (ga / div).astype(ga.dtype, copy=False)
     dwin = xp.broadcast_to(gd.reshape(gd.shape + (1,) * geo.nd), gd.shape + geo.k)
     return geo.scatter(xp, dwin, ga.dtype)

@@ -1,6 +1,6 @@
-"""The fused Adam/AdamW kernel (one launch per group) on a GPU against ember's CPU Adam and
-torch's, over parameters of awkward sizes (one element, prime, larger than one chunk,
-empty) that reach different step counts. Run where ``ember.cuda.is_available()``."""
+"""The fused Adam/AdamW and SGD kernels (one launch per group) on a GPU against ember's CPU
+optimizers and torch's, over parameters of awkward sizes (one element, prime, larger than
+one chunk, empty) that reach different step counts. Run where ``ember.cuda.is_available()``."""
 
 import numpy as np
 import pytest
@@ -40,3 +40,35 @@ def test_fused_step_matches_the_cpu_and_torch(cls, config, dtype):
     for g, c, t in zip(on_gpu, on_cpu, reference):
         np.testing.assert_allclose(g, c, **tol)
         np.testing.assert_allclose(g, t, **tol)
+
+
+SGD_CONFIGS = [dict(), dict(momentum=0.9), dict(momentum=0.9, dampening=0.1, weight_decay=0.01),
+               dict(momentum=0.8, nesterov=True), dict(momentum=0.9, maximize=True, weight_decay=0.1),
+               dict(weight_decay=0.05, maximize=True)]
+
+
+def _sgd_groups(params):
+    # two groups: the second with its own learning rate (one launch per group and dtype)
+    return [dict(params=params[:3]), dict(params=params[3:], lr=0.05)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("config", SGD_CONFIGS, ids=str)
+def test_fused_sgd_matches_the_cpu_and_torch(config, dtype):
+    on_gpu = _train(ember, lambda ps: ember.optim.SGD(_sgd_groups(ps), lr=0.01, **config), "cuda", dtype)
+    on_cpu = _train(ember, lambda ps: ember.optim.SGD(_sgd_groups(ps), lr=0.01, **config), "cpu", dtype)
+    reference = _train(torch, lambda ps: torch.optim.SGD(_sgd_groups(ps), lr=0.01, **config), "cpu", dtype)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=1e-12, atol=1e-14)
+    for g, c, t in zip(on_gpu, on_cpu, reference):
+        np.testing.assert_allclose(g, c, **tol)
+        np.testing.assert_allclose(g, t, **tol)
+
+
+def test_fused_sgd_launches_once_per_group(monkeypatch):
+    from ember.cuda.kernels import optim as cuda_optim
+    launches = []
+    real = cuda_optim.sgd
+    monkeypatch.setattr(cuda_optim, "sgd", lambda items, **kw: (launches.append(len(items)), real(items, **kw)))
+    _train(ember, lambda ps: ember.optim.SGD(_sgd_groups(ps), lr=0.01, momentum=0.9), "cuda", "float32", steps=2)
+    # the first step: every parameter; the second: all but the one whose gradient is None
+    assert launches == [3, 2, 2, 2]

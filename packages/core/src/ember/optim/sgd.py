@@ -6,6 +6,7 @@ Source: https://pytorch.org/docs/stable/generated/torch.optim.SGD.html
 from __future__ import annotations
 
 from .._blas import axpby, axpy
+from ..cuda.kernels import optim as cuda_optim
 from .optimizer import Optimizer, _check_lr, _step_wrapper
 
 __all__ = ["SGD", "sgd_update"]
@@ -34,6 +35,9 @@ def sgd_update(param, grad, buf, *, lr: float, momentum: float, dampening: float
 
 class SGD(Optimizer):
     """Stochastic gradient descent, optionally with (Nesterov) momentum (torch.optim.SGD).
+
+    On a GPU, the cupy float32/float64 parameters of a group are updated by one fused kernel
+    launch (``cuda/kernels/optim.py``, the same arithmetic as ``sgd_update``).
 
     Args:
         params: the parameters (tensors that require grad), or parameter groups (dicts with
@@ -79,6 +83,7 @@ class SGD(Optimizer):
         for group in self.param_groups:
             lr = float(group["lr"])
             momentum = group["momentum"]
+            fused = []  # cupy parameters of the kernels' dtypes: one launch for the group
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -95,10 +100,25 @@ class SGD(Optimizer):
                         first = True
                     buf_t = state["momentum_buffer"]
                     buf = buf_t._data
-                sgd_update(p._data, grad, buf, lr=lr, momentum=momentum, dampening=group["dampening"],
-                           weight_decay=group["weight_decay"], nesterov=group["nesterov"],
-                           maximize=group["maximize"], first=first)
+                if _fusable(p._data, grad, buf):
+                    fused.append((p._data, grad, buf, first))
+                else:
+                    sgd_update(p._data, grad, buf, lr=lr, momentum=momentum, dampening=group["dampening"],
+                               weight_decay=group["weight_decay"], nesterov=group["nesterov"],
+                               maximize=group["maximize"], first=first)
                 p._vc[0] += 1
                 if buf is not None:
                     buf_t._vc[0] += 1
+            if fused:
+                cuda_optim.sgd(fused, lr=lr, momentum=momentum, dampening=group["dampening"],
+                               weight_decay=group["weight_decay"], nesterov=group["nesterov"],
+                               maximize=group["maximize"])
         return loss
+
+
+def _fusable(param, grad, buf) -> bool:
+    """Whether the fused cuda kernel takes this parameter: its arrays C-contiguous cupy arrays
+    of the parameter's dtype and shape (numpy parameters never reach the kernel)."""
+    arrays = (param, grad) if buf is None else (param, grad, buf)
+    return type(param).__module__.startswith("cupy") and cuda_optim.accepts(*arrays) and all(
+        a.dtype == param.dtype and a.shape == param.shape for a in arrays)

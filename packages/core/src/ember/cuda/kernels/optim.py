@@ -9,7 +9,16 @@ amsgrad maximum (NaN propagating), ``denom = sqrt(v) / bc2 + eps`` and
 Launch: grid ``(total chunks,)``, block 256; a table of device pointers per tensor
 ``[param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq]``, their sizes, the first chunk of
 each tensor (``n + 1`` entries, the last the total) and per tensor ``(bc2, -step_size)``
-in float64, since tensors of one group may be at different steps.
+in float64, since tensors of one group may be at different steps. AdamW is this kernel
+with decoupled weight decay (``decay = 1 - lr * weight_decay`` multiplies the parameter
+first); torch.optim.AdamW is Adam with ``decoupled_weight_decay=True``, and so is ember's.
+
+``sgd`` is one SGD step in torch.optim.SGD's order (its single-tensor path, as
+``optim/sgd.py``'s ``sgd_update``): ``d = g`` (negated for maximize), ``d += wd * p``,
+then with momentum ``buf = d`` on the parameter's first step, else ``buf = momentum * buf
++ (1 - dampening) * d``, and ``d = d + momentum * buf`` (nesterov) or ``d = buf``; last
+``p += -lr * d``. Launch as Adam's; the pointer table holds ``[param, grad, buf]`` per
+tensor (``buf`` null without momentum) and a per-tensor int flags the first step.
 """
 
 import math
@@ -23,17 +32,22 @@ CHUNK = 4096  # elements per block
 _TEMPLATE = r"""
 #define CHUNK 4096
 
+// the tensor whose chunks hold block `block`: the last of the n chunk starts <= block
+__device__ __forceinline__ int chunk_owner(const long long* __restrict__ chunk_starts, int n, long long block) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (chunk_starts[mid] <= block) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
 template <typename T>
 __device__ void adam_multi(const long long* __restrict__ pointers, const long long* __restrict__ numels,
                            const long long* __restrict__ chunk_starts, const double* __restrict__ per_tensor,
                            int n, int amsgrad, T decay, int l2, T wd, T w, T beta2, T c2, T eps) {
   const long long block = blockIdx.x;
-  int lo = 0, hi = n - 1;  // the tensor whose chunks hold this block: the last start <= block
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) >> 1;
-    if (chunk_starts[mid] <= block) lo = mid; else hi = mid - 1;
-  }
-  const int t = lo;
+  const int t = chunk_owner(chunk_starts, n, block);
   T* p = (T*)pointers[5 * t];
   const T* g = (const T*)pointers[5 * t + 1];
   T* m = (T*)pointers[5 * t + 2];
@@ -61,6 +75,31 @@ __device__ void adam_multi(const long long* __restrict__ pointers, const long lo
     p[i] = pi + neg_step * mi / (sqrt(h) / bc2 + eps);
   }
 }
+
+template <typename T>
+__device__ void sgd_multi(const long long* __restrict__ pointers, const long long* __restrict__ numels,
+                          const long long* __restrict__ chunk_starts, const int* __restrict__ first, int n,
+                          T neg_lr, T momentum, T keep, T wd, int nesterov, int maximize) {
+  const long long block = blockIdx.x;
+  const int t = chunk_owner(chunk_starts, n, block);
+  T* p = (T*)pointers[3 * t];
+  const T* g = (const T*)pointers[3 * t + 1];
+  T* buf = (T*)pointers[3 * t + 2];  // null without momentum
+  const bool start = first[t] != 0;
+  const long long begin = (block - chunk_starts[t]) * CHUNK;
+  const long long end = min(numels[t], begin + CHUNK);
+  for (long long i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const T pi = p[i];
+    T d = maximize ? -g[i] : g[i];
+    if (wd != T(0)) d = d + wd * pi;
+    if (buf != nullptr) {
+      const T b = start ? d : momentum * buf[i] + keep * d;
+      buf[i] = b;
+      d = nesterov ? d + momentum * b : b;
+    }
+    p[i] = pi + neg_lr * d;
+  }
+}
 """
 
 _ENTRY = r"""
@@ -71,8 +110,17 @@ extern "C" __global__ void adam_{dtype}(const long long* pointers, const long lo
 }}
 """
 
-NAMES = tuple(f"adam_{dtype}" for dtype in CTYPES)
-SOURCE = _TEMPLATE + "".join(_ENTRY.format(dtype=dtype, t=t) for dtype, t in CTYPES.items())
+_SGD_ENTRY = r"""
+extern "C" __global__ void sgd_{dtype}(const long long* pointers, const long long* numels,
+                                       const long long* chunk_starts, const int* first, int n, {t} neg_lr,
+                                       {t} momentum, {t} keep, {t} wd, int nesterov, int maximize) {{
+  sgd_multi<{t}>(pointers, numels, chunk_starts, first, n, neg_lr, momentum, keep, wd, nesterov, maximize);
+}}
+"""
+
+NAMES = tuple(f"{op}_{dtype}" for op in ("adam", "sgd") for dtype in CTYPES)
+SOURCE = _TEMPLATE + "".join(entry.format(dtype=dtype, t=t) for entry in (_ENTRY, _SGD_ENTRY)
+                             for dtype, t in CTYPES.items())
 
 
 def accepts(*arrays) -> bool:
@@ -98,8 +146,7 @@ def adam(items, *, lr, beta1, beta2, eps, weight_decay, amsgrad, decoupled_weigh
         t = dtype.type
         pointers = numpy.array([[a.data.ptr for a in (p, g, m, v, vmax if amsgrad else v)]
                                 for p, g, m, v, vmax, _ in group], numpy.int64)
-        numels = numpy.array([it[0].size for it in group], numpy.int64)
-        starts = numpy.concatenate([[0], numpy.cumsum(-(-numels // CHUNK))]).astype(numpy.int64)
+        numels, starts = chunk_table([it[0].size for it in group])
         per_tensor = numpy.array([[math.sqrt(1 - beta2 ** step), -lr / (1 - beta1 ** step)]
                                   for *_, step in group], numpy.float64)
         decay = 1 - lr * weight_decay if (weight_decay != 0 and decoupled_weight_decay) else 1.0
@@ -109,3 +156,38 @@ def adam(items, *, lr, beta1, beta2, eps, weight_decay, amsgrad, decoupled_weigh
                (cupy.asarray(pointers), cupy.asarray(numels), cupy.asarray(starts), cupy.asarray(per_tensor),
                 numpy.int32(len(group)), numpy.int32(amsgrad), t(decay), numpy.int32(l2), t(weight_decay),
                 t(1 - beta1), t(beta2), t(1 - beta2), t(eps)))
+
+
+def chunk_table(sizes):
+    """``(numels, starts)`` of tensors of ``sizes`` elements (each > 0): int64 arrays, the
+    first chunk of each tensor and, last, the total number of chunks (the grid)."""
+    numels = numpy.array(sizes, numpy.int64)
+    starts = numpy.concatenate([[0], numpy.cumsum(-(-numels // CHUNK))]).astype(numpy.int64)
+    return numels, starts
+
+
+def sgd(items, *, lr, momentum, dampening, weight_decay, nesterov, maximize) -> None:
+    """One SGD step, in place, for every ``(param, grad, momentum_buffer or None, first)`` of
+    ``items`` (cupy arrays, each tuple of one dtype and shape; ``first``: the buffer is
+    filled rather than updated, the parameter's first step with momentum): one launch per
+    dtype. With ``momentum == 0`` the buffers are None and unused."""
+    import cupy
+
+    from . import function
+    by_dtype: dict = {}
+    for item in items:
+        by_dtype.setdefault(item[0].dtype, []).append(item)
+    for dtype, group in by_dtype.items():
+        group = [it for it in group if it[0].size]
+        if not group:
+            continue
+        t = dtype.type
+        pointers = numpy.array([[p.data.ptr, g.data.ptr, 0 if buf is None else buf.data.ptr]
+                                for p, g, buf, _ in group], numpy.int64)
+        numels, starts = chunk_table([it[0].size for it in group])
+        first = numpy.array([bool(f) for *_, f in group], numpy.int32)
+        function("optim", f"sgd_{dtype.name}")(
+            (int(starts[-1]),), (256,),
+            (cupy.asarray(pointers), cupy.asarray(numels), cupy.asarray(starts), cupy.asarray(first),
+             numpy.int32(len(group)), t(-lr), t(momentum), t(1 - dampening), t(weight_decay), numpy.int32(nesterov),
+             numpy.int32(maximize)))

@@ -27,6 +27,7 @@ from .._blas import native_threads
 from .._tensor import _make
 from ..autograd import grad_mode
 from ..cpu import kernels
+from ..cuda.kernels import rnn as cuda_rnn
 from ._helpers import _STATE, be, needs_grad, record
 
 __all__ = ["rnn_layer", "composed_layer"]
@@ -64,10 +65,16 @@ def rnn_layer(mode, x, batch_sizes, hx, cx, w_ih, w_hh, b_ih=None, b_hh=None, w_
 
 
 def _fused(mode, *arrays):
-    """The compiled gate kernels (``cpu.kernels.rnn``) when they take these arrays, else None
-    (the numpy gate arithmetic runs)."""
-    if mode in ("LSTM", "GRU") and kernels.accepts(*[a for a in arrays if a is not None]):
+    """The gate kernels when they take these arrays: the compiled CPU ones (``cpu.kernels.rnn``)
+    for numpy arrays, the CUDA ones (``cuda.kernels.rnn``, the same functions) for cupy
+    arrays; else None (the array module's gate arithmetic runs)."""
+    if mode not in ("LSTM", "GRU"):
+        return None
+    present = [a for a in arrays if a is not None]
+    if kernels.accepts(*present):
         return kernels.rnn
+    if cuda_rnn.accepts(*present):
+        return cuda_rnn
     return None
 
 

@@ -96,6 +96,32 @@ def attention_step(L):
     return step
 
 
+def lstm_step(L):
+    layer = L.nn.LSTM(512, 512).to("cuda")
+    x = L.randn(64, 32, 512, device="cuda", requires_grad=True)
+
+    def step():
+        layer(x)[0].sum().backward()
+    return step
+
+
+def cross_entropy_step(L):
+    logits = L.randn(8192, 32000, device="cuda", requires_grad=True)
+    target = L.randint(0, 32000, (8192,), device="cuda")
+
+    def step():
+        L.nn.functional.cross_entropy(logits, target, label_smoothing=0.1).backward()
+    return step
+
+
+def dropout_step(L):
+    x = L.randn(8192, 8192, device="cuda", requires_grad=True)
+
+    def step():
+        L.nn.functional.dropout(x, 0.1).sum().backward()
+    return step
+
+
 def launch_overhead(L):
     x = L.ones(16, device="cuda")
 
@@ -111,6 +137,9 @@ WORKLOADS = [("MLP AdamW step [512, 1024->4096->1024]", mlp_step),
              ("softmax [8192, 8192]", softmax_bandwidth),
              ("clone [8192, 8192] (copy bandwidth)", copy_bandwidth),
              ("causal SDPA fwd+bwd [16, 16, 1024, 64]", attention_step),
+             ("LSTM(512, 512) fwd+bwd [64, 32, 512]", lstm_step),
+             ("cross_entropy fwd+bwd [8192, 32000]", cross_entropy_step),
+             ("dropout fwd+bwd [8192, 8192]", dropout_step),
              ("100 small adds (launch overhead)", launch_overhead)]
 
 

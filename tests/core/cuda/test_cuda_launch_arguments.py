@@ -1,0 +1,198 @@
+"""Every launcher's arguments against its kernel's C signature, on the CPU: the launchers
+run on a stand-in for cupy (numpy arrays under a cupy-named type) with the kernel lookup
+replaced by a recorder, and each launch must pass as many arguments as the ``extern "C"``
+function declares, each of the declared kind: an array of the pointer's element dtype (or
+a null pointer), a numpy scalar of the value's C type, and a grid and block of ints. NVRTC
+checks the sources; this checks the calls into them."""
+
+import re
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from ember.cuda import kernels
+from ember.cuda.kernels import dropout, embedding, loss, norm, optim, pool, rnn, softmax
+from ember.ops.pool import _Geom
+
+
+class FakeArray(np.ndarray):
+    """A numpy array that the kernels' guards take for a cupy array."""
+
+    @property
+    def data(self):
+        return types.SimpleNamespace(ptr=self.ctypes.data)
+
+    def get(self):
+        return np.asarray(self)
+
+
+FakeArray.__module__ = "cupy._stand_in"
+
+
+def _fake(a):
+    return np.asarray(a).view(FakeArray)
+
+
+def _wrap(fn):
+    return lambda *args, **kwargs: _fake(fn(*args, **kwargs))
+
+
+_CUPY = types.ModuleType("cupy")
+for _name in ("ascontiguousarray", "empty", "empty_like", "zeros", "full", "asarray", "bincount", "broadcast_to",
+              "moveaxis"):
+    setattr(_CUPY, _name, _wrap(getattr(np, _name)))
+
+# C type of a value argument -> numpy scalar type; of a pointer's element -> numpy dtype
+_VALUES = {"long long": np.int64, "int": np.int32, "float": np.float32, "double": np.float64,
+           "unsigned long long": np.uint64}
+_ELEMENTS = {"float": "float32", "double": "float64", "long long": "int64", "unsigned long long": "uint64",
+             "short": "int16", "int": "int32", "unsigned int": "uint32"}
+
+
+def _signatures():
+    found = {}
+    for source in kernels.sources().values():
+        for name, params in re.findall(r'extern "C" __global__ void (\w+)\(([^)]*)\)', source.source):
+            kinds = []
+            for param in params.split(","):
+                ctype = " ".join(param.replace("const", " ").split()[:-1]) if "*" not in param else \
+                    " ".join(param.replace("const", " ").replace("*", " ").split()[:-1])
+                kinds.append(("pointer" if "*" in param else "value", ctype))
+            found[name] = kinds
+    return found
+
+
+SIGNATURES = _signatures()
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Runs the launchers on the stand-in; records (family, name, grid, block, args)."""
+    monkeypatch.setitem(sys.modules, "cupy", _CUPY)
+    seen = []
+
+    def function(family, name):
+        assert name in kernels.sources()[family].names, name
+
+        def launch(grid, block, args):
+            seen.append((family, name, grid, block, args))
+            _check(name, grid, block, args)
+        return launch
+    monkeypatch.setattr(kernels, "function", function)
+    return seen
+
+
+def _check(name, grid, block, args):
+    assert isinstance(grid, tuple) and isinstance(block, tuple) and 1 <= len(grid) <= 3 and len(block) == 1
+    assert all(isinstance(v, int) and v >= 1 for v in grid + block), (grid, block)
+    kinds = SIGNATURES[name]
+    assert len(args) == len(kinds), f"{name}: {len(args)} arguments for {len(kinds)} parameters"
+    for i, (arg, (kind, ctype)) in enumerate(zip(args, kinds)):
+        where = f"{name} argument {i} ({kind} {ctype})"
+        if kind == "pointer":
+            if isinstance(arg, np.ndarray):
+                assert type(arg).__module__.startswith("cupy"), where
+                assert arg.dtype == np.dtype(_ELEMENTS[ctype]), f"{where}: {arg.dtype}"
+                assert arg.flags.c_contiguous, where
+            else:
+                assert type(arg) is np.uint64 and arg == 0, f"{where}: {arg!r}"
+        else:
+            assert type(arg) is _VALUES[ctype], f"{where}: {type(arg).__name__}"
+
+
+def _rand(*shape, dtype="float32"):
+    return _fake(np.random.default_rng(0).standard_normal(shape).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_loss_launchers(launches, dtype):
+    x = _rand(5, 7, dtype=dtype)
+    t = _fake(np.array([0, 6, 2, -100, 3]))
+    w = _rand(7, dtype=dtype)
+    for weight in (None, w):
+        _, lse, wt = loss.cross_entropy_forward(x, t, weight, -100, 0.1)
+        loss.cross_entropy_backward(_rand(5, dtype=dtype), x, lse, t, weight, None, -100, 0.1)
+        loss.cross_entropy_backward(_fake(np.array(2.0, dtype)), x, lse, t, weight, _fake(wt.sum()), -100, 0.0)
+    loss.nll_grad(t, _rand(5, dtype=dtype), 7)
+    loss.nll_grad(_fake(np.zeros((2, 1, 4), np.int64)), _rand(2, 1, 4, dtype=dtype), 3)
+    assert [n for _, n, *_ in launches].count(f"cross_entropy_forward_{dtype}") == 2
+    assert launches[0][2] == (5,)  # one block per row
+
+
+def test_embedding_launcher(launches):
+    for scale, padding in ((False, None), (True, 2)):
+        out = embedding.backward(_rand(4, 3), _fake(np.array([1, 2, 2, 0], np.int32)), 10, padding, scale)
+        assert out.shape == (10, 3)
+    assert len(launches) == 2
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dropout_launchers(launches, dtype):
+    x = _rand(3, 5, dtype=dtype)
+    dropout.apply(x, 0.3, 1 / 0.7, 2 ** 63 + 5, 17)
+    dropout.mask((3, 5, 1), np.dtype(dtype), 0.3, 1 / 0.7, 1, 0)
+    dropout.apply_alpha(x, 0.3, 1.1, 0.5, 0.2, 1, 4)
+    dropout.words(9, 1, 2)
+    assert [launch[2] for launch in launches] == [(1,)] * 4  # groups of four: a few, one block
+    dropout.apply(_rand(0, dtype=dtype), 0.3, 1.0, 1, 0)  # nothing to draw: no launch
+    assert len(launches) == 4
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_pool_launchers(launches, nd, dtype):
+    size = (7, 6, 5)[:nd]
+    geo = _Geom(size, (3,) * nd, (2,) * nd, (1,) * nd, (1,) * nd, True)
+    x = _rand(2, 3, *size, dtype=dtype)
+    for arg_dtype in ("int16", "int64"):
+        vals, arg, idx = pool.max_forward(x, geo, np.dtype(arg_dtype), arg_dtype == "int64")
+        assert vals.shape == (2, 3) + geo.out and arg.dtype == np.dtype(arg_dtype)
+        assert (idx is None) == (arg_dtype == "int16")
+        pool.max_backward(_rand(*vals.shape, dtype=dtype), arg, geo)
+    pool.avg_forward(x, geo, 9.0)
+    pool.avg_backward(_rand(2, 3, *geo.out, dtype=dtype), geo, _fake(np.ones(geo.out, dtype)))
+    assert len(launches) == 6
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rnn_launchers(launches, dtype):
+    b, h = 3, 5
+
+    def r(*shape):
+        return _rand(*shape, dtype=dtype)
+    rnn.lstm_forward_step(r(b, 4 * h), r(b, 4 * h), r(1, 4 * h), r(b, h), r(b, h), r(b, h), r(b, h))
+    rnn.lstm_backward_step(r(b, h), r(b, h), r(b, h), r(b, 4 * h), r(b, h), r(b, h), r(b, 4 * h))
+    rnn.gru_forward_step(r(b, 3 * h), r(1, 3 * h), r(1, 3 * h), r(b, 3 * h), r(b, h), r(b, 2 * h), r(b, h), r(b, h),
+                         r(b, h))
+    rnn.gru_backward_step(r(b, h), r(b, h), r(b, h), r(b, 2 * h), r(b, h), r(b, h), r(b, h), r(b, 3 * h), r(b, 3 * h))
+    names = [f"{cell}_{d}_{dtype}" for cell in ("lstm", "gru") for d in ("forward", "backward")]
+    assert [n for _, n, *_ in launches] == names
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_optimizer_launchers(launches, dtype):
+    params = [_rand(3, dtype=dtype), _rand(optim.CHUNK + 1, dtype=dtype), _rand(0, dtype=dtype)]
+    optim.adam([(p, _rand(*p.shape, dtype=dtype), _rand(*p.shape, dtype=dtype), _rand(*p.shape, dtype=dtype), None, 2)
+                for p in params], lr=0.1, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.1, amsgrad=False,
+               decoupled_weight_decay=True)
+    for momentum in (0.0, 0.9):
+        optim.sgd([(p, _rand(*p.shape, dtype=dtype), _rand(*p.shape, dtype=dtype) if momentum else None, True)
+                   for p in params], lr=0.1, momentum=momentum, dampening=0.0, weight_decay=0.0, nesterov=False,
+                  maximize=True)
+    assert [launch[2] for launch in launches] == [(3,)] * 3  # chunks: 1 + 2 (the empty tensor has none)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_and_norm_launchers(launches, dtype):
+    x, g = _rand(4, 6, dtype=dtype), _rand(4, 6, dtype=dtype)
+    for log in (False, True):
+        softmax.forward(x, 1, log)
+        softmax.backward(g, x, 0, log)
+    w, b = _rand(6, dtype=dtype), _rand(6, dtype=dtype)
+    _, mean, _, rstd = norm.rows_forward(x, w, b, 1e-5)
+    norm.rows_backward(g, x, w, mean, rstd, rstd, True, True)
+    _, rstd = norm.rms_forward(x, None, 1e-6)
+    norm.rms_backward(g, x, None, rstd, True, False)
+    assert len(launches) == 4 + 1 + 2 + 1 + 1

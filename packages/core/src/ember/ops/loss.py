@@ -144,7 +144,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduced as the nll term (torch's formula and graph).  RuntimeError for a
     ``label_smoothing`` outside [0, 1], a 0-dim input, a ``weight`` that is not ``[C]`` or a
     target of the wrong shape or dtype; ValueError for mismatched batch sizes; IndexError
-    for a class index out of range.  Float tensors (float32 under autocast)."""
+    for a class index out of range.  Float tensors (float32 under autocast).
+
+    On CUDA, ``[N, C]`` float32/float64 logits run through one fused kernel whose single node
+    (named as torch's top node) saves the logits rather than the log-probabilities: changing
+    the logits in place before ``backward`` then raises torch's in-place error, where torch,
+    which saves log_softmax's output, computes the gradient."""
     from .reduction import log_softmax
     reduction = _reduction(size_average, reduce, reduction)
     _check_reduction(reduction)

@@ -11,6 +11,7 @@ Source: https://pytorch.org/docs/stable/distributed.html#collective-functions
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy
 
 from .._tensor import Tensor
@@ -24,7 +25,8 @@ __all__ = ["all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_t
            "reduce_scatter_tensor", "all_to_all_single", "all_to_all", "gather", "scatter", "send", "recv",
            "isend", "irecv", "barrier"]
 
-_WIDENED = {"float16", "bfloat16"}
+# reduced in float32; a set of dtypes, since ``dtype.name`` takes microseconds to build
+_WIDENED = {numpy.dtype(numpy.float16), numpy.dtype(ml_dtypes.bfloat16)}
 
 
 def _array(tensor, what: str):
@@ -49,9 +51,9 @@ def _bump(tensor):
 
 def _enter(pg, name, tensor=None, op=None):
     """Count the collective; in debug mode, check that every rank enters the same one."""
-    pg._seq += 1
-    _watchdog.entered(name, pg._seq, None if pg.group_name == "default" else pg._ranks)
-    if _watchdog._works and not _watchdog.running():
+    seq = pg._seq = pg._seq + 1
+    _watchdog.entered(name, seq, None if pg.group_name == "default" else pg._ranks)
+    if _watchdog._works and _watchdog._state["thread"] is None:
         _watchdog.sweep()
     if pg._debug:
         check(pg, name, tensor, op)
@@ -78,6 +80,8 @@ def _run(pg, name, start, block=None, finish=None, result=None, async_op=False, 
 
 
 def _op(op):
+    if type(op) is ReduceOp.RedOpType:
+        return op, None  # the common case (ReduceOp.SUM is a member): no Enum lookup
     red = op.op if isinstance(op, ReduceOp) else ReduceOp.RedOpType(op)
     factor = op.factor if isinstance(op, ReduceOp) else None
     if red == ReduceOp.RedOpType.PREMUL_SUM and factor is None:
@@ -97,22 +101,44 @@ def _mpi_op(red):
     return _MPI_OPS[red]
 
 
+# (RedOpType, numpy dtype) -> (MPI's op, the dtype MPI reduces in, None for the tensor's own):
+# worked out once per pair, since every all_reduce asks
+_PLANS = {}
+# (RedOpType member, numpy dtype) -> MPI's op, for the pairs MPI reduces in the tensor itself
+# with nothing to do after (SUM, PRODUCT, MIN, MAX and the bitwise ops on their own dtype)
+_DIRECT = {}
+
+
+def _plan(red, dtype):
+    plan = _PLANS.get((red, dtype))
+    if plan is None:
+        kind = dtype.kind
+        if red in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind not in "biu":
+            raise RuntimeError(f"Cannot use ReduceOp.{red.name} with {dtype} tensors: it needs integer or bool ones")
+        if red in (ReduceOp.MIN, ReduceOp.MAX) and kind == "c":
+            raise RuntimeError(f"Cannot use ReduceOp.{red.name} with complex tensors")
+        wide = numpy.dtype(numpy.int32) if kind == "b" else numpy.dtype(numpy.float32) if dtype in _WIDENED else None
+        plan = _PLANS[(red, dtype)] = (_mpi_op(red), wide)
+        if wide is None and red not in (ReduceOp.AVG, ReduceOp.PREMUL_SUM):
+            _DIRECT[(red, dtype)] = plan[0]
+    return plan
+
+
 def _reduction(arr, op, size):
     """The buffer MPI reduces (``arr`` itself, or a widened copy), MPI's op, and what writes
     the result back into ``arr`` (None when nothing needs writing)."""
+    if type(op) is ReduceOp.RedOpType:
+        # one dictionary look-up for the common call (a third of the general path's cost)
+        mpi_op = _DIRECT.get((op, arr.dtype))
+        if mpi_op is not None:
+            return arr, mpi_op, None
     red, factor = _op(op)
-    kind = arr.dtype.kind
-    if red in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and kind not in "biu":
-        raise RuntimeError(f"Cannot use ReduceOp.{red.name} with {arr.dtype} tensors: it needs integer or bool ones")
-    if red in (ReduceOp.MIN, ReduceOp.MAX) and kind == "c":
-        raise RuntimeError(f"Cannot use ReduceOp.{red.name} with complex tensors")
-    widen = arr.dtype.name in _WIDENED or kind == "b"
-    buf = arr.astype(numpy.float32 if kind != "b" else numpy.int32) if widen else arr
+    mpi_op, wide = _plan(red, arr.dtype)
+    buf = arr if wide is None else arr.astype(wide)
     if red == ReduceOp.PREMUL_SUM:
         factor = factor.item() if isinstance(factor, Tensor) else factor
         # out= keeps 0-d buffers arrays (numpy turns 0-d products into scalars)
         buf = numpy.multiply(buf, buf.dtype.type(factor), out=numpy.empty_like(buf) if buf is arr else buf)
-    mpi_op = _mpi_op(red)
     if buf is arr and red != ReduceOp.AVG:
         return buf, mpi_op, None
 
@@ -127,7 +153,7 @@ def _reduction(arr, op, size):
             else:
                 result = result / size
         if result is not out:
-            out[...] = result.astype(out.dtype) if kind != "b" else result != 0
+            out[...] = result.astype(out.dtype) if out.dtype.kind != "b" else result != 0
     return buf, mpi_op, finish
 
 
@@ -142,14 +168,14 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     _enter(pg, "all_reduce", tensor, op=op)
     arr = _array(tensor, "all_reduce's tensor")
     buf, mpi_op, finish = _reduction(arr, op, pg.size())
-    flat, comm, in_place = buf.reshape(-1), pg._comm, mpi().IN_PLACE
+    comm, in_place = pg._comm, mpi().IN_PLACE
 
     def done():
         if finish is not None:
             finish()
         _bump(tensor)
-    return _run(pg, "all_reduce", lambda: [comm.Iallreduce(in_place, flat, op=mpi_op)],
-                lambda: comm.Allreduce(in_place, flat, op=mpi_op), done, async_op=async_op, outputs=[tensor])
+    return _run(pg, "all_reduce", lambda: [comm.Iallreduce(in_place, buf, op=mpi_op)],
+                lambda: comm.Allreduce(in_place, buf, op=mpi_op), done, async_op=async_op, outputs=[tensor])
 
 
 def _group_rank(pg, global_rank, group_rank, what):

@@ -100,6 +100,16 @@ class ProcessGroup:
         from ._debug import enabled
         self._debug = enabled()
 
+    @property
+    def timeout(self) -> timedelta:
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, value: timedelta) -> None:
+        self._timeout = value
+        # in seconds, kept beside it: every collective's deadline is computed from it
+        self._limit = value.total_seconds()
+
     def rank(self) -> int:
         return self._comm.Get_rank()
 
@@ -169,7 +179,8 @@ def _default():
 
 def _resolve(group):
     if group is None:
-        return _default()
+        pg = _world["pg"]  # looked up here, not through _default(): a call fewer per collective
+        return pg if pg is not None else _default()
     if group is GroupMember.NON_GROUP_MEMBER:
         raise ValueError("this rank is not a member of the given group")
     if not isinstance(group, ProcessGroup):

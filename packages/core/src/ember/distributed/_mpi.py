@@ -27,10 +27,18 @@ def launched_by_mpi() -> bool:
     return any(v in os.environ for v in _LAUNCH_VARIABLES)
 
 
+_MPI = None
+
+
 def mpi():
     """mpi4py's MPI module (MPI_Init_thread runs on the first call)."""
-    from mpi4py import MPI
-    return MPI
+    global _MPI
+    # kept after the first call: every collective asks for it, and an import statement
+    # costs about a microsecond even when the module is loaded
+    if _MPI is None:
+        from mpi4py import MPI
+        _MPI = MPI
+    return _MPI
 
 
 _hook_installed = False

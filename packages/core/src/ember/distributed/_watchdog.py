@@ -57,7 +57,7 @@ def track(work) -> None:
 def guard(pg, name, seq):
     """Register the blocking collective this thread enters; returns the key for ``release``."""
     key = threading.get_ident()
-    limit = pg.timeout.total_seconds()
+    limit = pg._limit
     _blocking[key] = (time.monotonic() + limit, pg, name, seq, limit)
     return key
 

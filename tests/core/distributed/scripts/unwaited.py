@@ -1,7 +1,8 @@
 """Async collectives nobody waits on, under a 2 s group timeout. "late": rank 0 starts an
 all_reduce rank 1 never joins and sleeps in Python; the watchdog must end the job. "done":
 both ranks start an all_reduce (SUM) and one with AVG, never wait, and sleep past the
-timeout: the watchdog finishes them (no abort), and each rank prints the results."""
+timeout: the watchdog finishes them (no abort), and each rank prints the results. A first
+all_reduce on both ranks plans float32 SUM, so that the later ones take all_reduce's fast path."""
 import sys
 import time
 from datetime import timedelta
@@ -11,6 +12,7 @@ import ember.distributed as dist
 
 dist.init_process_group("gloo", timeout=timedelta(seconds=2))
 dist.barrier()
+dist.all_reduce(ember.ones(1))
 rank = dist.get_rank()
 if sys.argv[1] == "late":
     if rank == 0:

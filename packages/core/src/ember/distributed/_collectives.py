@@ -11,6 +11,9 @@ Source: https://pytorch.org/docs/stable/distributed.html#collective-functions
 
 from __future__ import annotations
 
+from threading import get_ident as _get_ident
+from time import monotonic as _monotonic
+
 import ml_dtypes
 import numpy
 
@@ -19,6 +22,8 @@ from . import _watchdog
 from ._debug import check
 from ._group import ReduceOp, _resolve
 from ._mpi import mpi
+from ._watchdog import _blocking
+from ._watchdog import _state as _watch
 from ._work import Work
 
 __all__ = ["all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
@@ -107,6 +112,7 @@ _PLANS = {}
 # (RedOpType member, numpy dtype) -> MPI's op, for the pairs MPI reduces in the tensor itself
 # with nothing to do after (SUM, PRODUCT, MIN, MAX and the bitwise ops on their own dtype)
 _DIRECT = {}
+_RED_OP_TYPE = ReduceOp.RedOpType
 
 
 def _plan(red, dtype):
@@ -165,6 +171,33 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     the process group (the default group when None). With ``async_op`` it returns a Work to
     wait on; else it blocks and returns None."""
     pg = _resolve(group)
+    if not pg._debug and _watch["thread"] is not None and type(op) is _RED_OP_TYPE and isinstance(tensor, Tensor):
+        # The calls most made, written out: no debug mode, the watchdog thread running, a CPU
+        # tensor MPI reduces where it lies (SUM, PRODUCT, MIN, MAX or a bitwise op on the
+        # tensor's own dtype: nothing to convert or divide). Python's cost is all that parts
+        # a small all_reduce from MPI's own call: about 3 us here against 5 through the
+        # general path below, which does the same (_enter, _array, _reduction, _run), on the
+        # 2-core machine of benchmarks/NOTES.md.
+        arr = tensor._data
+        mpi_op = _DIRECT.get((op, arr.dtype)) if type(arr) is numpy.ndarray and arr.flags.c_contiguous else None
+        if mpi_op is not None:
+            seq = pg._seq = pg._seq + 1
+            # the watchdog's entered(), guard() and release() written out (a call each saved)
+            _watch["last"] = ("all_reduce", seq, None if pg.group_name == "default" else pg._ranks)
+            # MPI takes the C-contiguous buffer of any shape (0-d too): nothing is reshaped
+            if async_op:
+                request = pg._comm.Iallreduce(_watch["in_place"], arr, op=mpi_op)
+                return Work([request], lambda: _bump(tensor), group=pg, name="all_reduce", seq=seq, outputs=[tensor])
+            key = _get_ident()
+            _blocking[key] = (_monotonic() + pg._limit, pg, "all_reduce", seq, pg._limit)
+            try:
+                pg._comm.Allreduce(_watch["in_place"], arr, op=mpi_op)
+            finally:
+                _blocking.pop(key, None)
+            vc = tensor._vc
+            if type(vc) is list:
+                vc[0] += 1
+            return None
     _enter(pg, "all_reduce", tensor, op=op)
     arr = _array(tensor, "all_reduce's tensor")
     buf, mpi_op, finish = _reduction(arr, op, pg.size())

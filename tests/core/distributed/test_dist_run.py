@@ -73,3 +73,26 @@ def test_the_installed_ember_run_console_script(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     lines = sorted(re.findall(r"\d+\|2\|\d+\|2\|127\.0\.0\.1\|29512\|1\|True\|1\.0\|a\|--b", done.stdout))
     assert lines == [f"{r}|2|{r}|2|127.0.0.1|29512|1|True|1.0|a|--b" for r in range(2)], done.stdout
+
+
+def test_ranks_start_mpi_with_embers_open_mpi_parameters_unless_set(tmp_path):
+    """async all_reduce's algorithm (libnbc's ring): set by ember-run's ranks before the script
+    (which here starts MPI itself, through mpi4py), and by ember before it starts MPI under a
+    plain mpiexec; a value in the environment is kept."""
+    from mpilaunch import mpirun
+    script = tmp_path / "parameters.py"
+    script.write_text("import os, sys\n"
+                      "if sys.argv[1] == 'mpi4py':\n    from mpi4py import MPI\n"
+                      "else:\n    import ember.distributed as dist\n    dist.init_process_group('mpi')\n"
+                      "print('algorithm', os.environ.get('OMPI_MCA_coll_libnbc_iallreduce_algorithm'))\n")
+    env = {k: v for k, v in rank_env().items() if not k.startswith("OMPI_")}
+    done = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", "2", str(script),
+                           "mpi4py"], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split().count("algorithm") == 2 and done.stdout.split().count("1") == 2, done.stdout
+    done = mpirun(2, str(script), "ember")  # an absolute path: the helper's folder does not apply
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split().count("1") == 2, done.stdout
+    done = mpirun(2, str(script), "ember", env={"OMPI_MCA_coll_libnbc_iallreduce_algorithm": "2"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split().count("2") == 2 and "1" not in done.stdout.split(), done.stdout

@@ -55,6 +55,9 @@ def test_an_async_collective_nobody_waits_on_still_times_out():
     done = mpirun(2, "unwaited.py", "late", timeout=60)
     assert time.monotonic() - start < 30
     assert done.returncode != 0
+    # wait(timeout=) bounds that one wait: DistBackendError on the rank that waited
+    assert "wait: [Rank 0] all_reduce (sequence number 3) did not complete within 0.5 s" in done.stdout, \
+        done.stdout + done.stderr
     assert "DistBackendError: [Rank 0] all_reduce (sequence number 3) did not complete within 2 s" in done.stderr, \
         done.stderr
     assert ("the last collective each rank entered: rank 0: all_reduce (sequence number 3); "

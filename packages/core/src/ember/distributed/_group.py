@@ -102,6 +102,7 @@ class ProcessGroup:
 
     @property
     def timeout(self) -> timedelta:
+        """The limit on each collective of this group (a timedelta)."""
         return self._timeout
 
     @timeout.setter

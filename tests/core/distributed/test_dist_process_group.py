@@ -50,6 +50,35 @@ def test_timeout_names_rank_collective_and_sequence():
             "rank 1: all_reduce (sequence number 2)") in done.stderr, done.stderr
 
 
+def test_a_barriers_own_timeout_bounds_it():
+    start = time.monotonic()
+    done = mpirun(2, "barrier_timeout.py", timeout=60)
+    assert time.monotonic() - start < 30
+    assert done.returncode != 0
+    assert "DistBackendError: [Rank 0] barrier (sequence number 2) did not complete within 1 s" in done.stderr, \
+        done.stderr
+
+
+def test_signatures_as_torchs():
+    """The public functions take torch.distributed's parameters, in its order (torch's private
+    ``_ranks`` of init_process_group aside)."""
+    import inspect
+
+    import torch.distributed as tdist
+
+    import ember.distributed as edist
+    names = ["init_process_group", "destroy_process_group", "new_group", "barrier", "monitored_barrier", "all_reduce",
+             "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
+             "all_to_all", "all_to_all_single", "gather", "scatter", "send", "recv", "isend", "irecv", "get_rank",
+             "get_world_size", "get_backend", "is_initialized", "is_available", "broadcast_object_list",
+             "all_gather_object", "gather_object", "scatter_object_list", "get_process_group_ranks",
+             "get_global_rank", "get_group_rank"]
+    for name in names:
+        theirs = [p for p in inspect.signature(getattr(tdist, name)).parameters if not p.startswith("_")]
+        ours = list(inspect.signature(getattr(edist, name)).parameters)
+        assert ours == theirs, name
+
+
 def test_an_async_collective_nobody_waits_on_still_times_out():
     start = time.monotonic()
     done = mpirun(2, "unwaited.py", "late", timeout=60)

@@ -520,12 +520,21 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None) -> int:
     return work.source_rank()
 
 
-def barrier(group=None, async_op=False, device_ids=None):
+def barrier(group=None, async_op=False, device_ids=None, timeout=None):
     """Wait until every rank of ``group`` entered the barrier (torch.distributed.barrier).
     ``group`` is the process group (the default group when None); ``device_ids`` is accepted
-    and unused. With ``async_op`` it returns a Work to wait on; else it blocks and returns
-    None."""
+    and unused. ``timeout`` (a timedelta) bounds this barrier instead of the group's timeout,
+    with the same consequence (the watchdog ends the job, naming the barrier; where it cannot
+    run, the wait raises DistBackendError). With ``async_op`` it returns a Work to wait on;
+    else it blocks and returns None."""
     pg = _resolve(group)
     _enter(pg, "barrier")
     comm = pg._comm
+    if timeout is not None:
+        # a Work whose deadline is this barrier's own: the watchdog holds it to that
+        work = Work([comm.Ibarrier()], group=pg, name="barrier", seq=pg._seq, limit=timeout.total_seconds())
+        if async_op:
+            return work
+        work.wait()
+        return None
     return _run(pg, "barrier", lambda: [comm.Ibarrier()], comm.Barrier, async_op=async_op)

@@ -39,13 +39,15 @@ class Work:
         result: what ``wait`` hands back once done.
         outputs: the tensors the collective writes (their version counters are bumped).
         status: an ``MPI.Status`` the single request fills (``irecv``'s sender).
+        limit: seconds that bound it instead of the group's timeout (None: the group's).
     """
 
     # slots: a Work is made per collective, and slots make it a few attribute stores cheaper
     __slots__ = ("_requests", "_status", "_finish", "_group", "_name", "_seq", "_done", "_result", "_outputs",
                  "_lock", "_limit", "_deadline", "__weakref__")
 
-    def __init__(self, requests, finish=None, *, group=None, name="", seq=0, result=None, outputs=(), status=None):
+    def __init__(self, requests, finish=None, *, group=None, name="", seq=0, result=None, outputs=(), status=None,
+                 limit=None):
         self._requests = list(requests)
         self._status = status  # an MPI.Status the (single) request fills: irecv's sender
         self._finish = finish
@@ -57,7 +59,7 @@ class Work:
         self._outputs = list(outputs)
         # one thread at a time tests the requests (the owner's waits, the watchdog's sweeps)
         self._lock = threading.Lock()
-        self._limit = group._limit if group is not None else None
+        self._limit = limit if limit is not None else group._limit if group is not None else None
         self._deadline = None if self._limit is None else time.monotonic() + self._limit
         _watchdog.track(self)
 

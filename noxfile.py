@@ -42,7 +42,7 @@ TEST_EXTRAS = {
     # nvrtc: CUDA's runtime compiler, so every kernel source is compiled (to PTX, no GPU needed)
     "core": ["tensorboard>=2.14", "pillow>=10", "matplotlib>=3.7", "onnx>=1.17", "onnxruntime>=1.20", "mpi4py>=4.0",
              "nvidia-cuda-nvrtc-cu12>=12.4"],
-    "integration": ["tensorboard>=2.14", "pillow>=10", "onnx>=1.17", "onnxruntime>=1.20"],
+    "integration": ["tensorboard>=2.14", "pillow>=10", "onnx>=1.17", "onnxruntime>=1.20", "mpi4py>=4.0"],
     "text": ["transformers>=4.46"],
     "audio": ["librosa>=0.11,<0.12", "transformers>=4.46", "pillow>=10"],
     "serve": ["tritonclient[http]>=2.40", "openai>=1.40"],
@@ -68,7 +68,7 @@ DATA_PACKAGES = {
 # Debian packages the tests and examples need: real data sets, tools (curl, mpiexec).
 DEBIAN_PACKAGES = {
     "core": ["openmpi-bin", "libopenmpi-dev"],  # mpiexec for the tests of ember.distributed
-    "integration": ["dataset-fashion-mnist"],
+    "integration": ["dataset-fashion-mnist", "openmpi-bin", "libopenmpi-dev"],  # mpiexec: the DDP example
     "demo": ["dataset-fashion-mnist"],
     "text": ["fortunes"],
     "audio": ["espeak-ng", "asterisk-core-sounds-en-wav"],
@@ -133,9 +133,10 @@ def tests(session: nox.Session, package: str) -> None:
 
 @nox.session
 def integration(session: nox.Session) -> None:
-    """Across packages: the demo's training on real Fashion-MNIST for a short slice,
-    unmodified PyTorch programs run through ``python -m ember.compat``, and vision and text
-    models (real EfficientNet-Lite0 and MiniLM weights) exported to ONNX."""
+    """Across packages: the demo's training on real Fashion-MNIST for a short slice, its DDP
+    version on 2 ranks through ember-run, unmodified PyTorch programs run through
+    ``python -m ember.compat``, and vision and text models (real EfficientNet-Lite0 and MiniLM
+    weights) exported to ONNX."""
     _install_tests(session, "integration", INTEGRATION_PACKAGES)
     session.run("python", "-m", "ember.cpu.kernels.warm")
     session.run("pytest", "tests/integration", *session.posargs)

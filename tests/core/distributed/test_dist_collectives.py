@@ -1,5 +1,5 @@
-"""Every collective on 2 and 3 MPI ranks, sync and async, against numpy references built
-here from the same inputs (scripts/data.py) the ranks used."""
+"""Every collective on 2 and 3 MPI ranks, sync and async, and isend/irecv, against numpy
+references built here from the same inputs (scripts/data.py) the ranks used."""
 
 import functools
 import importlib.util
@@ -71,6 +71,7 @@ def test_collectives_match_numpy(world, mode, tmp_path):
                 same(r, f"all_gather_into_tensor-{key}", np.stack(xs))
                 if dtype != "bool":
                     same(r, f"reduce_scatter_tensor-{key}", reference("SUM", [b[r] for b in blocks], dtype))
+                    same(r, f"reduce_scatter-{key}", reference("SUM", [b[r] for b in blocks], dtype))
                 same(r, f"scatter-{key}", data.make(r, dtype, shape, salt=2))
                 same(r, f"ring-{key}", xs[(r - 1) % world])
             same(0, f"gather-{key}", np.stack(xs))
@@ -78,4 +79,6 @@ def test_collectives_match_numpy(world, mode, tmp_path):
     rows = [data.make(r, "int64", (world * 2, 3), salt=3) for r in range(world)]
     for r in range(world):
         same(r, "all_to_all_single", np.concatenate([rows[s][2 * r:2 * r + 2] for s in range(world)]))
+        same(r, "all_to_all", np.stack([data.make(s, "int64", (2, 3), salt=4 + r) for s in range(world)]))
+        same(r, "isend_irecv", data.make((r - 1) % world, "float32", (4,), salt=5))
     assert checked > 500

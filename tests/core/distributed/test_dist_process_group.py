@@ -43,11 +43,40 @@ def test_timeout_names_rank_collective_and_sequence():
     done = mpirun(2, "timeout.py", timeout=60)
     assert time.monotonic() - start < 30
     assert done.returncode != 0
-    assert "DistBackendError: [Rank 0] all_reduce (sequence number 2) did not complete within 2 s" in done.stderr, \
+    assert "DistBackendError: [Rank 0] all_reduce (sequence number 3) did not complete within 2 s" in done.stderr, \
         done.stderr
     # every rank's side: rank 1 (sleeping in Python) answers through its watchdog thread
-    assert ("the last collective each rank entered: rank 0: all_reduce (sequence number 2); "
-            "rank 1: barrier (sequence number 1)") in done.stderr, done.stderr
+    assert ("the last collective each rank entered: rank 0: all_reduce (sequence number 3); "
+            "rank 1: all_reduce (sequence number 2)") in done.stderr, done.stderr
+
+
+def test_a_barriers_own_timeout_bounds_it():
+    start = time.monotonic()
+    done = mpirun(2, "barrier_timeout.py", timeout=60)
+    assert time.monotonic() - start < 30
+    assert done.returncode != 0
+    assert "DistBackendError: [Rank 0] barrier (sequence number 2) did not complete within 1 s" in done.stderr, \
+        done.stderr
+
+
+def test_signatures_as_torchs():
+    """The public functions take torch.distributed's parameters, in its order (torch's private
+    ``_ranks`` of init_process_group aside)."""
+    import inspect
+
+    import torch.distributed as tdist
+
+    import ember.distributed as edist
+    names = ["init_process_group", "destroy_process_group", "new_group", "barrier", "monitored_barrier", "all_reduce",
+             "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
+             "all_to_all", "all_to_all_single", "gather", "scatter", "send", "recv", "isend", "irecv", "get_rank",
+             "get_world_size", "get_backend", "is_initialized", "is_available", "broadcast_object_list",
+             "all_gather_object", "gather_object", "scatter_object_list", "get_process_group_ranks",
+             "get_global_rank", "get_group_rank"]
+    for name in names:
+        theirs = [p for p in inspect.signature(getattr(tdist, name)).parameters if not p.startswith("_")]
+        ours = list(inspect.signature(getattr(edist, name)).parameters)
+        assert ours == theirs, name
 
 
 def test_an_async_collective_nobody_waits_on_still_times_out():
@@ -55,10 +84,13 @@ def test_an_async_collective_nobody_waits_on_still_times_out():
     done = mpirun(2, "unwaited.py", "late", timeout=60)
     assert time.monotonic() - start < 30
     assert done.returncode != 0
-    assert "DistBackendError: [Rank 0] all_reduce (sequence number 2) did not complete within 2 s" in done.stderr, \
+    # wait(timeout=) bounds that one wait: DistBackendError on the rank that waited
+    assert "wait: [Rank 0] all_reduce (sequence number 3) did not complete within 0.5 s" in done.stdout, \
+        done.stdout + done.stderr
+    assert "DistBackendError: [Rank 0] all_reduce (sequence number 3) did not complete within 2 s" in done.stderr, \
         done.stderr
-    assert ("the last collective each rank entered: rank 0: all_reduce (sequence number 2); "
-            "rank 1: barrier (sequence number 1)") in done.stderr, done.stderr
+    assert ("the last collective each rank entered: rank 0: all_reduce (sequence number 3); "
+            "rank 1: all_reduce (sequence number 2)") in done.stderr, done.stderr
 
 
 def test_async_collectives_finish_without_a_wait_and_do_not_time_out():

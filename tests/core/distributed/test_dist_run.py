@@ -8,10 +8,13 @@ import sys
 import pytest
 from mpilaunch import SCRIPTS, rank_env
 
+# the thread counts the launcher sets to 1 unless they are set
+THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
 
 def launch(*flags, timeout=120):
     # without the Open MPI variables the tests' own launches set: the launcher must pass them itself
-    env = {k: v for k, v in rank_env().items() if not k.startswith("OMPI_") and k not in ("OMP_NUM_THREADS",)}
+    env = {k: v for k, v in rank_env().items() if not k.startswith("OMPI_") and k not in THREADS}
     command = [sys.executable, "-m", "ember.distributed.run", *flags, str(SCRIPTS / "launched.py"), "a", "--b"]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
 
@@ -26,8 +29,9 @@ def test_launcher_sets_torchruns_variables(how, tmp_path):
         done = launch("--nproc_per_node=3", "--hostfile", str(hosts), "--master-port", "29511")
     assert done.returncode == 0, done.stdout + done.stderr
     # mpiexec merges the ranks' stdout: a line and its newline may arrive apart, so find the records
-    lines = sorted(re.findall(r"\d+\|3\|\d+\|3\|127\.0\.0\.1\|29511\|1\|True\|3\.0\|a\|--b", done.stdout))
-    assert lines == [f"{r}|3|{r}|3|127.0.0.1|29511|1|True|3.0|a|--b" for r in range(3)], done.stdout
+    # OMP_NUM_THREADS and the BLAS thread counts 1
+    lines = sorted(re.findall(r"\d+\|3\|\d+\|3\|127\.0\.0\.1\|29511\|1\|1\|1\|True\|3\.0\|a\|--b", done.stdout))
+    assert lines == [f"{r}|3|{r}|3|127.0.0.1|29511|1|1|1|True|3.0|a|--b" for r in range(3)], done.stdout
     assert "OMP_NUM_THREADS=1" in done.stderr
 
 
@@ -67,9 +71,32 @@ def test_the_installed_ember_run_console_script(tmp_path):
     import pathlib
     script = pathlib.Path(sys.executable).parent / "ember-run"
     assert script.is_file(), f"{script} is missing: install ember-core (pip install -e packages/core)"
-    env = {k: v for k, v in rank_env().items() if not k.startswith("OMPI_") and k != "OMP_NUM_THREADS"}
+    env = {k: v for k, v in rank_env().items() if not k.startswith("OMPI_") and k not in THREADS}
     done = subprocess.run([str(script), "--nproc-per-node", "2", "--master-port", "29512", str(SCRIPTS / "launched.py"),
                            "a", "--b"], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
-    lines = sorted(re.findall(r"\d+\|2\|\d+\|2\|127\.0\.0\.1\|29512\|1\|True\|1\.0\|a\|--b", done.stdout))
-    assert lines == [f"{r}|2|{r}|2|127.0.0.1|29512|1|True|1.0|a|--b" for r in range(2)], done.stdout
+    lines = sorted(re.findall(r"\d+\|2\|\d+\|2\|127\.0\.0\.1\|29512\|1\|1\|1\|True\|1\.0\|a\|--b", done.stdout))
+    assert lines == [f"{r}|2|{r}|2|127.0.0.1|29512|1|1|1|True|1.0|a|--b" for r in range(2)], done.stdout
+
+
+def test_ranks_start_mpi_with_embers_open_mpi_parameters_unless_set(tmp_path):
+    """async all_reduce's algorithm (libnbc's ring): set by ember-run's ranks before the script
+    (which here starts MPI itself, through mpi4py), and by ember before it starts MPI under a
+    plain mpiexec; a value in the environment is kept."""
+    from mpilaunch import mpirun
+    script = tmp_path / "parameters.py"
+    script.write_text("import os, sys\n"
+                      "if sys.argv[1] == 'mpi4py':\n    from mpi4py import MPI\n"
+                      "else:\n    import ember.distributed as dist\n    dist.init_process_group('mpi')\n"
+                      "print('algorithm', os.environ.get('OMPI_MCA_coll_libnbc_iallreduce_algorithm'))\n")
+    env = {k: v for k, v in rank_env().items() if not k.startswith("OMPI_")}
+    done = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", "2", str(script),
+                           "mpi4py"], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split().count("algorithm") == 2 and done.stdout.split().count("1") == 2, done.stdout
+    done = mpirun(2, str(script), "ember")  # an absolute path: the helper's folder does not apply
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split().count("1") == 2, done.stdout
+    done = mpirun(2, str(script), "ember", env={"OMPI_MCA_coll_libnbc_iallreduce_algorithm": "2"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split().count("2") == 2 and "1" not in done.stdout.split(), done.stdout

@@ -59,6 +59,9 @@ for dtype in DTYPES:
             mine = tensor(np.zeros_like(x))
             run(dist.reduce_scatter_tensor, mine, tensor(stacked))
             results[f"reduce_scatter_tensor-{key}"] = back(mine)
+            mine = tensor(np.zeros_like(x))
+            run(dist.reduce_scatter, mine, [tensor(block) for block in stacked])
+            results[f"reduce_scatter-{key}"] = back(mine)
         gathered = [tensor(np.zeros_like(x)) for _ in range(world)] if rank == 0 else None
         run(dist.gather, tensor(x), gathered, dst=0)
         if rank == 0:
@@ -82,6 +85,15 @@ rows = make(rank, "int64", (world * 2, 3), salt=3)
 got = tensor(np.zeros_like(rows))
 run(dist.all_to_all_single, got, tensor(rows))
 results["all_to_all_single"] = back(got)
+outs = [tensor(np.zeros((2, 3), np.int64)) for _ in range(world)]
+run(dist.all_to_all, outs, [tensor(make(rank, "int64", (2, 3), salt=4 + r)) for r in range(world)])
+results["all_to_all"] = np.stack([back(o) for o in outs])
+# a ring of isend / irecv, both started before either is waited on
+box = tensor(np.zeros(4, np.float32))
+works = [dist.isend(tensor(make(rank, "float32", (4,), salt=5)), dst=(rank + 1) % world),
+         dist.irecv(box, src=(rank - 1) % world)]
+assert all(w.wait() for w in works) and works[1].source_rank() == (rank - 1) % world
+results["isend_irecv"] = back(box)
 run(dist.barrier)
 np.savez(f"{out}/rank{rank}.npz", **results)
 dist.destroy_process_group()

@@ -1,5 +1,6 @@
 """init_process_group's checks, the rank queries, and collectives on a sub-group; prints OK."""
 import os
+from datetime import timedelta
 
 import ember
 import ember.distributed as dist
@@ -33,12 +34,27 @@ else:
     t = ember.full((2,), float(rank + 1))
     dist.all_reduce(t, group=pair)
     assert t.tolist() == [4.0, 4.0], t
+    dist.all_reduce(t, group=pair)  # again: the first call of an (op, dtype) plans it, later ones take the fast path
+    assert t.tolist() == [8.0, 8.0], t
     b = ember.full((2,), float(rank))
     dist.broadcast(b, src=2, group=pair)
     assert b.tolist() == [2.0, 2.0], b
+# sort_ranks=False: a rank's place in the list is its group rank
+turned = dist.new_group([2, 0], sort_ranks=False)
+if rank != 1:
+    assert dist.get_rank(turned) == {2: 0, 0: 1}[rank] and dist.get_process_group_ranks(turned) == [2, 0]
+    b = ember.full((2,), float(rank))
+    dist.broadcast(b, group=turned, group_src=0)
+    assert b.tolist() == [2.0, 2.0], b
+dist.barrier(timeout=timedelta(seconds=30))
+dist.barrier(async_op=True, timeout=timedelta(seconds=30)).wait()
 t = ember.ones(2)
 work = dist.all_reduce(t, async_op=True)
 assert work.wait() and work.is_completed() and t.tolist() == [3.0, 3.0]
+v = t._version
+dist.all_reduce(t)
+dist.all_reduce(t, async_op=True).wait()
+assert t._version == v + 2 and t.tolist() == [27.0, 27.0], (t._version, v, t)
 v = t._version
 dist.broadcast(t, src=0)
 assert t._version == v + 1

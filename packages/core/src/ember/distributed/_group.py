@@ -100,6 +100,17 @@ class ProcessGroup:
         from ._debug import enabled
         self._debug = enabled()
 
+    @property
+    def timeout(self) -> timedelta:
+        """The limit on each collective of this group (a timedelta)."""
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, value: timedelta) -> None:
+        self._timeout = value
+        # in seconds, kept beside it: every collective's deadline is computed from it
+        self._limit = value.total_seconds()
+
     def rank(self) -> int:
         return self._comm.Get_rank()
 
@@ -169,7 +180,8 @@ def _default():
 
 def _resolve(group):
     if group is None:
-        return _default()
+        pg = _world["pg"]  # looked up here, not through _default(): a call fewer per collective
+        return pg if pg is not None else _default()
     if group is GroupMember.NON_GROUP_MEMBER:
         raise ValueError("this rank is not a member of the given group")
     if not isinstance(group, ProcessGroup):
@@ -265,9 +277,10 @@ def destroy_process_group(group=None) -> None:
 
 
 def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False,
-              group_desc=None, device_id=None):
+              group_desc=None, device_id=None, sort_ranks=True):
     """A process group of the global ``ranks`` (all ranks by default), sorted, as torch does
-    (torch.distributed.new_group).
+    (torch.distributed.new_group); with ``sort_ranks=False`` a rank's place in ``ranks`` is its
+    rank in the group (every rank must then pass the same list).
 
     Every rank of the default group must call it (MPI_Comm_create is collective); a rank
     outside ``ranks`` gets ``GroupMember.NON_GROUP_MEMBER``. ``timeout`` and ``backend``
@@ -276,7 +289,9 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     the world, or a repeated one, raises ValueError."""
     pg = _default()
     size = pg.size()
-    members = list(range(size)) if ranks is None else sorted(int(r) for r in ranks)
+    members = list(range(size)) if ranks is None else [int(r) for r in ranks]
+    if sort_ranks:
+        members.sort()
     for r in members:
         if not 0 <= r < size:
             raise ValueError(f"The new group's rank should be within the world_size set by init_process_group, "

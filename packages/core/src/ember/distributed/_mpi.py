@@ -9,7 +9,7 @@ import os
 import sys
 import traceback
 
-__all__ = ["available", "launched_by_mpi", "mpi", "install_abort_hook"]
+__all__ = ["available", "launched_by_mpi", "mpi", "install_abort_hook", "set_open_mpi_defaults"]
 
 # Variables a process started by an MPI launcher finds: Open MPI, MPICH/Hydra, PMIx (srun --mpi=pmix).
 _LAUNCH_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "MPI_LOCALNRANKS")
@@ -27,10 +27,38 @@ def launched_by_mpi() -> bool:
     return any(v in os.environ for v in _LAUNCH_VARIABLES)
 
 
+# Open MPI's parameters ember sets before MPI starts, unless the environment sets them:
+# MPI_Iallreduce (all_reduce with async_op=True, DDP's buckets) on libnbc's ring. libnbc's own
+# choice for fewer than 4 ranks, or an in-place buffer (ember's always is), is a binomial
+# reduce to rank 0 and broadcast back: two hops in turn, 0.3 to 0.75 times the speed of the
+# blocking MPI_Allreduce on 2 ranks from 4 KB to 16 MB; the ring (each rank reduces a slice,
+# then the slices go round) runs at 0.8 to 1.0 times it (benchmarks/NOTES.md).
+# MPICH reads none of these.
+_OPEN_MPI_DEFAULTS = {"OMPI_MCA_coll_libnbc_iallreduce_algorithm": "1"}
+
+
+def set_open_mpi_defaults() -> None:
+    """Put ember's Open MPI parameters in this process's environment where it has none of
+    its own; effective only before MPI starts (ember-run's ranks call it before the script,
+    which may import mpi4py itself; ``mpi()`` calls it too)."""
+    for name, value in _OPEN_MPI_DEFAULTS.items():
+        os.environ.setdefault(name, value)
+
+
+_MPI = None
+
+
 def mpi():
     """mpi4py's MPI module (MPI_Init_thread runs on the first call)."""
-    from mpi4py import MPI
-    return MPI
+    global _MPI
+    # kept after the first call: every collective asks for it, and an import statement
+    # costs about a microsecond even when the module is loaded
+    if _MPI is None:
+        if "mpi4py.MPI" not in sys.modules:  # MPI reads its parameters once, as it starts
+            set_open_mpi_defaults()
+        from mpi4py import MPI
+        _MPI = MPI
+    return _MPI
 
 
 _hook_installed = False

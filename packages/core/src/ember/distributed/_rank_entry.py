@@ -29,6 +29,8 @@ def rank_variables() -> dict:
 
 def main(argv) -> None:
     os.environ.update(rank_variables())
+    from ._mpi import set_open_mpi_defaults
+    set_open_mpi_defaults()  # before the script, which may start MPI by importing mpi4py itself
     mode = "script"
     if argv and argv[0] in ("-m", "--no-python"):
         mode, argv = argv[0], argv[1:]

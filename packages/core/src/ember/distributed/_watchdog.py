@@ -27,7 +27,8 @@ __all__ = ["start", "stop_", "running", "entered", "ask_everyone", "track", "gua
 
 _TAG_ASK, _TAG_ANSWER, _WIDTH = 71, 72, 160
 _PERIOD_S = 0.01
-_state = {"comm": None, "thread": None, "stop": None, "last": None, "ask": None, "status": None}
+# in_place: MPI.IN_PLACE, kept here for all_reduce's fast path (which runs only with the thread)
+_state = {"comm": None, "thread": None, "stop": None, "last": None, "ask": None, "status": None, "in_place": None}
 # unfinished Works (held here so that neither a request nor its buffer is freed before MPI is done)
 _works: set = set()
 # the blocking collective each thread is in: thread id -> (deadline, group, name, seq, limit)
@@ -57,7 +58,7 @@ def track(work) -> None:
 def guard(pg, name, seq):
     """Register the blocking collective this thread enters; returns the key for ``release``."""
     key = threading.get_ident()
-    limit = pg.timeout.total_seconds()
+    limit = pg._limit
     _blocking[key] = (time.monotonic() + limit, pg, name, seq, limit)
     return key
 
@@ -143,7 +144,7 @@ def start(world) -> None:
     _state["status"] = MPI.Status()
     _state["ask"] = comm.Irecv(numpy.zeros(1, numpy.uint8), source=MPI.ANY_SOURCE, tag=_TAG_ASK)
     thread = threading.Thread(target=_serve, args=(comm, stop), name="ember-distributed-watchdog", daemon=True)
-    _state.update(comm=comm, thread=thread, stop=stop)
+    _state.update(in_place=MPI.IN_PLACE, comm=comm, thread=thread, stop=stop)
     thread.start()
     atexit.register(stop_)
 

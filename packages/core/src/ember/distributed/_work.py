@@ -11,6 +11,9 @@ from __future__ import annotations
 import threading
 import time
 
+from . import _watchdog
+from ._mpi import mpi
+
 __all__ = ["Work", "DistBackendError", "timeout_message"]
 
 
@@ -36,9 +39,15 @@ class Work:
         result: what ``wait`` hands back once done.
         outputs: the tensors the collective writes (their version counters are bumped).
         status: an ``MPI.Status`` the single request fills (``irecv``'s sender).
+        limit: seconds that bound it instead of the group's timeout (None: the group's).
     """
 
-    def __init__(self, requests, finish=None, *, group=None, name="", seq=0, result=None, outputs=(), status=None):
+    # slots: a Work is made per collective, and slots make it a few attribute stores cheaper
+    __slots__ = ("_requests", "_status", "_finish", "_group", "_name", "_seq", "_done", "_result", "_outputs",
+                 "_lock", "_limit", "_deadline", "__weakref__")
+
+    def __init__(self, requests, finish=None, *, group=None, name="", seq=0, result=None, outputs=(), status=None,
+                 limit=None):
         self._requests = list(requests)
         self._status = status  # an MPI.Status the (single) request fills: irecv's sender
         self._finish = finish
@@ -50,9 +59,8 @@ class Work:
         self._outputs = list(outputs)
         # one thread at a time tests the requests (the owner's waits, the watchdog's sweeps)
         self._lock = threading.Lock()
-        self._limit = group.timeout.total_seconds() if group is not None else None
+        self._limit = limit if limit is not None else group._limit if group is not None else None
         self._deadline = None if self._limit is None else time.monotonic() + self._limit
-        from . import _watchdog
         _watchdog.track(self)
 
     def _complete(self):
@@ -94,12 +102,13 @@ class Work:
         (the watchdog ends the job, or, where it cannot run, this wait raises)."""
         if self._done:
             return True
-        from . import _watchdog
         with self._lock:
             if timeout is None and _watchdog.running():
                 # blocking in MPI: the fastest wait, bounded by the watchdog's sweep
-                from ._mpi import mpi
-                mpi().Request.Waitall(self._requests, None if self._status is None else [self._status])
+                if len(self._requests) == 1 and self._status is None:
+                    self._requests[0].Wait()  # the common case, without Waitall's lists
+                else:
+                    mpi().Request.Waitall(self._requests, None if self._status is None else [self._status])
                 self._complete()
                 return True
             limit = self._limit

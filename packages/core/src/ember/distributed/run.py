@@ -10,7 +10,10 @@ set, OMP_NUM_THREADS=1 and the BLAS thread counts 1 (with a warning, as torchrun
 Open MPI the launcher also passes what containers and sandboxes need: ``--allow-run-as-root``
 when run as root, the shared-memory and loopback transports (``--mca btl self,vader``, or
 ``self,vader,tcp`` with a hostfile), vader's single-copy mechanism off (kernels that refuse
-cross-memory attach), and ``--oversubscribe`` when the ranks outnumber the cores. Under a
+cross-memory attach), and ``--oversubscribe`` when the ranks outnumber the cores; each rank
+puts libnbc's ring under ``all_reduce(async_op=True)`` before the script runs, unless
+``OMPI_MCA_coll_libnbc_iallreduce_algorithm`` is set (Open MPI's own pick for fewer than
+4 ranks or in-place buffers is a binomial tree at about half the speed). Under a
 cluster's own launcher (Slurm: ``srun --mpi=pmix python train.py``) no ember-run is needed:
 init_process_group reads the ranks from MPI. torchrun's elastic flags (--nnodes other than
 1 without a hostfile, --max-restarts above 0, rendezvous settings) are accepted where they

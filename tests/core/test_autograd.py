@@ -181,6 +181,22 @@ def test_diamond_graph_runs_each_node_once():
     both(run)
 
 
+def test_leaf_gradients_land_as_soon_as_they_are_ready_as_torch():
+    # torch runs accumulators before every other ready node, so a parameter's gradient (and
+    # its post-accumulate hooks: DDP's bucket all-reduces) comes while backward goes on
+    def order(L):
+        L.manual_seed(0)
+        m = L.nn.Sequential(L.nn.Linear(4, 8), L.nn.Tanh(), L.nn.Linear(8, 8), L.nn.Tanh(), L.nn.Linear(8, 2))
+        events = []
+        for name, p in m.named_parameters():
+            p.register_post_accumulate_grad_hook(lambda p, n=name: events.append(n))
+        h = m[0](L.randn(6, 4))
+        h.register_hook(lambda g: events.append("first layer's output"))
+        m[4](m[3](m[2](m[1](h)))).square().sum().backward()
+        return events
+    assert order(ember) == order(torch)
+
+
 def test_leaf_gradients_never_share_memory():
     """A leaf may take the engine's gradient array as its .grad without a copy only when
     nothing else sees that array: not another leaf, not the caller's gradient, not a

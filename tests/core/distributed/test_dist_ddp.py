@@ -77,3 +77,18 @@ def test_a_parameter_reached_by_two_reentrant_backwards_needs_static_graph(tmp_p
     assert done.returncode != 0
     assert "RuntimeError: Expected to mark a variable ready only once" in done.stderr, done.stderr
     assert re.search(r"Parameter body\.[02]\.(weight|bias) has been marked as ready twice", done.stderr), done.stderr
+
+
+def test_bucket_allreduces_start_while_backward_runs(tmp_path):
+    """Overlap: with a bucket per parameter, all buckets but the one holding the first layer's
+    parameters are handed to the communication hook before backward reaches the input."""
+    done = mpirun(2, "ddp_overlap.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = sorted(line for line in done.stdout.splitlines() if line.startswith("rank "))
+    assert len(lines) == 2, done.stdout
+    for line in lines:
+        events = line.split(": ")[1].split()
+        buckets = [e for e in events if e.startswith("bucket")]
+        assert len(buckets) == len(set(buckets)) >= 3, line
+        # the input's gradient comes last in backward; buckets already sent by then overlapped it
+        assert events.index("input") >= 2, line

@@ -20,6 +20,10 @@ __all__ = ["Node", "AccumulateGrad", "SavedTensor", "record", "on_arrays"]
 
 _sequence = itertools.count()
 _node_classes: dict = {}
+# Accumulators run before every other ready node, as torch gives them the largest sequence
+# number: a parameter's gradient lands (and its post-accumulate hooks, DDP's bucket
+# all-reduces among them, run) as soon as it is ready, not after the rest of backward.
+_ACCUMULATE_FIRST = 1 << 62
 
 
 class Node:
@@ -156,6 +160,7 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable):
         super().__init__(None, (), ())
+        self._seq += _ACCUMULATE_FIRST
         self._variable = weakref.ref(variable)
         self._post_accumulate = None
 

@@ -12,8 +12,9 @@ it: a later call whose sizes give another outcome records anew, as torch's guard
 
 Expressions are tuples: ``("size", value, dim)`` (``value`` is the recorder's number of
 the tensor), ``("int", value)`` (a Python int argument of the recorded call, left
-symbolic as torch's unspecialized ints are), or ``(function, operand, ...)`` over
-expressions and ints. Source:
+symbolic as torch's unspecialized ints are), ``("float", value)`` (a float argument:
+``fx._symbolic_floats``), or ``(function, operand, ...)`` over expressions and numbers.
+Source:
 torch.fx.experimental.symbolic_shapes and the "Dynamic shapes" page of the torch.compile
 documentation (PyTorch 2.13).
 """
@@ -172,7 +173,8 @@ class SymInt(int):
 _OPS = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
         "ge": operator.ge}
 _SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
-            operator.add: "+", operator.sub: "-", operator.mul: "*", operator.floordiv: "//", operator.mod: "%"}
+            operator.add: "+", operator.sub: "-", operator.mul: "*", operator.floordiv: "//", operator.mod: "%",
+            operator.truediv: "/", operator.pow: "**"}
 _NEGATED = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le"}
 
 
@@ -182,7 +184,9 @@ def _raw(x) -> int:
 
 
 def _expr(x):
-    return x.expr if isinstance(x, SymInt) else int(x)
+    if isinstance(x, SymInt):
+        return x.expr
+    return int(x) if isinstance(x, int) else x  # a bool as its int; a float as it is
 
 
 class Guard:
@@ -197,7 +201,10 @@ class Guard:
     def holds(self, tensor_of) -> bool:
         """``tensor_of(value number)``: the tensor (or array) of this call, or the int of
         an ``("int", value)`` leaf."""
-        return _OPS[self.op](evaluate(self.expr, tensor_of), evaluate(self.other, tensor_of)) == self.outcome
+        try:
+            return _OPS[self.op](evaluate(self.expr, tensor_of), evaluate(self.other, tensor_of)) == self.outcome
+        except (ArithmeticError, ValueError):  # a division by zero, a square root of a negative number
+            return False
 
     def values(self) -> set:
         """The recorder's numbers of the tensors the guard reads."""
@@ -218,20 +225,20 @@ def evaluate(expr, tensor_of) -> int:
 def evaluate_sizes(expr, size_of) -> int:
     """The value of ``expr`` with ``size_of(value number, dim)`` giving each size leaf
     (``dim`` None: the int argument of an ``("int", value)`` leaf)."""
-    if isinstance(expr, int):
+    if isinstance(expr, (int, float)):
         return expr
     head = expr[0]
     if head == "size":
         return size_of(expr[1], expr[2])
-    if head == "int":
+    if head in ("int", "float"):
         return size_of(expr[1], None)
     return head(*(evaluate_sizes(e, size_of) for e in expr[1:]))
 
 
 def leaves(expr) -> set:
-    if isinstance(expr, int):
+    if isinstance(expr, (int, float)):
         return set()
-    if expr[0] in ("size", "int"):
+    if expr[0] in ("size", "int", "float"):
         return {expr[1]}
     out: set = set()
     for e in expr[1:]:
@@ -243,17 +250,19 @@ def render(expr, name_of, nested=False) -> str:
     """``expr`` in words, each size leaf named by ``name_of(value number)`` (``x.size()[0]``);
     ``name_of`` may instead take ``(value number, dim)`` when it has a ``dims`` attribute
     set (a name per dim: an ONNX file's dim_param)."""
-    if isinstance(expr, int):
+    if isinstance(expr, (int, float)):
         return str(expr)
     head = expr[0]
     if head == "size":
         if getattr(name_of, "dims", False):
             return name_of(expr[1], expr[2])
         return f"{name_of(expr[1])}.size()[{expr[2]}]"
-    if head == "int":
+    if head in ("int", "float"):
         return name_of(expr[1], None) if getattr(name_of, "dims", False) else name_of(expr[1])
-    if len(expr) == 2:
-        return f"{'-' if head is operator.neg else 'abs'}({render(expr[1], name_of)})"
+    if head not in _SYMBOLS:  # neg, abs, math.sqrt, math.trunc, round ...: a call
+        if head is operator.neg:
+            return f"-({render(expr[1], name_of)})"
+        return f"{head.__name__}({', '.join(render(e, name_of) for e in expr[1:])})"
     a, b = render(expr[1], name_of, True), render(expr[2], name_of, True)
     if head is operator.mul and isinstance(expr[2], int):
         a, b = b, a  # constants first: 4*batch

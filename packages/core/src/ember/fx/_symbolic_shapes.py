@@ -14,7 +14,7 @@ Expressions are tuples: ``("size", value, dim)`` (``value`` is the recorder's nu
 the tensor), ``("int", value)`` (a Python int argument of the recorded call, left
 symbolic as torch's unspecialized ints are), ``("float", value)`` (a float argument:
 ``fx._symbolic_floats``), or ``(function, operand, ...)`` over expressions and numbers.
-Source:
+Arithmetic of a SymInt with a float, and its true division, give a ``SymFloat``. Source:
 torch.fx.experimental.symbolic_shapes and the "Dynamic shapes" page of the torch.compile
 documentation (PyTorch 2.13).
 """
@@ -44,10 +44,8 @@ class SymInt(int):
 
     # -- arithmetic: a new SymInt ---------------------------------------------------
     def _arith(self, fn, other, reflected=False):
-        if isinstance(other, float):  # a float result cannot follow the size: specialize
-            if self._live():
-                self._decide("eq", _raw(self), True)
-            return fn(other, _raw(self)) if reflected else fn(_raw(self), other)
+        if isinstance(other, float):
+            return self._float_arith(fn, other, reflected)
         if not isinstance(other, int):
             return NotImplemented
         a, b = (other, self) if reflected else (self, other)
@@ -95,15 +93,31 @@ class SymInt(int):
     def __abs__(self):
         return SymInt(abs(_raw(self)), (operator.abs, self.expr), self.owner) if self._live() else abs(_raw(self))
 
+    def _float_arith(self, fn, other, reflected=False):
+        """A float result: a SymFloat following this size (a symbolic float's own method
+        answers when the other operand is one)."""
+        from ._symbolic_floats import SymFloat
+        if isinstance(other, SymFloat) or not isinstance(other, (int, float)):
+            return NotImplemented
+        a, b = (other, self) if reflected else (self, other)
+        value = fn(_raw(a), _raw(b))
+        if not self._live() or not isinstance(value, float):
+            return value
+        return SymFloat(value, (fn, _expr(a), _expr(b)), self.owner)
+
     def __truediv__(self, o):
-        if self._live():
-            self._decide("eq", _raw(self), True)
-        return _raw(self) / o
+        return self._float_arith(operator.truediv, o)
 
     def __rtruediv__(self, o):
-        if self._live():
-            self._decide("eq", _raw(self), True)
-        return o / _raw(self)
+        return self._float_arith(operator.truediv, o, True)
+
+    def __floor__(self):
+        return self
+
+    __ceil__ = __trunc__ = __floor__
+
+    def __round__(self, ndigits=None):
+        return self if ndigits is None else round(self._specialize(), ndigits)
 
     def __pow__(self, o, mod=None):
         if self._live():
@@ -116,11 +130,10 @@ class SymInt(int):
         return outcome
 
     def _compare(self, op: str, other):
-        if isinstance(other, float):
-            if self._live():
-                self._decide("eq", _raw(self), True)
-            return _OPS[op](_raw(self), other)
-        if not isinstance(other, int):
+        from ._symbolic_floats import SymFloat
+        if isinstance(other, SymFloat):
+            return NotImplemented  # the symbolic float's reflected comparison decides
+        if not isinstance(other, (int, float)):
             return getattr(int, f"__{op}__")(self, other)
         outcome = _OPS[op](_raw(self), _raw(other))
         return self._decide(op, other, outcome) if self._live() else outcome

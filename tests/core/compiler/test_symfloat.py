@@ -2,7 +2,8 @@
 ``specialize_float=False``): how many recordings a program makes over a sequence of float
 values (torch's count from ``torch._dynamo.testing.CompileCounter``) for dynamic None,
 True and False; results equal to eager at every value; which floats are placeholders of
-the graph; explain's words for a guard on a float."""
+the graph; explain's words for a guard on a float; the fused backend with a float that
+changes."""
 
 import logging
 import math
@@ -342,3 +343,25 @@ def test_an_int_divided_or_mixed_with_floats_records_as_often_as_torch(fn, dynam
         _same(ce(ember.ones(2), n), want)
         _same(ct(torch.ones(2), n), want)
     assert ours.frame_count == theirs.frame_count
+
+
+# ---- the fused backend ------------------------------------------------------------------
+
+@pytest.mark.parametrize("values", [(0.5, 1.5, 2.25, -0.75, 1.5), (2, 3, 5, -1, 3)])
+def test_the_default_backend_fuses_with_a_changing_float_or_int(values):
+    def f(x, s):
+        lib, fn = lib_of(x)
+        return lib.softmax(fn.gelu(x) * s, -1) + s
+
+    compiled = ember.compile(f)
+    rng = np.random.default_rng(4)
+    for s in values:
+        data = rng.standard_normal((16, 100)).astype(np.float32)
+        want = f(torch.tensor(data, dtype=torch.float64), s).numpy()
+        np.testing.assert_allclose(compiled(ember.tensor(data), s).numpy(), want, rtol=1e-5, atol=1e-6)
+    static, symbolic = [e for entries in compiled._ember_compiled._signatures.values() for e in entries]
+    gm = symbolic.root.gm
+    (s,) = [n for n in gm.graph.nodes if n.op == "placeholder" and n.name == "s"]
+    (region,) = [n for n in gm.graph.nodes if n.op == "call_function" and n.target.__name__ == "_call_region"]
+    assert s in region.args  # the number is an input of the fused loop, read at each call
+    assert any(k.startswith("fused_") for k in static.root.gm.__dict__)

@@ -112,8 +112,48 @@ def unused(x, s):
     return x * 2
 
 
+def where(x, s):
+    return lib_of(x)[0].where(x > 0, x, s)
+
+
+def scalar_ops(x, s):
+    lib = lib_of(x)[0]
+    return lib.lerp(x, x * 2, s) + lib.addcmul(x, x, x, value=s) + lib.pow(s, x) + (s - x)
+
+
+def tensor_of(x, s):
+    return lib_of(x)[0].tensor(s) + x
+
+
+def truthy(x, s):
+    return x * 2 if s else x
+
+
+def rounded(x, s):
+    return x * round(s) + x[:, :math.ceil(s)].sum()
+
+
+def trigonometry(x, s):
+    return x * math.sin(s) + math.cos(s) * x
+
+
+def with_sizes(x, s):
+    return x * (s * x.shape[0]) + x * (s / math.sqrt(x.size(-1)))
+
+
+def distances(x, s):
+    fn = lib_of(x)[1]
+    return fn.cosine_similarity(x, x + 1, eps=s) + fn.huber_loss(x, x * 0, delta=s)
+
+
+def looked_up(x, s):
+    return x * {0.5: 1.0, 0.7: 2.0}.get(s, 3.0)  # hashing reads the exact value
+
+
 PROGRAMS = {f.__name__: f for f in (scale, shift, arith, leaky_relu, clamp, full, dropout, layer_norm, branch,
-                                     square_root, exponential, floor, returned, passed_through, unused)}
+                                     square_root, exponential, floor, returned, passed_through, unused, where,
+                                     scalar_ops, tensor_of, truthy, rounded, trigonometry, with_sizes, distances,
+                                     looked_up)}
 VALUES = [(0.5, 0.7, 1.5, 2.5, 0.7), (1.5, 2.5, 3.0), (0.25, 0.25, 0.75, 2.0)]
 RANDOM = {"dropout"}  # compared with ember's eager run from the same seed
 
@@ -178,6 +218,12 @@ def test_specialize_float_bakes_every_value_in_as_torch(dynamic):
 def test_nan_and_infinity_stay_specialized_as_torch(dynamic):
     nan = float("nan")
     ours, theirs = _run(scale, (nan, nan, math.inf, 0.5, 0.7, nan, -math.inf), dynamic)
+    assert ours.frame_count == theirs.frame_count
+
+
+@pytest.mark.parametrize("dynamic", [None, True, False])
+def test_a_float_used_as_a_key_is_guarded_by_value(dynamic):
+    ours, theirs = _run(looked_up, (1.5, 2.5, 0.5, 0.7, 4.0), dynamic)  # a key after two misses
     assert ours.frame_count == theirs.frame_count
 
 
@@ -284,6 +330,34 @@ def test_explain_words_the_guards_on_a_float_as_torch():
     theirs = _torch_recompile_guards(branch, values)
     assert theirs == ["s == 0.5", "s <= 1.0"]
     assert report.recompile_reasons[:2] == [f"a guard failed: {g}" for g in theirs]
+
+
+def float_of(x, s):
+    return x * float(s)
+
+
+def int_of(x, s):
+    return x * int(s)
+
+
+def larger(x, s):
+    return x * max(s, 0.6)
+
+
+def arange_to(x, s):
+    return lib_of(x)[0].arange(0.0, s + 4)[:4] + x
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+@pytest.mark.parametrize("fn", [float_of, int_of, larger, arange_to])
+def test_where_ember_guards_a_value_torch_traces_results_equal_eager(fn, dynamic):
+    # float() and int() must hand Python a plain number and builtins.max compares, so each
+    # guards the value torch keeps symbolic; arange's length would follow its bounds: ember
+    # specializes them. More recordings than torch, never a wrong result.
+    for values in VALUES:
+        torch._dynamo.reset()
+        ours, theirs = _run(fn, values, dynamic)
+        assert ours.frame_count >= theirs.frame_count
 
 
 def test_int_of_a_float_guards_its_result():

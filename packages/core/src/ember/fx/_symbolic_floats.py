@@ -46,7 +46,8 @@ class SymFloat(float):
         obj.expr, obj.owner, obj.static = expr, owner, static
         return obj
 
-    __hash__ = float.__hash__
+    def __hash__(self):  # a dict or set finds the key by the exact value
+        return hash(self.specialize())
 
     def _live(self) -> bool:
         return self.owner.active()

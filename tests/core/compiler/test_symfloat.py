@@ -214,6 +214,31 @@ def test_specialize_float_bakes_every_value_in_as_torch(dynamic):
     assert all(len([n for n in g.graph.nodes if n.op == "placeholder"]) == 1 for g in ours.graphs)
 
 
+def test_without_automatic_dynamic_shapes_a_changed_float_stays_static_as_torch():
+    with torch._dynamo.config.patch(automatic_dynamic_shapes=False):
+        ember._dynamo.config.automatic_dynamic_shapes = False
+        try:
+            ours, theirs = _run(scale, VALUES[0], None)
+        finally:
+            ember._dynamo.config.automatic_dynamic_shapes = True
+    assert ours.frame_count == theirs.frame_count
+
+
+def test_mark_dynamic_on_a_tensor_leaves_the_float_to_its_own_rule_as_torch():
+    ours, theirs = Counter(), CompileCounter()
+    ce, ct = ember.compile(with_sizes, backend=ours), torch.compile(with_sizes, backend=theirs)
+    rng = np.random.default_rng(5)
+    for n, s in ((3, 0.5), (4, 0.5), (5, 0.7), (6, 1.5), (3, 0.7)):
+        data = rng.standard_normal((n, 4)).astype(np.float32)
+        xe, xt = ember.tensor(data), torch.tensor(data)
+        ember._dynamo.mark_dynamic(xe, 0)
+        torch._dynamo.mark_dynamic(xt, 0)
+        want = with_sizes(torch.tensor(data), s)
+        _same(ce(xe, s), want)
+        _same(ct(xt, s), want)
+    assert ours.frame_count == theirs.frame_count
+
+
 @pytest.mark.parametrize("dynamic", [None, True, False])
 def test_nan_and_infinity_stay_specialized_as_torch(dynamic):
     nan = float("nan")

@@ -76,6 +76,8 @@ class SymFloat(float):
     def _arith(self, fn, other, reflected=False):
         if self.static or not self._live():
             a = self.specialize()
+            if isinstance(other, SymInt):  # float's own method would read the size as a plain int
+                return other._float_arith(fn, a, not reflected)
             return fn(other, a) if reflected else fn(a, other)
         o = self._operand(other)
         if o is None:
@@ -161,6 +163,8 @@ class SymFloat(float):
     # -- decisions: the concrete outcome, guarded --------------------------------------
     def _compare(self, op: str, other):
         if self.static or not self._live():
+            if isinstance(other, SymInt):  # the size decides, guarded, as the right-hand side
+                return other._compare(_SWAPPED[op], self.specialize())
             return _OPS[op](self.specialize(), other)
         o = self._operand(other)
         if o is None:
@@ -233,6 +237,7 @@ class SymFloat(float):
 
 _OPS = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
         "ge": operator.ge}
+_SWAPPED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 
 
 def value_guard(expr, value: float) -> Guard:

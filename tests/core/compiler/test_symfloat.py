@@ -8,7 +8,10 @@ changes."""
 import logging
 import math
 import operator
+import os
 import re
+import subprocess
+import sys
 from math import sqrt as bound_sqrt  # imported before any recording: not traced
 
 import numpy as np
@@ -412,6 +415,35 @@ def test_a_float_read_without_a_guard_still_gives_eagers_results(fn, dynamic):
     x = ember.randn(2, 4)
     for s in (0.5, 0.7, 1.5, 2.5, 0.7, 4.0):
         np.testing.assert_allclose(compiled(x, s).numpy(), fn(x, s).numpy(), rtol=1e-6)
+
+
+_NUMBA_IN_A_RECORDING = """
+import math, numba, numpy as np, ember
+
+@numba.njit
+def inside(a):  # numba's first compilation in this process, while a recording runs
+    return math.sqrt(abs(a)) + math.exp(a)  # numba lowers abs() with math.fabs
+
+@numba.njit
+def after(a):
+    return abs(a) * 2
+
+def f(x, s):
+    return x * math.sqrt(s) * float(inside(np.float32(-1.5)))
+
+compiled = ember.compile(f, dynamic=True, backend="eager")
+for s in (0.5, 2.0):
+    assert np.allclose(compiled(ember.ones(2), s).numpy(), f(ember.ones(2), s).numpy())
+assert after(np.float32(-2.0)) == 4.0  # numba's tables hold math's own functions
+"""
+
+
+def test_numba_compiling_during_a_recording_sees_maths_own_functions(tmp_path):
+    pytest.importorskip("numba")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", _NUMBA_IN_A_RECORDING], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
 
 
 # ---- ints meeting floats (torch's SymInt -> SymFloat) ----------------------------------------

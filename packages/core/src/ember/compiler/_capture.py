@@ -645,18 +645,13 @@ class _Recorder(_dispatch.Mode):
         cap.note_frames(sys._getframe(1))
         prepared = cap.prepare(args, kwargs, op)
         cap._depth += 1
-        numbers = cap.numbers
-        if numbers:
-            _math.restore()  # the op (and the numba kernels it may compile) sees math's own functions
         try:
-            if numbers:  # the op computes on plain floats
+            if cap.numbers:  # the op computes on plain floats
                 result = proceed(plain(args), plain(kwargs))
             else:
                 result = proceed(args, kwargs)
         finally:
             cap._depth -= 1
-            if numbers:
-                _math.install()
         if kind == "break":
             cap.record_break(op.impl, prepared, result, op.meta["reason"])
         else:

@@ -8,17 +8,21 @@ and the other one-number functions (``exp``, ``log`` ...), which torch evaluates
 concrete value, guard their arguments' values. ``math.floor``/``ceil``/``trunc`` need
 nothing here: they call the number's own method.
 
-The names are swapped in the ``math`` module while the program's own code runs (under the
-recorder's lock; the originals come back while an op runs, so that numba, which resolves
-``math.sqrt`` when it compiles a kernel, finds the functions it knows): calls written
-``math.sqrt(x)`` see them; a name imported before (``from math import sqrt``) does not,
-and the compiled function's second recording at another value finds what it baked in.
+The names are swapped in the ``math`` module while a recording with symbolic numbers runs
+(one recording at a time): calls written ``math.sqrt(x)`` see them; a name imported before
+(``from math import sqrt``) does not, and the compiled function's second recording at
+another value finds what it baked in. Ops see the wrappers too and get the plain result (a
+symbolic number is plain inside an op). The originals come back while numba compiles, on
+any thread (its compiler lock's events): numba resolves ``math.fabs`` when it compiles a
+kernel and knows only the functions of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import sys
+import threading
 
 from ..fx._symbolic_floats import SymFloat, is_live, specialize
 
@@ -56,14 +60,63 @@ _ORIGINAL = {name: getattr(math, name) for name in TRACED + GUARDED if hasattr(m
 _WRAPPERS = {name: (_traced if name in TRACED else _guarded)(fn) for name, fn in _ORIGINAL.items()}
 
 
+class _State:
+    lock = threading.Lock()
+    program = False  # a recording runs
+    compiling = 0  # numba compilations in progress, on any thread
+    swapped = False
+    listening = False
+
+
+def _apply() -> None:
+    """Swap the names in or out as the state asks (under ``_State.lock``)."""
+    want = _State.program and not _State.compiling
+    if want != _State.swapped:
+        vars(math).update(_WRAPPERS if want else _ORIGINAL)
+        _State.swapped = want
+
+
 def install() -> None:
-    """``math``'s functions answer symbolic numbers from now on."""
-    vars(math).update(_WRAPPERS)
+    """``math``'s functions answer symbolic numbers from now on (numba compiling aside)."""
+    if not _State.listening:
+        _listen()
+    with _State.lock:
+        _State.program = True
+        _apply()
 
 
 def restore() -> None:
     """``math``'s own functions again."""
-    vars(math).update(_ORIGINAL)
+    with _State.lock:
+        _State.program = False
+        _apply()
+
+
+def _compiling(delta: int) -> None:
+    with _State.lock:
+        _State.compiling += delta
+        _apply()
+
+
+def _listen() -> None:
+    """Follow numba's compiler lock (numba imported here if it is installed)."""
+    event = sys.modules.get("numba.core.event")
+    if event is None:
+        try:
+            import numba.core.event as event
+        except ImportError:
+            _State.listening = True  # no numba: nothing to follow
+            return
+
+    class Compiles(event.Listener):
+        def on_start(self, _event):
+            _compiling(1)
+
+        def on_end(self, _event):
+            _compiling(-1)
+
+    event.register("numba:compiler_lock", Compiles())
+    _State.listening = True
 
 
 @contextlib.contextmanager

@@ -9,6 +9,9 @@ value. ``disable``: compiled functions run eagerly, as the environment variable
 ``automatic_dynamic_shapes``: with ``dynamic=None``, a recompile caused by a changed size
 records with the dims that changed dynamic (torch's default, True; the environment
 variable ``TORCH_DYNAMO_AUTOMATIC_DYNAMIC_SHAPES=0`` turns it off, as for torch).
+``specialize_float``: Python float arguments are always constants of the graph, guarded by
+value where the program uses them (torch's default, False: a float whose value changed, or
+every float with ``dynamic=True``, is a graph input instead).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ suppress_errors = False
 verbose = False
 automatic_dynamic_shapes = os.environ.get("TORCH_DYNAMO_AUTOMATIC_DYNAMIC_SHAPES", "1") == "1"
 assume_static_by_default = True  # dims are static until marked or seen to change, as torch's
+specialize_float = False
 
 
 class _Config(types.ModuleType):

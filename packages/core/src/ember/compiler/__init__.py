@@ -9,19 +9,22 @@ cut (a *graph break*): the value is computed on replay and chooses the recording
 it, and a value not seen before records the program again for that outcome.
 
 What a recording is guarded on: the arguments (tensor shapes, dtypes, devices,
-requires_grad; Python scalars' values; other objects' identity), grad/inference/autocast
-mode and the default dtype, the compiled module's submodules, ``training`` flags and plain
-attributes, the metadata of the parameters and buffers it reads (read afresh at every
-call), and the globals the code refers to (scalars by value, other objects by identity;
-a mutable global container's contents are not guarded). Shapes: a tensor's dims are
-specialized unless dynamic: ``dynamic=True`` (every dim), ``ember._dynamo.mark_dynamic``,
-or torch's automatic dynamic shapes (``dynamic=None``, the default: the first size change
-that would record anew records with that dim dynamic instead); a dynamic dim's sizes are
-symbolic in the recording (``size()`` and its arithmetic are graph nodes, decisions on them
-guards), so one recording serves every size of 2 or more. ``dynamic=False`` specializes
-every size. New signatures record anew up to ``ember._dynamo.config.recompile_limit``, then
-the function runs eagerly with one warning. Python side effects other than ember ops
-(``print``, appending to a list) happen only on recording calls.
+requires_grad; Python scalars' values, a float's only where the program uses it; other
+objects' identity), grad/inference/autocast mode and the default dtype, the compiled
+module's submodules, ``training`` flags and plain attributes, the metadata of the
+parameters and buffers it reads (read afresh at every call), and the globals the code
+refers to (scalars by value, other objects by identity; a mutable global container's
+contents are not guarded). Shapes: a tensor's dims are specialized unless dynamic:
+``dynamic=True`` (every dim), ``ember._dynamo.mark_dynamic``, or torch's automatic dynamic
+shapes (``dynamic=None``, the default: the first size change that would record anew
+records with that dim dynamic instead); a dynamic dim's sizes are symbolic in the
+recording (``size()`` and its arithmetic are graph nodes, decisions on them guards), so
+one recording serves every size of 2 or more. ``dynamic=False`` specializes every size.
+Python int and float arguments are symbolic the same way (torch's unspecialized ints and
+``specialize_float=False``). New signatures record anew up to
+``ember._dynamo.config.recompile_limit``, then the function runs eagerly with one warning.
+Python side effects other than ember ops (``print``, appending to a list) happen only on
+recording calls.
 
 Sources: torch.compile and torch.compiler documentation (PyTorch 2.13).
 """
@@ -60,10 +63,11 @@ def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,
     Raises ``ember._dynamo.exc.InvalidBackend`` for an unknown backend name, RuntimeError
     for an unknown ``mode`` or for ``mode`` and ``options`` together.
 
-    ``dynamic``: True records every dim of every tensor argument as symbolic, False none,
-    None (the default) the dims whose size changed since the first recording and those
-    ``mark_dynamic`` named (torch's automatic dynamic shapes). ``recompile_limit`` bounds
-    the recordings of this function (``ember.compiler.config.recompile_limit`` when None).
+    ``dynamic``: True records every dim of every tensor argument, and every int and float
+    argument, as symbolic; False none; None (the default) the dims and numbers whose value
+    changed since the first recording and the dims ``mark_dynamic`` named (torch's automatic
+    dynamic shapes). ``recompile_limit`` bounds the recordings of this function
+    (``ember.compiler.config.recompile_limit`` when None).
     ``name``, ``isolate_recompiles`` and ``shapes_spec`` are accepted for torch's signature
     and unused."""
     if mode is not None and options is not None:

@@ -30,6 +30,11 @@ What the recording depends on besides its inputs is noted as it happens:
   dims of each op's results follow a dynamic dim. A Python ``int`` argument left symbolic
   (torch's unspecialized ints: ``dynamic=True``, or an int whose value changed) reaches
   the program as a ``SymInt`` too, and is a placeholder of the graph.
+- **float arguments** reach the program as ``ember.fx._symbolic_floats.SymFloat``s:
+  symbolic ones (torch's ``specialize_float=False``) are placeholders whose arithmetic is
+  recorded as for sizes; static ones guard their value where the program first uses them.
+  An op's float parameter that torch specializes (``_specialized``) gets the plain value,
+  guarded; ops run on plain floats; ``math.sqrt`` and its kin are recorded (``_math``).
 
 A tensor that reaches an op and can be named by none of these (made by code that is not an
 ember op) makes the recording unreplayable: the call has run correctly (it ran for real),
@@ -38,6 +43,7 @@ and later calls with the same signature run eagerly, with the reason in ``explai
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 import sys
@@ -49,12 +55,18 @@ import numpy
 from .._tensor import Tensor
 from ..func._pytree import tree_flatten
 from ..fx._dynamic_dims import result_dims
+from ..fx._symbolic_floats import SymFloat
 from ..fx._symbolic_shapes import Guard, SymInt, evaluate, evaluate_sizes
 from ..ops import _dispatch
+from . import _math
+from ._specialized import plain, specialize_params
 
-__all__ = ["Capture", "Unreplayable", "is_capturing", "run", "SYMBOLIC_INT"]
+__all__ = ["Capture", "Unreplayable", "is_capturing", "run", "SYMBOLIC_INT", "SYMBOLIC_FLOAT", "STATIC_FLOAT"]
 
-SYMBOLIC_INT = "int"  # in the per-argument dims of ``add_inputs``: an int argument left symbolic
+# in the per-argument dims of ``add_inputs``: a number argument and how the program gets it
+SYMBOLIC_INT = "int"  # an int left symbolic
+SYMBOLIC_FLOAT = "float"  # a float left symbolic
+STATIC_FLOAT = "static float"  # a float guarded where first used
 
 
 _NO_DIMS: dict = {}
@@ -157,10 +169,12 @@ class Capture:
         self.root_module = root_module
         self.dynamic: dict[int, dict] = {}  # value index -> {dim: expression} of its symbolic sizes
         self.sym_ints: dict[int, SymInt] = {}  # argument position -> the SymInt the program gets for it
+        self.sym_floats: dict[int, SymFloat] = {}  # argument position -> the SymFloat the program gets for it
         self.guards: list[Guard] = []  # decisions the program took on symbolic sizes
         self._guard_keys: set = set()
         self._sizes: dict = {}  # (value index, dim) -> the SymInt handed out for it
-        self._expr_values: dict = {}  # expression -> value index of its recorded node
+        self._expr_values: dict = {}  # expression (``_memo_key``) -> value index of its recorded node
+        self._value_exprs: dict = {}  # value index -> expression, of the nodes ``expr_value`` recorded
         self.items: list = []
         self.num_inputs = 0
         self.externals: dict[int, External] = {}
@@ -177,6 +191,7 @@ class Capture:
         self._seen_version: dict[int, int] = {}  # value index -> version after the last recorded call
         self._mutated: set[int] = set()
         self._paths = None
+        self.numbers = False  # whether symbolic numbers may reach the program's code (set by ``run``)
 
     # -- values ------------------------------------------------------------------
     def _new_value(self, t: Tensor) -> int:
@@ -186,27 +201,39 @@ class Capture:
         return i
 
     def add_inputs(self, leaves, dynamic=None) -> None:
-        """``dynamic``: per leaf, the dims of a tensor whose size is symbolic, or
-        ``SYMBOLIC_INT`` for an int argument left symbolic (or None)."""
+        """``dynamic``: per leaf, the dims of a tensor whose size is symbolic, or how a
+        number argument reaches the program (``SYMBOLIC_INT``, ``SYMBOLIC_FLOAT``,
+        ``STATIC_FLOAT``), or None."""
         self.input_objects = list(leaves)
         for k, leaf in enumerate(leaves):
+            kind = None if dynamic is None else dynamic[k]
             if isinstance(leaf, Tensor):
                 self._new_value(leaf)
-                if dynamic is not None and dynamic[k]:
-                    self.dynamic[k] = {d: ("size", k, d) for d in sorted(dynamic[k])}
-            elif dynamic is not None and dynamic[k] == SYMBOLIC_INT:
+                if kind:
+                    self.dynamic[k] = {d: ("size", k, d) for d in sorted(kind)}
+            elif kind in (SYMBOLIC_INT, SYMBOLIC_FLOAT, STATIC_FLOAT):
                 self._values.append(leaf)
-                self.sym_ints[k] = SymInt(leaf, ("int", k), self)
-                self._expr_values[("int", k)] = k  # its node is the placeholder itself
+                if kind == SYMBOLIC_INT:
+                    self.sym_ints[k] = SymInt(leaf, ("int", k), self)
+                else:
+                    self.sym_floats[k] = SymFloat(leaf, ("float", k), self, static=kind == STATIC_FLOAT)
+                expr = ("int" if kind == SYMBOLIC_INT else "float", k)
+                self._expr_values[_memo_key(expr)] = k  # its node is the placeholder itself
+                self._value_exprs[k] = expr
             else:
                 self._values.append(None)  # keeps input positions aligned with the flattened arguments
         self.num_inputs = len(self._values)
 
+    def symbolic_args(self) -> dict:
+        """{argument position: the SymInt or SymFloat the program gets in its place}."""
+        return {**self.sym_ints, **self.sym_floats}
+
     # -- symbolic sizes ------------------------------------------------------------
     @property
     def symbolic(self) -> bool:
-        """Whether the recording has symbolic sizes: dynamic input dims or symbolic ints."""
-        return bool(self.dynamic or self.sym_ints)
+        """Whether the recording has symbolic sizes or numbers: dynamic input dims,
+        symbolic ints or symbolic floats."""
+        return bool(self.dynamic or self.sym_ints or any(not f.static for f in self.sym_floats.values()))
 
     def data_of(self, v: int):
         """The array of recorded value ``v`` (the int of a symbolic int argument)."""
@@ -307,21 +334,27 @@ class Capture:
 
     def expr_value(self, expr) -> int:
         """The value index of the node computing ``expr`` (recorded where first needed)."""
-        index = self._expr_values.get(expr)
+        key = _memo_key(expr)
+        index = self._expr_values.get(key)
         if index is not None:
             return index
         head = expr[0]
         if head == "size":
             args, fn, kind = (_Ref(expr[1]), expr[2]), head, "call_method"
         else:
-            args = tuple(e if isinstance(e, int) else _Ref(self.expr_value(e)) for e in expr[1:])
+            args = tuple(e if isinstance(e, (int, float)) else _Ref(self.expr_value(e)) for e in expr[1:])
             fn, kind = head, "call_function"
         index = len(self._values)
         self._values.append(evaluate(expr, self.data_of))
-        self._expr_values[expr] = index
-        self.items.append(Step(fn, head if kind == "call_method" else f"operator.{head.__name__}", args, {},
+        self._expr_values[key] = index
+        self._value_exprs[index] = expr
+        self.items.append(Step(fn, head if kind == "call_method" else _function_name(head), args, {},
                                [index], None, [], False, kind))
         return index
+
+    def value_exprs(self) -> dict:
+        """{value index: expression} of the symbolic numbers the recording computes."""
+        return dict(self._value_exprs)
 
     def value_of(self, t: Tensor) -> int:
         i = self._index.get(id(t))
@@ -400,6 +433,8 @@ class Capture:
             return _Ref(self.value_of(a))
         if isinstance(a, SymInt):
             return _Ref(self.expr_value(a.expr)) if a.owner is self else int.__int__(a)
+        if isinstance(a, SymFloat):
+            return _Ref(self.expr_value(a.expr)) if a.owner is self and not a.static else a.specialize()
         if type(a) in (list, tuple):
             return type(a)(self.arg(x) for x in a)
         if isinstance(a, tuple) and type(a).__name__ == "Size":  # a shape read with symbolic sizes in it
@@ -428,11 +463,14 @@ class Capture:
             frame = frame.f_back
 
     # -- recording -----------------------------------------------------------------
-    def prepare(self, args, kwargs):
+    def prepare(self, args, kwargs, op=None):
         """The recorded form of a call's arguments and the versions of its tensors, taken
-        before the call (it may change them in place); None once recording has stopped."""
+        before the call (it may change them in place); None once recording has stopped.
+        ``op``: the seam's entry of the op, whose parameters torch specializes are guarded."""
         if self.unreplayable is not None:
             return None
+        if op is not None and self.numbers:
+            args, kwargs = specialize_params(op, args, kwargs)
         try:
             rargs, rkwargs = self.arg(args), self.arg(kwargs)
         except Unreplayable as e:
@@ -531,6 +569,22 @@ class Capture:
         return [item for item in self.items if isinstance(item, Break)]
 
 
+def _memo_key(expr):
+    """``expr`` as a key that tells numbers of different types apart (``n * 1`` is an int,
+    ``n * 1.0`` a float, though ``1 == 1.0``)."""
+    if isinstance(expr, tuple):
+        return tuple(_memo_key(e) for e in expr)
+    if isinstance(expr, (int, float)):
+        return (type(expr), expr)
+    return expr
+
+
+def _function_name(fn) -> str:
+    """``operator.mul``, ``math.sqrt``: a recorded expression's function, named for the step."""
+    module = getattr(fn, "__module__", None) or ""
+    return f"{'operator' if module in ('_operator', 'operator') else module or 'builtins'}.{fn.__name__}"
+
+
 def _is_value(x) -> bool:
     return isinstance(x, (bool, int, float, complex, numpy.ndarray, numpy.generic)) or (
         isinstance(x, list) and bool(x))
@@ -589,10 +643,13 @@ class _Recorder(_dispatch.Mode):
             result = proceed(args, kwargs)
             return result if cap.unreplayable is not None else cap.symbolic_size(op.meta["size"], args, kwargs, result)
         cap.note_frames(sys._getframe(1))
-        prepared = cap.prepare(args, kwargs)
+        prepared = cap.prepare(args, kwargs, op)
         cap._depth += 1
         try:
-            result = proceed(args, kwargs)
+            if cap.numbers:  # the op computes on plain floats
+                result = proceed(plain(args), plain(kwargs))
+            else:
+                result = proceed(args, kwargs)
         finally:
             cap._depth -= 1
         if kind == "break":
@@ -648,8 +705,9 @@ def run(fn, args, kwargs, capture: Capture):
             raise RuntimeError("a capture is already running on this thread")
         _LOCAL.capture = capture
         capture.base_frame = sys._getframe()
+        capture.numbers = bool(capture.sym_floats) or capture.symbolic
         try:
-            with _Recorder(capture):
+            with _Recorder(capture), (_math.recording() if capture.numbers else contextlib.nullcontext()):
                 return fn(*args, **kwargs)
         finally:
             _LOCAL.capture = None

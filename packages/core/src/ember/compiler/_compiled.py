@@ -18,6 +18,15 @@ the program made: a failed one undoes the replay's in-place writes and random dr
 Python ``int`` arguments are symbolic the same way (``dynamic=True``, or with automatic
 dynamic shapes once an int argument's value changed; ``bool`` stays specialized, and ints
 are symbolic at 0 and 1 too, as torch's unspecialized ints are).
+
+Python ``float`` arguments follow torch's ``specialize_float=False``: their values are not
+part of the signature. The program gets each finite one as a ``SymFloat``: static on the
+first call (and always with ``dynamic=False`` or ``config.specialize_float``), so that its
+first use guards its value and the graph holds it as a constant, and a float the program
+never uses leaves no guard; symbolic with ``dynamic=True``, or once a float argument's
+value changed, so that it is a placeholder of the graph, its arithmetic is recorded and
+the program's decisions on it are guards. A recording made at a NaN or an infinity holds
+it static, as torch's.
 """
 
 from __future__ import annotations
@@ -31,10 +40,11 @@ import numpy
 from .. import _dtype
 from .._tensor import Tensor
 from ..func._pytree import tree_flatten, tree_unflatten
+from ..fx._symbolic_floats import SymFloat, value_guard
 from ..fx._symbolic_shapes import Guard, SymInt
 from ..nn.modules.module import STATE_VERSION, Module
 from . import _capture
-from ._capture import SYMBOLIC_INT, Capture
+from ._capture import STATIC_FLOAT, SYMBOLIC_FLOAT, SYMBOLIC_INT, Capture
 from ._segments import build_segments, resolve
 
 __all__ = ["CompiledFunction"]
@@ -52,7 +62,7 @@ class _Recording:
         self.guards = guards  # [(globals dict, name, "eq"/"is", value)]
         self.early = early  # [(value index, External, (shape, dtype, requires_grad))]
         n = capture.num_inputs
-        self.sym_ints = frozenset(capture.sym_ints)  # argument positions of the symbolic ints
+        self.sym_args = frozenset(capture.symbolic_args())  # argument positions of the symbolic numbers
         self.pre_guards = [g for g in capture.guards if all(v < n for v in g.values())]
         self.post_guards = [g for g in capture.guards if not all(v < n for v in g.values())]
         mutated = capture.mutated_before_break | (capture._mutated if self.post_guards else set())
@@ -61,7 +71,8 @@ class _Recording:
         self.compile_time = compile_time
         self.names = names or {}
         # a dynamic recording is recorded once more at other sizes before it replays them: a
-        # size the program used as a plain int (range(n), a list index) leaves no guard
+        # size the program used as a plain int (range(n), a list index) leaves no guard, nor
+        # does a float read below Python's number protocol (a C function, numpy)
         self.verified = True
         self.fingerprint = _fingerprint(capture)
         self.sizes = _input_sizes(capture)
@@ -71,7 +82,8 @@ class _Recording:
         _pin_guards(self.sizes, self.pre_guards)
 
     def new_sizes(self, leaves) -> bool:
-        return any((leaves[k] if d is None else leaves[k]._data.shape[d]) != n for (k, d), n in self.sizes.items())
+        return any(not _same_scalar(leaves[k] if d is None else leaves[k]._data.shape[d], n)
+                   for (k, d), n in self.sizes.items())
 
     def name_of(self, index: int) -> str:
         return self.names.get(index, f"v{index}")
@@ -127,15 +139,13 @@ def _tensor_key(t: Tensor, dims=None):
 
 def _dims_of_key(key):
     """Per flattened argument, the dims the signature leaves dynamic (None for non-tensors),
-    or ``SYMBOLIC_INT`` for an int left symbolic."""
+    or how a number reaches the program (``SYMBOLIC_INT``, ``SYMBOLIC_FLOAT``, ``STATIC_FLOAT``)."""
     out = []
     for leaf_key in key[0]:
         if isinstance(leaf_key, tuple) and len(leaf_key) == 4 and isinstance(leaf_key[0], tuple):
             out.append(frozenset(i for i, n in enumerate(leaf_key[0]) if n is None))
-        elif leaf_key == _SYMBOLIC_INT_KEY:
-            out.append(SYMBOLIC_INT)
         else:
-            out.append(None)
+            out.append(_NUMBER_KINDS.get(leaf_key) if type(leaf_key) is tuple else None)
     return out
 
 
@@ -146,12 +156,20 @@ def _describe(leaf_key) -> str:
             " requiring grad" if requires_grad else "")
     if leaf_key == _SYMBOLIC_INT_KEY:
         return "an int (symbolic)"
+    if leaf_key == _SYMBOLIC_FLOAT_KEY:
+        return "a float (symbolic)"
+    if leaf_key == _STATIC_FLOAT_KEY:
+        return "a float"
     if isinstance(leaf_key, tuple) and len(leaf_key) == 2 and leaf_key[0] != "id":
         return repr(leaf_key[1])
     return "another object"
 
 
-_SYMBOLIC_INT_KEY = (int, None)  # the signature's entry for an int argument left symbolic
+# the signature's entries for numbers whose value it leaves out
+_SYMBOLIC_INT_KEY = (int, None)  # an int argument left symbolic
+_SYMBOLIC_FLOAT_KEY = (float, "symbolic")  # a float argument left symbolic
+_STATIC_FLOAT_KEY = (float, "static")  # a float argument guarded where the program uses it
+_NUMBER_KINDS = {_SYMBOLIC_INT_KEY: SYMBOLIC_INT, _SYMBOLIC_FLOAT_KEY: SYMBOLIC_FLOAT, _STATIC_FLOAT_KEY: STATIC_FLOAT}
 
 
 def _leaf_key(x, dims=None):
@@ -159,6 +177,8 @@ def _leaf_key(x, dims=None):
         return _tensor_key(x, dims)
     if dims == SYMBOLIC_INT:
         return _SYMBOLIC_INT_KEY
+    if type(x) is float:
+        return _SYMBOLIC_FLOAT_KEY if dims == SYMBOLIC_FLOAT else _STATIC_FLOAT_KEY
     if isinstance(x, _SCALARS):
         return (type(x), x)
     if isinstance(x, (_dtype.dtype,)):
@@ -200,6 +220,8 @@ class CompiledFunction:
         self._first_shapes: dict[int, tuple] = {}  # argument position -> the shape its first recording saw
         self._auto_ints: set[int] = set()  # argument positions of ints made symbolic (their value changed)
         self._first_ints: dict[int, int] = {}  # argument position -> the int its first recording saw
+        self._auto_floats: set[int] = set()  # argument positions of floats made symbolic (their value changed)
+        self._first_floats: dict[int, float] = {}  # argument position -> the float its first recording saw
         self._arg_names: list = []
         self._failed = None  # why the last recording tried did not serve the call
         self._rerecorded = False  # a replay that recorded a new branch (its result is a real run's)
@@ -241,7 +263,9 @@ class CompiledFunction:
         if out is _MISS and self._signatures:  # as torch's cache, an older static recording may serve
             static = self._key(leaves, static=True)
             if static != key:
+                failed = self._failed
                 out = self._lookup(static, leaves, args, kwargs)
+                self._failed = failed or self._failed  # the newest recording's failed guard names the recompile
         if out is not _MISS:
             return out
         self._arg_names = _arg_names(self.fn, args, kwargs)
@@ -264,13 +288,18 @@ class CompiledFunction:
     def _dynamic_dims(self, leaves):
         """Per flattened argument, the dims of a tensor left dynamic or ``SYMBOLIC_INT`` for
         an int left symbolic; None when there are none."""
-        from .._dynamo import _MARKS
-        if self.dynamic is False or (not self.dynamic and not self._auto and not self._auto_ints and not _MARKS):
+        from .._dynamo import _MARKS, config
+        if self.dynamic is False or (not self.dynamic and not self._auto and not self._auto_ints
+                                     and not self._auto_floats and not _MARKS):
             return None
         out = []
         for k, x in enumerate(leaves):
             if type(x) is int and (self.dynamic or k in self._auto_ints):
                 out.append(SYMBOLIC_INT)
+                continue
+            if type(x) is float:
+                symbolic = (self.dynamic or k in self._auto_floats) and not config.specialize_float
+                out.append(SYMBOLIC_FLOAT if symbolic else None)
                 continue
             if not isinstance(x, Tensor):
                 out.append(None)
@@ -290,6 +319,11 @@ class CompiledFunction:
         for k, x in enumerate(leaves):
             if type(x) is int and k in self._first_ints and k not in self._auto_ints and x != self._first_ints[k]:
                 self._auto_ints.add(k)
+                changed = True
+                continue
+            if (type(x) is float and k in self._first_floats and k not in self._auto_floats
+                    and not _same_scalar(x, self._first_floats[k]) and not config.specialize_float):
+                self._auto_floats.add(k)
                 changed = True
                 continue
             first = self._first_shapes.get(k)
@@ -352,7 +386,7 @@ class CompiledFunction:
         return "a global the code read changed"
 
     def _replay(self, entry: _Recording, leaves, externals, args, kwargs, key):
-        env = {i: x for i, x in enumerate(leaves) if isinstance(x, Tensor) or i in entry.sym_ints}
+        env = {i: x for i, x in enumerate(leaves) if isinstance(x, Tensor) or i in entry.sym_args}
         env.update(externals)
         saved = self._save(entry, env) if entry.has_breaks or entry.post_guards else None
         if entry.post_guards:
@@ -412,8 +446,9 @@ class CompiledFunction:
         Returns the program's result, its symbolic sizes as plain ints (as a replay's are)."""
         result = self._record_call(key, leaves, args, kwargs, reason, attach, verify)
         leaves, spec = tree_flatten(result)
-        if any(isinstance(x, SymInt) for x in leaves):
-            result = tree_unflatten([int.__int__(x) if isinstance(x, SymInt) else x for x in leaves], spec)
+        if any(isinstance(x, (SymInt, SymFloat)) for x in leaves):
+            result = tree_unflatten([int.__int__(x) if isinstance(x, SymInt) else float.__float__(x)
+                                     if isinstance(x, SymFloat) else x for x in leaves], spec)
         return result
 
     def _record_call(self, key, leaves, args, kwargs, reason, attach, verify):
@@ -431,6 +466,9 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         capture = Capture(self.module)
         dims = _dims_of_key(key)
+        for k, x in enumerate(leaves):
+            if dims[k] == SYMBOLIC_FLOAT and x - x != 0:  # a NaN or an infinity: guarded by value, as torch's
+                dims[k] = STATIC_FLOAT
         capture.add_inputs(leaves, dims)
         for k, x in enumerate(leaves):
             if isinstance(x, Tensor):
@@ -439,9 +477,12 @@ class CompiledFunction:
                     self._auto[k] = self._auto.get(k, frozenset()) | dims[k]
             elif type(x) is int:
                 self._first_ints.setdefault(k, x)
-        if capture.sym_ints:  # the program gets the symbolic ints in place of the plain ones
+            elif type(x) is float:
+                self._first_floats.setdefault(k, x)
+        symbolic = capture.symbolic_args()
+        if symbolic:  # the program gets the symbolic numbers in place of the plain ones
             flat, spec = tree_flatten((args, kwargs))
-            args, kwargs = tree_unflatten([capture.sym_ints.get(k, x) for k, x in enumerate(flat)], spec)
+            args, kwargs = tree_unflatten([symbolic.get(k, x) for k, x in enumerate(flat)], spec)
         start = time.perf_counter()
         result = _capture.run(self.fn, args, kwargs, capture)
         _record_result_sizes(capture, result)
@@ -451,8 +492,8 @@ class CompiledFunction:
                 return result  # size-generic: the recording serves every size from now on
             verify.pin()
             _pin(capture, capture.guards)  # this one holds for its own sizes only, too
-            reason = ("the recording at other sizes differed (the program used a size as a plain Python int, "
-                      "which the guards cannot see): sizes are specialized")
+            reason = ("the recording at other sizes differed (the program used a size or a number argument as a "
+                      "plain Python value, which the guards cannot see): sizes and numbers are specialized")
         if capture.unreplayable is not None:
             if self.fullgraph:
                 from .._dynamo.exc import Unsupported
@@ -491,7 +532,7 @@ class CompiledFunction:
         early = [(i, ext, (tuple(capture._values[i]._data.shape), capture._values[i].dtype,
                            capture._values[i]._requires_grad)) for i, ext in capture.externals.items() if not ext.late]
         recording = _Recording(segments[0], _globals_guards(capture), early, capture, elapsed, names)
-        recording.verified = verify is not None or not capture.symbolic
+        recording.verified = verify is not None or not (capture.symbolic or capture.sym_floats)
         entries.append(recording)
         self._recordings += 1
         _TOTAL_RECORDINGS[0] += 1
@@ -538,23 +579,28 @@ def _record_result_sizes(capture: Capture, result) -> None:
     two recordings of one program compare equal (``_fingerprint``) before they are built."""
     if capture.unreplayable is None:
         for leaf in tree_flatten(result)[0]:
-            if isinstance(leaf, SymInt) and leaf.owner is capture:
+            if isinstance(leaf, (SymInt, SymFloat)) and leaf.owner is capture:
                 capture.expr_value(leaf.expr)
 
 
 def _input_sizes(capture: Capture) -> dict:
     """``{(argument position, dim): size}`` of the dynamic input dims while recording, and
-    ``{(argument position, None): value}`` of the symbolic ints."""
+    ``{(argument position, None): value}`` of the symbolic ints and of the floats."""
     sizes = {(k, d): capture._values[k]._data.shape[d] for k, dims in capture.dynamic.items()
              if k < capture.num_inputs for d in dims}
     sizes.update({(k, None): int.__int__(sym) for k, sym in capture.sym_ints.items()})
+    sizes.update({(k, None): float.__float__(sym) for k, sym in capture.sym_floats.items()})
     return sizes
 
 
 def _pin_guards(sizes: dict, guards: list) -> None:
     for (k, d), n in sizes.items():
-        guards.append(Guard(("int", k) if d is None else ("size", k, d), "eq", n, True,
-                            where="a size used as a plain int"))
+        if d is None and isinstance(n, float):
+            guard = value_guard(("float", k), n)
+        else:
+            guard = Guard(("size", k, d) if d is not None else ("int", k), "eq", n, True)
+        guard.where = "a size used as a plain int"
+        guards.append(guard)
 
 
 def _pin(capture: Capture, guards: list) -> None:
@@ -587,7 +633,9 @@ def _frozen(a):
         return ("slice", _frozen(a.start), _frozen(a.stop), _frozen(a.step))
     if isinstance(a, numpy.ndarray):
         return ("array", a.dtype.str, a.shape, a.tobytes())
-    if isinstance(a, (int, float, complex, str, bool, type(None))):
+    if isinstance(a, float):
+        return ("float", repr(a))  # NaN equals NaN here; 0.0 and -0.0 differ
+    if isinstance(a, (int, complex, str, bool, type(None))):
         return (type(a).__name__, a)
     return ("object", id(a))
 

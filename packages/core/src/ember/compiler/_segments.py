@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 
 from ..func._pytree import tree_flatten, tree_unflatten
+from ..fx._symbolic_floats import SymFloat
 from ..fx._symbolic_shapes import SymInt
 from ._capture import Break, Capture, Step, _Ref, same_value
 
@@ -110,8 +111,8 @@ class _Builder:
             node.meta["tensor_meta"] = _extract_tensor_metadata(t)
             if index in self.dynamic:
                 node.meta["dynamic_dims"] = self.dynamic[index]
-        elif isinstance(t, int):
-            node.meta["sym_hint"] = t  # a symbolic size: the value it had while recording
+        elif isinstance(t, (int, float)):
+            node.meta["sym_hint"] = t  # a symbolic size or float: the value it had while recording
             if index in self.exprs:
                 node.meta["sym_expr"] = self.exprs[index]
 
@@ -172,7 +173,11 @@ def build_segments(capture: Capture, result, names: dict[int, str], traced: bool
     segment returns besides the result (the tensors its guards read after a replay)."""
     leaves, spec = tree_flatten(result)
     result_refs = [_Ref(capture.value_of(x)) if _is_tensor(x) else _Ref(capture.expr_value(x.expr))
-                   if isinstance(x, SymInt) and x.owner is capture else x for x in leaves]  # a size returned
+                   if isinstance(x, (SymInt, SymFloat)) and x.owner is capture else x
+                   for x in leaves]  # a size or a symbolic float returned
+    # a number argument returned as it came is read from the call, not from the graph
+    numbers = set(capture.symbolic_args()) if not traced else set()
+    graph_refs = [r for r in result_refs if not (isinstance(r, _Ref) and r.index in numbers)]
     chunks = _chunks(capture.items)
     available = set(range(capture.num_inputs)) | {i for i, e in capture.externals.items() if not e.late}
     segments = []
@@ -180,8 +185,8 @@ def build_segments(capture: Capture, result, names: dict[int, str], traced: bool
     for n, (items, brk) in enumerate(chunks):
         last = n == len(chunks) - 1
         b = _Builder(names, capture._values, as_attrs, capture.dynamic,
-                     {i: e for e, i in capture._expr_values.items()})
-        for i in sorted(_reads(items, brk, result_refs if last else ()) & available):
+                     capture.value_exprs())
+        for i in sorted(_reads(items, brk, graph_refs if last else ()) & available):
             b.node_of(i)  # the values read from before first, in order, as torch's graphs list inputs
         for item in items:
             if isinstance(item, Step):
@@ -189,7 +194,7 @@ def build_segments(capture: Capture, result, names: dict[int, str], traced: bool
             elif capture.externals[item[1]].late:  # ("external", index): read where it is first used
                 b.define(item[1], b.graph.call_method("fetch", (b.arg(capture.externals[item[1]]),)))
         if last:
-            outputs = sorted({r.index for r in result_refs if isinstance(r, _Ref)} | (set(keep) & set(b.defined)))
+            outputs = sorted({r.index for r in graph_refs if isinstance(r, _Ref)} | (set(keep) & set(b.defined)))
         else:
             outputs = list(dict.fromkeys(b.defined))
         available |= set(b.defined)

@@ -12,8 +12,9 @@ it: a later call whose sizes give another outcome records anew, as torch's guard
 
 Expressions are tuples: ``("size", value, dim)`` (``value`` is the recorder's number of
 the tensor), ``("int", value)`` (a Python int argument of the recorded call, left
-symbolic as torch's unspecialized ints are), or ``(function, operand, ...)`` over
-expressions and ints. Source:
+symbolic as torch's unspecialized ints are), ``("float", value)`` (a float argument:
+``fx._symbolic_floats``), or ``(function, operand, ...)`` over expressions and numbers.
+Arithmetic of a SymInt with a float, and its true division, give a ``SymFloat``. Source:
 torch.fx.experimental.symbolic_shapes and the "Dynamic shapes" page of the torch.compile
 documentation (PyTorch 2.13).
 """
@@ -43,10 +44,8 @@ class SymInt(int):
 
     # -- arithmetic: a new SymInt ---------------------------------------------------
     def _arith(self, fn, other, reflected=False):
-        if isinstance(other, float):  # a float result cannot follow the size: specialize
-            if self._live():
-                self._decide("eq", _raw(self), True)
-            return fn(other, _raw(self)) if reflected else fn(_raw(self), other)
+        if isinstance(other, float):
+            return self._float_arith(fn, other, reflected)
         if not isinstance(other, int):
             return NotImplemented
         a, b = (other, self) if reflected else (self, other)
@@ -94,15 +93,31 @@ class SymInt(int):
     def __abs__(self):
         return SymInt(abs(_raw(self)), (operator.abs, self.expr), self.owner) if self._live() else abs(_raw(self))
 
+    def _float_arith(self, fn, other, reflected=False):
+        """A float result: a SymFloat following this size (a symbolic float's own method
+        answers when the other operand is one)."""
+        from ._symbolic_floats import SymFloat
+        if isinstance(other, SymFloat) or not isinstance(other, (int, float)):
+            return NotImplemented
+        a, b = (other, self) if reflected else (self, other)
+        value = fn(_raw(a), _raw(b))
+        if not self._live() or not isinstance(value, float):
+            return value
+        return SymFloat(value, (fn, _expr(a), _expr(b)), self.owner)
+
     def __truediv__(self, o):
-        if self._live():
-            self._decide("eq", _raw(self), True)
-        return _raw(self) / o
+        return self._float_arith(operator.truediv, o)
 
     def __rtruediv__(self, o):
-        if self._live():
-            self._decide("eq", _raw(self), True)
-        return o / _raw(self)
+        return self._float_arith(operator.truediv, o, True)
+
+    def __floor__(self):
+        return self
+
+    __ceil__ = __trunc__ = __floor__
+
+    def __round__(self, ndigits=None):
+        return self if ndigits is None else round(self._specialize(), ndigits)
 
     def __pow__(self, o, mod=None):
         if self._live():
@@ -115,11 +130,10 @@ class SymInt(int):
         return outcome
 
     def _compare(self, op: str, other):
-        if isinstance(other, float):
-            if self._live():
-                self._decide("eq", _raw(self), True)
-            return _OPS[op](_raw(self), other)
-        if not isinstance(other, int):
+        from ._symbolic_floats import SymFloat
+        if isinstance(other, SymFloat):
+            return NotImplemented  # the symbolic float's reflected comparison decides
+        if not isinstance(other, (int, float)):
             return getattr(int, f"__{op}__")(self, other)
         outcome = _OPS[op](_raw(self), _raw(other))
         return self._decide(op, other, outcome) if self._live() else outcome
@@ -172,7 +186,8 @@ class SymInt(int):
 _OPS = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
         "ge": operator.ge}
 _SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
-            operator.add: "+", operator.sub: "-", operator.mul: "*", operator.floordiv: "//", operator.mod: "%"}
+            operator.add: "+", operator.sub: "-", operator.mul: "*", operator.floordiv: "//", operator.mod: "%",
+            operator.truediv: "/", operator.pow: "**"}
 _NEGATED = {"eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le"}
 
 
@@ -182,7 +197,9 @@ def _raw(x) -> int:
 
 
 def _expr(x):
-    return x.expr if isinstance(x, SymInt) else int(x)
+    if isinstance(x, SymInt):
+        return x.expr
+    return int(x) if isinstance(x, int) else x  # a bool as its int; a float as it is
 
 
 class Guard:
@@ -197,7 +214,10 @@ class Guard:
     def holds(self, tensor_of) -> bool:
         """``tensor_of(value number)``: the tensor (or array) of this call, or the int of
         an ``("int", value)`` leaf."""
-        return _OPS[self.op](evaluate(self.expr, tensor_of), evaluate(self.other, tensor_of)) == self.outcome
+        try:
+            return _OPS[self.op](evaluate(self.expr, tensor_of), evaluate(self.other, tensor_of)) == self.outcome
+        except (ArithmeticError, ValueError):  # a division by zero, a square root of a negative number
+            return False
 
     def values(self) -> set:
         """The recorder's numbers of the tensors the guard reads."""
@@ -218,20 +238,20 @@ def evaluate(expr, tensor_of) -> int:
 def evaluate_sizes(expr, size_of) -> int:
     """The value of ``expr`` with ``size_of(value number, dim)`` giving each size leaf
     (``dim`` None: the int argument of an ``("int", value)`` leaf)."""
-    if isinstance(expr, int):
+    if isinstance(expr, (int, float)):
         return expr
     head = expr[0]
     if head == "size":
         return size_of(expr[1], expr[2])
-    if head == "int":
+    if head in ("int", "float"):
         return size_of(expr[1], None)
     return head(*(evaluate_sizes(e, size_of) for e in expr[1:]))
 
 
 def leaves(expr) -> set:
-    if isinstance(expr, int):
+    if isinstance(expr, (int, float)):
         return set()
-    if expr[0] in ("size", "int"):
+    if expr[0] in ("size", "int", "float"):
         return {expr[1]}
     out: set = set()
     for e in expr[1:]:
@@ -243,17 +263,19 @@ def render(expr, name_of, nested=False) -> str:
     """``expr`` in words, each size leaf named by ``name_of(value number)`` (``x.size()[0]``);
     ``name_of`` may instead take ``(value number, dim)`` when it has a ``dims`` attribute
     set (a name per dim: an ONNX file's dim_param)."""
-    if isinstance(expr, int):
+    if isinstance(expr, (int, float)):
         return str(expr)
     head = expr[0]
     if head == "size":
         if getattr(name_of, "dims", False):
             return name_of(expr[1], expr[2])
         return f"{name_of(expr[1])}.size()[{expr[2]}]"
-    if head == "int":
+    if head in ("int", "float"):
         return name_of(expr[1], None) if getattr(name_of, "dims", False) else name_of(expr[1])
-    if len(expr) == 2:
-        return f"{'-' if head is operator.neg else 'abs'}({render(expr[1], name_of)})"
+    if head not in _SYMBOLS:  # neg, abs, math.sqrt, math.trunc, round ...: a call
+        if head is operator.neg:
+            return f"-({render(expr[1], name_of)})"
+        return f"{head.__name__}({', '.join(render(e, name_of) for e in expr[1:])})"
     a, b = render(expr[1], name_of, True), render(expr[2], name_of, True)
     if head is operator.mul and isinstance(expr[2], int):
         a, b = b, a  # constants first: 4*batch

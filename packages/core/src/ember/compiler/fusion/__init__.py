@@ -11,7 +11,9 @@ pass).
 In a graph with symbolic sizes (``node.meta["dynamic_dims"]``) a region's row count is
 read from its inputs at each call, so one kernel serves every size; a region whose row
 width is dynamic is not fused (the lowerings use the width as a constant). The size
-nodes between ops (``call_method size``, their arithmetic) do not end a region.
+nodes between ops (``call_method size``, their arithmetic) do not end a region, and a
+symbolic number (an int or float argument left symbolic, a size, their arithmetic) is a
+scalar input of the region, read at each call.
 """
 
 from __future__ import annotations
@@ -88,6 +90,9 @@ class _Open:
                 raise NotFusable("a reduced loss used inside a region")
             return v
         v = self.input_of.get(a)
+        if v is None and _meta(a) is None and "sym_hint" in a.meta:  # a symbolic number: one value per call
+            v = self.input_of[a] = self.p.input("scalar", a.name)
+            self.inputs.append(a)
         if v is None:
             tm = _meta(a)
             if tm is None:

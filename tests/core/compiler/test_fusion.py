@@ -241,3 +241,54 @@ def test_tensor_keyword_arguments_fuse_too():
     ref = f(torch, *(torch.tensor(a, dtype=torch.float64) for a in (data, w, b)))
     np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
     assert _fused_regions(cf) == FUSED
+
+
+def test_max_pool_moves_before_the_relu_it_reads():
+    # max_pool(relu(x)) runs as relu(max_pool(x)): the same values and gradients, bit for bit,
+    # with a negative window, ties and a NaN; a relu with another user and a pool that returns
+    # its indices stay as recorded
+    rng = np.random.default_rng(7)
+    data = rng.standard_normal((3, 2, 6, 6)).astype(np.float32)
+    data[0, 0, :2, :2] = -1.0  # a window with nothing positive
+    data[0, 1, 2:4, 2:4] = 0.5  # a tie
+    data[1, 0, 0, 0] = np.nan
+    F = ember.nn.functional
+
+    def f(x):
+        kept = F.relu(x * 1.5)  # read twice: stays before the pool
+        pooled, idx = F.max_pool2d(kept, 2, return_indices=True)
+        return F.max_pool2d(F.relu(x), 2) + F.max_pool2d(F.relu(x - 0.25), 3, 1, 1)[..., ::2, ::2] + pooled + kept[
+            ..., ::2, ::2]
+
+    compiled = ember.compile(f)
+    results = []
+    for fn in (f, compiled):
+        x = ember.tensor(data, requires_grad=True)
+        for _ in range(2):
+            x.grad = None
+            out = fn(x)
+            out.backward(ember.ones_like(out))
+        results.append((out.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_array_equal(results[1][0], results[0][0])
+    np.testing.assert_array_equal(results[1][1], results[0][1])
+    (entries,) = compiled._ember_compiled._signatures.values()
+    calls = [n for n in entries[0].root.gm.graph.nodes if n.op == "call_function"]
+    relus_of_pools = [n for n in calls if n.target is ember.relu and n.args[0].target is ember.nn.functional.max_pool2d]
+    pools_of_relus = [n for n in calls if n.target is ember.nn.functional.max_pool2d and n.args[0].target is ember.relu]
+    # without the kernels the default backend runs the graph as recorded (the third pool: kept)
+    assert (len(relus_of_pools), len(pools_of_relus)) == ((2, 0) if FUSED else (0, 3))
+
+
+def test_a_fused_relu_passes_nan_through_as_the_op_does():
+    x = ember.tensor([[np.nan, -1.0, 0.5, -0.0, 2.0] * 3] * 4, requires_grad=True)
+
+    def f(x):
+        return ember.relu(x * 2.0) + 1.0
+
+    compiled = ember.compile(f)
+    for fn in (f, compiled, compiled):
+        x.grad = None
+        out = fn(x)
+        out.backward(ember.ones_like(out))
+        np.testing.assert_array_equal(out.detach().numpy(), torch.relu(torch.tensor(x.detach().numpy()) * 2) + 1)
+        np.testing.assert_array_equal(x.grad.numpy(), np.tile([0.0, 0.0, 2.0, 0.0, 2.0] * 3, (4, 1)))

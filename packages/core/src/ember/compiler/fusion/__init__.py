@@ -169,6 +169,33 @@ def _split_linear_bias(graph) -> None:
         graph.erase_node(node)
 
 
+_MAX_POOLS = ("max_pool1d", "max_pool2d", "max_pool3d")
+_POOL_ARGS = ("input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+
+
+def _pool_before_relu(graph) -> None:
+    """``max_pool(relu(x))`` becomes ``relu(max_pool(x))`` where the pool is the relu's only
+    user: both are monotone, so the values are the same, and so are the gradients (a window
+    whose maximum is positive routes its gradient to the same first maximum; one whose
+    maximum is not passes none either way), while the relu and its backward mask run on the
+    pooled tensor, a quarter of the elements for a 2x2 pool (LeNet's, VGG's, ResNet's stem)."""
+    for pool in list(graph.nodes):
+        if pool.op != "call_function" or _entry_name(pool) not in _MAX_POOLS:
+            continue
+        given = dict(zip(_POOL_ARGS, pool.args)) | dict(pool.kwargs)
+        relu = given.get("input")
+        if (given.get("return_indices") or type(relu).__name__ != "Node" or relu.op != "call_function"
+                or _entry_name(relu) != "relu" or len(relu.args) != 1 or relu.kwargs or len(relu.users) != 1):
+            continue
+        with graph.inserting_before(pool):
+            pooled = graph.call_function(pool.target, (relu.args[0],) + tuple(pool.args[1:]), dict(pool.kwargs))
+            rectified = graph.call_function(relu.target, (pooled,))
+        pooled.meta, rectified.meta = dict(pool.meta), dict(pool.meta)
+        pool.replace_all_uses_with(rectified)
+        graph.erase_node(pool)
+        graph.erase_node(relu)
+
+
 def _entry_name(node):
     entry = _dispatch.entry_of(node.target)
     return entry.name if entry is not None else None
@@ -177,6 +204,7 @@ def _entry_name(node):
 def fuse(gm):
     """Rewrite ``gm``'s graph in place, each fusable region into one call; returns ``gm``."""
     graph = gm.graph
+    _pool_before_relu(graph)
     _split_linear_bias(graph)
     regions, current = [], None
     for node in list(graph.nodes):

@@ -27,7 +27,7 @@ __all__ = ["compile_program"]
 
 _UNARY = {
     "neg": "(-{0})", "exp": "M.exp({0})", "log": "M.log({0})", "tanh": "M.tanh({0})",
-    "sigmoid": "M.sigmoid({0})", "relu": "({0} if {0} > Z else Z)", "erf": "(ONE - erfc_gauss({0})[0])",
+    "sigmoid": "M.sigmoid({0})", "relu": "(Z if {0} < Z else {0})", "erf": "(ONE - erfc_gauss({0})[0])",
     "sqrt": "np.sqrt({0})", "rsqrt": "(ONE / np.sqrt({0}))", "recip": "(ONE / {0})", "abs": "abs({0})",
     "sign": "((ONE if {0} > Z else Z) - (ONE if {0} < Z else Z))", "step": "(ONE if {0} > Z else Z)",
 }

@@ -4,9 +4,11 @@ backend interface, so a user's own backend receives the captured ``ember.fx`` gr
 ``"eager"`` and ``"aot_eager"`` run the captured graph as recorded (no code generation).
 The default backend (``None``; ``"inductor"``, the name torch's scripts pass, means the
 same) is ember's code generator: runs of elementwise ops and the row reductions they feed
-become one generated numba loop forward and one backward (``compiler/fusion``); the rest
-of the graph runs as recorded. With the CPU kernels off (``EMBER_NUMBA=0``, or numba
-missing) it runs the graph as ``"aot_eager"`` does.
+become one generated kernel forward and one backward (``compiler/fusion``): numba loops
+for CPU tensors, CUDA kernels (cupy) for cuda tensors; the rest of the graph runs as
+recorded. A graph whose example inputs include a cuda tensor is fused whether or not numba
+is there; otherwise, with the CPU kernels off (``EMBER_NUMBA=0``, or numba missing), it
+runs the graph as ``"aot_eager"`` does.
 """
 
 from __future__ import annotations
@@ -57,10 +59,19 @@ def aot_eager(gm, example_inputs):
     return gm.forward
 
 
+def example_device(example_inputs) -> str:
+    """"cuda" when some example input is a tensor holding a cupy array, else "cpu"."""
+    from .._tensor import Tensor
+    from .fusion.region import on_cuda
+    return "cuda" if any(isinstance(x, Tensor) and on_cuda(x._data) for x in example_inputs) else "cpu"
+
+
 @register_backend(name="inductor")
 def _default(gm, example_inputs):
-    from ..cpu.kernels import _runtime
-    if not _runtime.enabled():
-        return gm.forward
+    device = example_device(example_inputs)
+    if device == "cpu":
+        from ..cpu.kernels import _runtime
+        if not _runtime.enabled():
+            return gm.forward
     from .fusion import fuse
-    return fuse(gm).forward
+    return fuse(gm, device=device).forward

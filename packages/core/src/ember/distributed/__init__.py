@@ -1,6 +1,9 @@
 """``ember.distributed``: torch.distributed's process groups and collectives on MPI (through
 mpi4py, the ``distributed`` extra). Backends "mpi" and "gloo" both run on MPI, for CPU
-tensors; the ranks come from the MPI world that ``ember-run`` or ``mpiexec`` started.
+tensors; backend "nccl" runs cuda tensors on NCCL through cupy (``cupy.cuda.nccl``, each
+rank on device ``device_id`` or LOCAL_RANK), and "cpu:gloo,cuda:nccl" runs each tensor on
+its device's engine; the ranks come from the MPI world that ``ember-run`` or ``mpiexec``
+started. ``is_nccl_available()`` is True when cupy imports with its NCCL bindings.
 
 ``is_available()`` is True when mpi4py can be imported; MPI itself starts only at
 ``init_process_group``. Object collectives unpickle with ``ember.load``'s restricted rules
@@ -11,9 +14,11 @@ ZeroRedundancyOptimizer, ``ember.distributed.algorithms`` the generic ``Join`` a
 communication hooks.
 
 A collective waited on at once runs as MPI's blocking call; ``async_op=True`` returns a Work
-over MPI's non-blocking one. Either way the group's timeout bounds it: a watchdog thread ends
-the job (MPI_Abort) with an error naming the rank, the collective, its sequence number and
-the last collective every rank entered, as torch's watchdog does.
+over MPI's non-blocking one. An NCCL collective is enqueued on cupy's current stream and its
+Work is a cupy event. Either way the group's timeout bounds it: a watchdog thread (testing
+MPI requests, polling NCCL events) ends the job (MPI_Abort, NCCL communicators aborted
+first) with an error naming the rank, the collective, its sequence number and the last
+collective every rank entered, as torch's watchdog does.
 
 Source: https://pytorch.org/docs/stable/distributed.html
 """

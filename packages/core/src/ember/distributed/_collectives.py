@@ -1,4 +1,6 @@
-"""Collectives and point-to-point messages (torch.distributed's functions) on MPI. A
+"""Collectives and point-to-point messages (torch.distributed's functions) on MPI, and on
+NCCL for cuda tensors in a group that has it (``_nccl_collectives``; a CPU tensor in a
+"nccl" group raises torch's RuntimeError, since such a group has no CPU backend). A
 collective waited on at once (``async_op=False``) runs as MPI's blocking call, bounded by
 the watchdog thread; ``async_op=True`` starts MPI's non-blocking one and returns its Work.
 Tensors move as their bytes in place (every dtype, bfloat16 included);
@@ -18,6 +20,7 @@ import ml_dtypes
 import numpy
 
 from .._tensor import Tensor
+from . import _nccl_collectives as _nc
 from . import _watchdog
 from ._debug import check
 from ._group import ReduceOp, _resolve
@@ -52,6 +55,16 @@ def _bytes(arr):
 def _bump(tensor):
     if type(tensor._vc) is list:
         tensor._vc[0] += 1
+
+
+def _on_nccl(pg, tensor) -> bool:
+    """Whether this call runs on NCCL: a cuda tensor in a group with NCCL. A CPU tensor in
+    a group without a CPU backend raises torch's RuntimeError."""
+    if pg._nccl is not None and _nc.is_cuda(tensor):
+        return True
+    if not pg._cpu:
+        raise RuntimeError("No backend type associated with device type cpu")
+    return False
 
 
 def _enter(pg, name, tensor=None, op=None):
@@ -171,7 +184,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     the process group (the default group when None). With ``async_op`` it returns a Work to
     wait on; else it blocks and returns None."""
     pg = _resolve(group)
-    if not pg._debug and _watch["thread"] is not None and type(op) is _RED_OP_TYPE and isinstance(tensor, Tensor):
+    if (not pg._debug and _watch["thread"] is not None and type(op) is _RED_OP_TYPE and pg._cpu
+            and isinstance(tensor, Tensor)):
         # The calls most made, written out: no debug mode, the watchdog thread running, a CPU
         # tensor MPI reduces where it lies (SUM, PRODUCT, MIN, MAX or a bitwise op on the
         # tensor's own dtype: nothing to convert or divide). Python's cost is all that parts
@@ -198,6 +212,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
             if type(vc) is list:
                 vc[0] += 1
             return None
+    if _on_nccl(pg, tensor):
+        return _nc.all_reduce(pg, tensor, op, async_op)
     _enter(pg, "all_reduce", tensor, op=op)
     arr = _array(tensor, "all_reduce's tensor")
     buf, mpi_op, finish = _reduction(arr, op, pg.size())
@@ -230,6 +246,8 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     process group (the default group when None); a ``src`` outside it raises ValueError.
     With ``async_op`` it returns a Work to wait on; else it blocks and returns None."""
     pg = _resolve(group)
+    if _on_nccl(pg, tensor):
+        return _nc.broadcast(pg, tensor, _group_rank(pg, src, group_src, "src"), async_op)
     _enter(pg, "broadcast", tensor)
     root = _group_rank(pg, src, group_src, "src")
     arr = _array(tensor, "broadcast's tensor")
@@ -246,6 +264,8 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     the process group (the default group when None). With ``async_op`` it returns a Work to
     wait on; else it blocks and returns None."""
     pg = _resolve(group)
+    if _on_nccl(pg, tensor):
+        return _nc.reduce(pg, tensor, _group_rank(pg, dst, group_dst, "dst"), op, async_op)
     _enter(pg, "reduce", tensor, op=op)
     root = _group_rank(pg, dst, group_dst, "dst")
     arr = _array(tensor, "reduce's tensor")
@@ -275,6 +295,8 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     process group (the default group when None). With ``async_op`` it returns a Work to wait
     on; else it blocks and returns None."""
     pg = _resolve(group)
+    if _on_nccl(pg, tensor):
+        return _nc.all_gather(pg, tensor_list, tensor, async_op)
     _enter(pg, "all_gather", tensor)
     arr = _array(tensor, "all_gather's tensor")
     if len(tensor_list) != pg.size():
@@ -300,6 +322,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     otherwise). ``group`` is the process group (the default group when None). With
     ``async_op`` it returns a Work to wait on; else it blocks and returns None."""
     pg = _resolve(group)
+    if _on_nccl(pg, input_tensor):
+        return _nc.all_gather_into_tensor(pg, output_tensor, input_tensor, async_op)
     _enter(pg, "all_gather_into_tensor", input_tensor)
     arr = _array(input_tensor, "all_gather_into_tensor's input")
     out = _array(output_tensor, "all_gather_into_tensor's output")
@@ -321,6 +345,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     otherwise). ``group`` is the process group (the default group when None). With
     ``async_op`` it returns a Work to wait on; else it blocks and returns None."""
     pg = _resolve(group)
+    if _on_nccl(pg, input):
+        return _nc.reduce_scatter_tensor(pg, output, input, op, async_op)
     _enter(pg, "reduce_scatter_tensor", input, op=op)
     arr = _array(input, "reduce_scatter_tensor's input")
     out = _array(output, "reduce_scatter_tensor's output")
@@ -364,6 +390,8 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     them, raise ValueError. ``group`` is the process group (the default group when None).
     With ``async_op`` it returns a Work to wait on; else it blocks and returns None."""
     pg = _resolve(group)
+    if _on_nccl(pg, input):
+        return _nc.all_to_all_single(pg, output, input, output_split_sizes, input_split_sizes, async_op)
     _enter(pg, "all_to_all_single", input)
     size = pg.size()
     arr = _array(input, "all_to_all_single's input")
@@ -395,6 +423,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     tensors (ValueError otherwise). ``group`` is the process group (the default group when
     None). With ``async_op`` it returns a Work to wait on; else it blocks and returns None."""
     pg = _resolve(group)
+    if input_tensor_list and _on_nccl(pg, input_tensor_list[0]):
+        return _nc.all_to_all(pg, output_tensor_list, input_tensor_list, async_op)
     _enter(pg, "all_to_all")
     size = pg.size()
     if len(output_tensor_list) != size or len(input_tensor_list) != size:
@@ -427,6 +457,8 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     process group (the default group when None). With ``async_op`` it returns a Work to wait
     on; else it blocks and returns None."""
     pg = _resolve(group)
+    if _on_nccl(pg, tensor):
+        return _nc.gather(pg, tensor, gather_list, _group_rank(pg, dst, group_dst, "dst"), async_op)
     _enter(pg, "gather", tensor)
     root = _group_rank(pg, dst, group_dst, "dst")
     arr = _array(tensor, "gather's tensor")
@@ -460,6 +492,8 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
     (the default group when None). With ``async_op`` it returns a Work to wait on; else it
     blocks and returns None."""
     pg = _resolve(group)
+    if _on_nccl(pg, tensor):
+        return _nc.scatter(pg, tensor, scatter_list, _group_rank(pg, src, group_src, "src"), async_op)
     _enter(pg, "scatter", tensor)
     root = _group_rank(pg, src, group_src, "src")
     arr = _array(tensor, "scatter's tensor")
@@ -483,6 +517,8 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     ``group`` instead) with the int ``tag``; returns a Work to wait on
     (torch.distributed.isend). ``group`` is the process group (the default group when None)."""
     pg = _resolve(group)
+    if _on_nccl(pg, tensor):
+        return _nc.isend(pg, tensor, _group_rank(pg, dst, group_dst, "dst"))
     pg._seq += 1
     peer = _group_rank(pg, dst, group_dst, "dst")
     arr = _array(tensor, "send's tensor")
@@ -495,6 +531,9 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     whose ``source_rank()`` names the sender once done (torch.distributed.irecv). ``group``
     is the process group (the default group when None)."""
     pg = _resolve(group)
+    if _on_nccl(pg, tensor):
+        return _nc.irecv(pg, tensor, None if src is None and group_src is None else
+                         _group_rank(pg, src, group_src, "src"))
     pg._seq += 1
     MPI = mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _group_rank(pg, src, group_src, "src")
@@ -528,6 +567,8 @@ def barrier(group=None, async_op=False, device_ids=None, timeout=None):
     run, the wait raises DistBackendError). With ``async_op`` it returns a Work to wait on;
     else it blocks and returns None."""
     pg = _resolve(group)
+    if pg._nccl is not None and not pg._cpu:  # torch's NCCL barrier: one byte all-reduced on the device
+        return _nc.barrier(pg, async_op, None if timeout is None else timeout.total_seconds())
     _enter(pg, "barrier")
     comm = pg._comm
     if timeout is not None:

@@ -1,6 +1,11 @@
 """Process groups on MPI communicators: the default group (init_process_group), sub-groups
 (new_group), and the rank, size and backend queries (torch.distributed's names).
 
+Backends: "mpi" and "gloo" run CPU tensors on MPI; "nccl" runs cuda tensors on NCCL
+(``_nccl``, through cupy), and a group of it still has its MPI communicator for what NCCL
+needs around it (the unique id, the object collectives, the watchdog); torch's
+per-device form "cpu:gloo,cuda:nccl" runs CPU tensors on MPI and cuda tensors on NCCL.
+
 Source: https://pytorch.org/docs/stable/distributed.html
 """
 
@@ -90,10 +95,12 @@ class ProcessGroup:
     ``backend`` the backend name, ``timeout`` (a timedelta) the watchdog's limit on a
     collective, ``name`` the group's name. Made by ``init_process_group`` and ``new_group``."""
 
-    def __init__(self, comm, ranks, backend: str, timeout: timedelta, name: str = ""):
+    def __init__(self, comm, ranks, backend: str, timeout: timedelta, name: str = "", nccl=None, cpu=True):
         self._comm = comm
         self._ranks = list(ranks)
         self._backend = backend
+        self._nccl = nccl  # the NCCL communicator of cuda tensors (_nccl.Communicator), or None
+        self._cpu = cpu  # whether CPU tensors run (on MPI); a "nccl" group has no CPU backend
         self.timeout = timeout
         self.group_name = name
         self._seq = 0
@@ -154,9 +161,10 @@ def is_gloo_available() -> bool:
 
 
 def is_nccl_available() -> bool:
-    """False: ember's process groups run on MPI, never on NCCL
-    (torch.distributed.is_nccl_available)."""
-    return False
+    """Whether backend "nccl" can be used: cupy imports with its NCCL bindings
+    (torch.distributed.is_nccl_available; no GPU is asked for)."""
+    from . import _nccl
+    return _nccl.available()
 
 
 def is_torchelastic_launched() -> bool:
@@ -189,23 +197,46 @@ def _resolve(group):
     return group
 
 
-def _check_backend(backend) -> str:
+_DEVICES = ("cpu", "cuda")
+
+
+def _parse_backend(backend):
+    """(name, NCCL for cuda tensors, MPI for CPU tensors) of a backend string: "mpi", "gloo",
+    "nccl", or torch's per-device form "cpu:gloo,cuda:nccl". ValueError for another name;
+    torch's RuntimeError where NCCL is asked for and cannot run here."""
     if backend is None:
-        return Backend.MPI
+        return Backend.MPI, False, True
     text = str(backend).lower()
-    names = [part.split(":")[-1] for part in text.split(",")]
-    for name in names:
+    cpu = nccl = False
+    for part in text.split(","):
+        device, _, name = part.strip().rpartition(":")
+        if device and device not in _DEVICES:
+            raise ValueError(f"Invalid backend: '{backend}'; the devices of a per-device backend are cpu and cuda")
         if name == "nccl":
-            raise RuntimeError("ProcessGroupNCCL is only supported with GPUs, no GPUs found! (ember's "
-                               "distributed engine is MPI, for CPU tensors: use backend 'gloo' or 'mpi')")
-        if name not in ("gloo", "mpi"):
-            raise ValueError(f"Invalid backend: '{backend}'; ember runs 'gloo' and 'mpi' on MPI")
-    return Backend(names[0])
+            if device == "cpu":
+                raise ValueError(f"Invalid backend: '{backend}'; NCCL runs cuda tensors only")
+            nccl = True
+        elif name in ("gloo", "mpi"):
+            cpu = cpu or device in ("", "cpu")
+        else:
+            raise ValueError(f"Invalid backend: '{backend}'; ember runs 'gloo' and 'mpi' on MPI and 'nccl' for "
+                             f"cuda tensors")
+    if nccl:
+        from . import _nccl
+        error = _nccl.unavailable_reason()
+        if error is not None:
+            raise error
+    return (Backend(text) if "," not in text and ":" not in text else text), nccl, cpu
 
 
-def _timeout(timeout) -> timedelta:
+def _check_backend(backend) -> str:
+    return _parse_backend(backend)[0]
+
+
+def _timeout(timeout, backend=None) -> timedelta:
     if timeout is None:
-        return default_pg_timeout
+        # torch's defaults: 10 minutes for NCCL, 30 for the other backends
+        return timedelta(minutes=10) if backend == Backend.NCCL else default_pg_timeout
     if not isinstance(timeout, timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {type(timeout)}")
     return timeout
@@ -214,7 +245,12 @@ def _timeout(timeout) -> timedelta:
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
                        group_name="", pg_options=None, device_id=None) -> None:
     """Make the default process group from the MPI world the launcher started
-    (``ember-run`` / ``mpiexec``). ``backend``: "mpi" or "gloo" (both run on MPI, CPU tensors).
+    (``ember-run`` / ``mpiexec``). ``backend``: "mpi" or "gloo" (both run on MPI, CPU tensors),
+    "nccl" (cuda tensors, on NCCL through cupy; RuntimeError("Distributed package doesn't
+    have NCCL built in") without cupy's NCCL, as torch's CPU build raises, and torch's "no
+    GPUs found" error without a GPU), or "cpu:gloo,cuda:nccl" (both). With NCCL each rank
+    joins on its own device, ``device_id`` (an index or a cuda device) else LOCAL_RANK, which
+    becomes the current device; NCCL refuses two ranks on one device.
     ``init_method`` and ``store`` are accepted and unused: MPI already connected the ranks.
     RANK / WORLD_SIZE from the environment, and ``rank`` / ``world_size`` when given, must
     agree with MPI's (RuntimeError otherwise). Outside an MPI launch only a world of one
@@ -222,13 +258,13 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     Installs an exception hook that aborts the whole job when a rank raises.
 
     ``timeout`` (a timedelta, 30 minutes by default; another type raises TypeError) bounds
-    each collective; ``group_name`` names the default group. ``pg_options`` and
-    ``device_id`` are accepted and unused (torch.distributed.init_process_group). A second
-    call raises ValueError."""
+    each collective (10 minutes by default for "nccl", as torch); ``group_name`` names the
+    default group. ``pg_options`` is accepted and unused (torch.distributed.init_process_group).
+    A second call raises ValueError."""
     if _world["pg"] is not None:
         raise ValueError("trying to initialize the default process group twice!")
-    name = _check_backend(backend)
-    limit = _timeout(timeout)
+    name, nccl, cpu = _parse_backend(backend)
+    limit = _timeout(timeout, name)
     if not _mpi.available():
         raise RuntimeError("ember.distributed needs mpi4py: pip install 'ember-core[distributed]' "
                            "(and an MPI library: Open MPI or MPICH)")
@@ -247,7 +283,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         if given != -1 and given != actual:
             raise RuntimeError(f"init_process_group: {label} is {given} but MPI started this process as "
                                f"rank {mpi_rank} of {mpi_size}; {_mpi.LAUNCH_HINT}")
-    pg = ProcessGroup(world.Dup(), range(mpi_size), name, limit, group_name or "default")
+    comm = world.Dup()
+    communicator = _nccl_communicator(comm, device_id) if nccl else None
+    pg = ProcessGroup(comm, range(mpi_size), name, limit, group_name or "default", nccl=communicator, cpu=cpu)
     _world["pg"] = pg
     GroupMember.WORLD = pg
     if mpi_size > 1:
@@ -256,23 +294,40 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         _watchdog.start(world)
 
 
+def _nccl_communicator(comm, device_id):
+    """This rank's NCCL communicator over ``comm``, on its device (made the current one)."""
+    from .. import cuda
+    from . import _nccl
+    device = _nccl.local_device(device_id)
+    communicator = _nccl.Communicator(comm, device)
+    cuda.set_device(device)
+    return communicator
+
+
+def _free(pg) -> None:
+    if pg._nccl is not None:
+        pg._nccl.destroy()
+        pg._nccl = None
+    if pg._comm is not None:
+        pg._comm.Free()
+        pg._comm = None
+
+
 def destroy_process_group(group=None) -> None:
     """Free the group's communicator; without a group, every group and the default one.
 
     ``group`` is the process group to free (torch.distributed.destroy_process_group)."""
     if group is None or group is _world["pg"]:
         for pg in [*_world["groups"], _world["pg"]]:
-            if pg is not None and pg._comm is not None:
-                pg._comm.Free()
-                pg._comm = None
+            if pg is not None:
+                _free(pg)
         _world["pg"], _world["groups"] = None, []
         GroupMember.WORLD = None
         from . import _watchdog
         _watchdog.stop_()
         return
     if isinstance(group, ProcessGroup) and group._comm is not None:
-        group._comm.Free()
-        group._comm = None
+        _free(group)
         _world["groups"] = [g for g in _world["groups"] if g is not group]
 
 
@@ -284,9 +339,10 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
 
     Every rank of the default group must call it (MPI_Comm_create is collective); a rank
     outside ``ranks`` gets ``GroupMember.NON_GROUP_MEMBER``. ``timeout`` and ``backend``
-    default to the default group's; ``group_desc`` names the group. ``pg_options``,
-    ``use_local_synchronization`` and ``device_id`` are accepted and unused. A rank outside
-    the world, or a repeated one, raises ValueError."""
+    default to the default group's; ``group_desc`` names the group; with NCCL the group's
+    communicator is on the default group's device (or ``device_id``'s). ``pg_options`` and
+    ``use_local_synchronization`` are accepted and unused. A rank outside the world, or a
+    repeated one, raises ValueError."""
     pg = _default()
     size = pg.size()
     members = list(range(size)) if ranks is None else [int(r) for r in ranks]
@@ -302,8 +358,14 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     from mpi4py import MPI
     if comm == MPI.COMM_NULL:
         return GroupMember.NON_GROUP_MEMBER
-    group = ProcessGroup(comm, members, _check_backend(backend) if backend else pg._backend,
-                         _timeout(timeout) if timeout is not None else pg.timeout, group_desc or "")
+    if backend:
+        name, nccl, cpu = _parse_backend(backend)
+    else:
+        name, nccl, cpu = pg._backend, pg._nccl is not None, pg._cpu
+    # NCCL on the members' devices: the default group's, else device_id / LOCAL_RANK
+    device = pg._nccl.device if pg._nccl is not None and device_id is None else device_id
+    group = ProcessGroup(comm, members, name, _timeout(timeout) if timeout is not None else pg.timeout,
+                         group_desc or "", nccl=_nccl_communicator(comm, device) if nccl else None, cpu=cpu)
     _world["groups"].append(group)
     return group
 

@@ -11,8 +11,13 @@ is where when one times out.
   last collective (a rank stuck in Python code still answers: the thread needs only the GIL
   between bytecodes, a rank blocked in MPI has released it).
 
+- NCCL collectives (cuda tensors) are Works too, whose "request" is a cupy event recorded
+  after the collective on its stream: the thread polls the event against the deadline, and
+  on a timeout aborts the NCCL communicators before ending the job.
+
 Runs when MPI grants MPI_THREAD_MULTIPLE and the world has more than one rank; otherwise
-collectives poll their requests and raise DistBackendError on the rank that timed out."""
+collectives poll their requests (or events) and raise DistBackendError on the rank that
+timed out."""
 
 from __future__ import annotations
 
@@ -103,6 +108,9 @@ def _abort(pg, name, seq, limit):
                          f"{text}\n")
         sys.stderr.flush()
         sys.stdout.flush()
+        # NCCL kernels waiting for a peer that never comes hold the device: abort them first
+        from . import _nccl
+        _nccl.abort_all()
     finally:
         mpi().COMM_WORLD.Abort(1)
 

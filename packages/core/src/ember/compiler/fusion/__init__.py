@@ -1,7 +1,9 @@
 """Fusion: runs of elementwise ops and the row reductions they feed (softmax, log_softmax,
 layer_norm, cross-entropy, sums and means over the last dimension) become one generated
-numba loop each, forward and backward; matrix products, convolutions and everything else
-stay the ops they are, between the fused regions.
+numba loop each, forward and backward, for numpy arrays, and one generated CUDA kernel
+each (``cuda_codegen``) for cupy arrays, chosen at each call by the arrays' backend;
+matrix products, convolutions and everything else stay the ops they are, between the
+fused regions.
 
 A region is a run of consecutive graph nodes that all lower to the row program and share
 one layout ``[*L, C]``; its inputs come from before it, its outputs are the values used
@@ -201,8 +203,11 @@ def _entry_name(node):
     return entry.name if entry is not None else None
 
 
-def fuse(gm):
-    """Rewrite ``gm``'s graph in place, each fusable region into one call; returns ``gm``."""
+def fuse(gm, device: str = "cpu"):
+    """Rewrite ``gm``'s graph in place, each fusable region into one call; returns ``gm``.
+    ``device`` is where the example inputs live ("cpu" or "cuda"): a region compiles its
+    numba kernels at once for "cpu", and only if a call brings numpy arrays for "cuda" (its
+    CUDA kernels are generated and compiled at their first call on cupy arrays)."""
     graph = gm.graph
     _pool_before_relu(graph)
     _split_linear_bias(graph)
@@ -230,7 +235,7 @@ def fuse(gm):
                 current = _close(current, regions)
     _close(current, regions)
     for region in reversed(regions):  # a later region may read an earlier one's values: rewrite it first
-        _rewrite(gm, region)
+        _rewrite(gm, region, device)
     if regions:
         graph.lint()
         gm.recompile()
@@ -243,7 +248,7 @@ def _close(current, regions):
     return None
 
 
-def _rewrite(gm, r: _Open) -> None:
+def _rewrite(gm, r: _Open, device: str = "cpu") -> None:
     graph = gm.graph
     inside = set(r.nodes)
     used_after = [n for n in r.nodes if any(u not in inside for u in n.users)]
@@ -260,7 +265,7 @@ def _rewrite(gm, r: _Open) -> None:
                      for a in r.inputs]
     dynamic = r.dynamic or any(_dynamic(n) for n in list(r.nodes) + list(r.inputs))
     region = Region(r.p, outputs, rows, r.shape[-1], r.dtype, requires_grad, dynamic=dynamic,
-                    lead_rank=len(r.shape) - 1)
+                    lead_rank=len(r.shape) - 1, device=device)
     name = f"fused_{len([k for k in gm.__dict__ if k.startswith('fused_')])}"
     object.__setattr__(gm, name, region)
     with graph.inserting_before(r.nodes[0]), warnings.catch_warnings():

@@ -1,8 +1,16 @@
 """A fused region at run time: the generated forward kernel, and an autograd node whose
 backward is the generated backward kernel (which recomputes the forward from the saved
-inputs: a region saves its inputs only)."""
+inputs: a region saves its inputs only).
+
+The kernels are chosen at each call by the arrays' backend: numpy arrays run the numba
+kernels (``codegen``), cupy arrays the CUDA ones (``cuda_codegen``, launched by
+``cuda_run``), both generated from the same row program and the same schedule. A region
+made for CUDA tensors compiles its numba kernels only if a call ever brings numpy arrays.
+"""
 
 from __future__ import annotations
+
+import threading
 
 import numpy
 
@@ -15,7 +23,17 @@ from .grad import gradients
 from .lower import NotFusable
 from .program import Program, Value, costly
 
-__all__ = ["Region", "Output"]
+__all__ = ["Region", "Output", "on_cuda"]
+
+
+def on_cuda(a) -> bool:
+    """Whether ``a`` (an array) is a cupy array: the CUDA kernels serve it."""
+    return type(a).__module__.startswith("cupy")
+
+
+def cupy_module():
+    import cupy
+    return cupy
 
 
 class Output:
@@ -38,7 +56,7 @@ class Region:
     ``lead_rank`` dims before the row width."""
 
     def __init__(self, program: Program, outputs: list[Output], rows: int, width: int, dtype, requires_grad,
-                 dynamic=False, lead_rank=None):
+                 dynamic=False, lead_rank=None, device="cpu"):
         self.p, self.outputs = program, outputs
         self.rows, self.width, self.dtype = rows, width, dtype
         self.dynamic, self.lead_rank = dynamic, lead_rank
@@ -46,17 +64,52 @@ class Region:
         self.inputs = list(program.inputs)
         self.weights = [o.weight for o in outputs if o.post == "mean"]
         self.saved: list[Value] = []
-        self.backward_kernel = None
         self.wrt = []
+        self.bwd_values, self.bwd_kinds = [], []
         if any(requires_grad):
             self._build_backward(requires_grad)
-        fwd_values = [o.value for o in outputs] + self.weights + self.saved
+        self.has_backward = bool(self.bwd_values)
+        self.fwd_values = [o.value for o in outputs] + self.weights + self.saved
         self.fwd_kinds = [o.kind for o in outputs] + ["row"] * len(self.weights) + [v.kind for v in self.saved]
-        self.forward_kernel = compile_program(program, self.inputs, fwd_values, self.fwd_kinds, self.np_dtype.name)
-        self._precompile(self.forward_kernel, self.inputs, self.fwd_kinds)
-        if self.backward_kernel is not None:
-            live = [k for k, z in zip(self.grad_kinds, self.zero_grads) if not z]
-            self._precompile(self.backward_kernel, self.bwd_inputs, live)
+        self.forward_kernel = self.backward_kernel = None  # numba's
+        self._lock = threading.Lock()
+        self._cuda: dict = {}  # dtype name -> (forward, backward) generated CUDA kernels
+        if device == "cpu":
+            self._numba()
+
+    def _numba(self):
+        """The numba kernels (forward, backward or None), compiled at the first need."""
+        if self.forward_kernel is None:
+            with self._lock:
+                if self.forward_kernel is None:
+                    name = self.np_dtype.name
+                    backward = compile_program(self.p, self.bwd_inputs, self.bwd_values, self.bwd_kinds,
+                                               name) if self.has_backward else None
+                    forward = compile_program(self.p, self.inputs, self.fwd_values, self.fwd_kinds, name)
+                    self._precompile(forward, self.inputs, self.fwd_kinds)
+                    if backward is not None:
+                        self._precompile(backward, self.bwd_inputs, self.bwd_kinds)
+                    self.backward_kernel, self.forward_kernel = backward, forward
+        return self.forward_kernel, self.backward_kernel
+
+    def cuda_kernels(self, dtype: str = None):
+        """The generated CUDA kernels (forward, backward or None) for arrays of ``dtype``
+        ("float32" or "float64"; the region's own by default, float16 computing in float32):
+        ``cuda_codegen.ElementwiseKernel`` or ``RowKernel`` sources, made once per dtype."""
+        from .cuda_codegen import generate
+        dtype = dtype or self.cuda_dtype.name
+        kernels = self._cuda.get(dtype)
+        if kernels is None:
+            forward = generate(self.p, self.inputs, self.fwd_values, self.fwd_kinds, dtype, self.width)
+            backward = generate(self.p, self.bwd_inputs, self.bwd_values, self.bwd_kinds, dtype,
+                                self.width) if self.has_backward else None
+            kernels = self._cuda[dtype] = (forward, backward)
+        return kernels
+
+    @property
+    def cuda_dtype(self):
+        """The dtype the CUDA kernels compute in: float16 regions run in float32."""
+        return numpy.dtype(numpy.float32) if self.np_dtype == numpy.float16 else self.np_dtype
 
     def _precompile(self, kernel, inputs, out_kinds) -> None:
         """Compile (or load from numba's cache) now, for the arrays the calls will pass, so
@@ -83,8 +136,7 @@ class Region:
         live = [(g, k) for g, k, z in zip(grads, self.grad_kinds, self.zero_grads) if not z]
         self.saved = _saved(p, [g for g, _ in live], forward, n_forward)
         self.bwd_inputs = self.inputs + adjoints + self.saved
-        self.backward_kernel = compile_program(p, self.bwd_inputs, [g for g, _ in live], [k for _, k in live],
-                                               self.np_dtype.name) if live else None
+        self.bwd_values, self.bwd_kinds = [g for g, _ in live], [k for _, k in live]
 
     # -- running the kernels ---------------------------------------------------------
     def _geometry(self, tensors):
@@ -103,21 +155,28 @@ class Region:
             rows *= n
         return rows, [o.shape if o.post else lead + o.shape[self.lead_rank:] for o in self.outputs]
 
-    def _prepare(self, values, specs, R):
-        C, dt = self.width, self.np_dtype
+    def _backend(self, tensors):
+        """(array module, dtype the kernels compute in, whether CUDA runs) for these inputs."""
+        for t in tensors:
+            if isinstance(t, Tensor) and on_cuda(t._data):
+                return cupy_module(), self.cuda_dtype, True
+        return numpy, self.np_dtype, False
+
+    def _prepare(self, values, specs, R, xp=numpy, dt=None):
+        C, dt = self.width, dt if dt is not None else self.np_dtype
         out = []
         for spec, x in zip(specs, values):
-            a = x._data if isinstance(x, Tensor) else numpy.asarray(x)
+            a = x._data if isinstance(x, Tensor) else xp.asarray(x)
             if spec.kind == "vec":
-                a = numpy.ascontiguousarray(a, dtype=dt).reshape(R, C)
+                a = xp.ascontiguousarray(a, dtype=dt).reshape(R, C)
             elif spec.kind == "col":
-                a = numpy.ascontiguousarray(a, dtype=dt).reshape(C)
+                a = xp.ascontiguousarray(a, dtype=dt).reshape(C)
             elif spec.kind == "row":
-                a = numpy.ascontiguousarray(a, dtype=dt).reshape(R)
+                a = xp.ascontiguousarray(a, dtype=dt).reshape(R)
             elif spec.kind == "irow":
-                a = numpy.ascontiguousarray(a, dtype=numpy.int64).reshape(R)
+                a = xp.ascontiguousarray(a, dtype=numpy.int64).reshape(R)
             else:
-                a = numpy.asarray(a, dtype=dt).reshape(1)
+                a = xp.asarray(a, dtype=dt).reshape(1)
             out.append(a)
         return out
 
@@ -130,6 +189,15 @@ class Region:
         _runtime.parallel_for(kernel, parts, bounds, *arrays, *outs, work_per_item=max(1, R // parts) * C)
         return [o.sum(axis=0) if k == "csum" else o for o, k in zip(outs, kinds)]
 
+    def _launch(self, which: int, arrays, kinds, R, cuda: bool, dt):
+        """Run the forward (``which`` 0) or backward (1) kernel of the arrays' backend."""
+        if cuda:
+            from . import cuda_run
+            specs = self.bwd_inputs if which else self.inputs
+            return cuda_run.run(self.cuda_kernels(dt.name)[which], arrays, [v.kind for v in specs], kinds, R,
+                                self.width, dt)
+        return self._run(self._numba()[which], arrays, kinds, R)
+
     def _check_targets(self, arrays) -> None:
         for value, ignore in self.p.target_checks:
             t = arrays[self.inputs.index(value)]
@@ -140,38 +208,39 @@ class Region:
     def forward_arrays(self, tensors):
         """The results, and the per-row arrays backward needs (the mean's weights, then the
         saved values). IndexError for a class target outside ``[0, C)`` that is not ignored."""
+        xp, dt, cuda = self._backend(tensors)
         rows, shapes = self._geometry(tensors)
-        inputs = self._prepare(tensors, self.inputs, rows)
+        inputs = self._prepare(tensors, self.inputs, rows, xp, dt)
         self._check_targets(inputs)
-        arrays = self._run(self.forward_kernel, inputs, self.fwd_kinds, rows)
+        arrays = self._launch(0, inputs, self.fwd_kinds, rows, cuda, dt)
         n = len(self.outputs)
         weights = iter(arrays[n:n + len(self.weights)])
         results, totals = [], []
         for o, a, shape in zip(self.outputs, arrays, shapes):
             if o.post == "sum":
-                a = numpy.asarray(a.sum(), dtype=self.np_dtype)
+                a = xp.asarray(a.sum(), dtype=dt)
             elif o.post == "mean":
                 totals.append(next(weights).sum())
-                a = numpy.asarray(a.sum() / totals[-1], dtype=self.np_dtype)
-            results.append(a.reshape(shape))
+                a = xp.asarray(a.sum() / totals[-1], dtype=dt)
+            results.append(a.reshape(shape) if a.dtype == self.np_dtype else a.astype(self.np_dtype).reshape(shape))
         return results, (totals, arrays[n + len(self.weights):], rows, shapes)
 
     def backward_arrays(self, tensors, grads, extra):
+        xp, dt, cuda = self._backend(tensors)
         totals, saved, rows, shapes = extra
         totals = iter(totals)
         adjoints = []
         for o, g, shape in zip(self.outputs, grads, shapes):
-            g = numpy.zeros(shape, self.np_dtype) if g is None else g._data
+            g = xp.zeros(shape, dt) if g is None else g._data
             if o.post == "mean":
-                g = numpy.asarray(g, self.np_dtype) / next(totals)
+                g = xp.asarray(g, dt) / next(totals)
             adjoints.append(g)
-        arrays = self._prepare(list(tensors) + adjoints + list(saved), self.bwd_inputs, rows)
-        live_kinds = [k for k, z in zip(self.grad_kinds, self.zero_grads) if not z]
-        computed = iter(self._run(self.backward_kernel, arrays, live_kinds, rows) if self.backward_kernel else [])
+        arrays = self._prepare(list(tensors) + adjoints + list(saved), self.bwd_inputs, rows, xp, dt)
+        computed = iter(self._launch(1, arrays, self.bwd_kinds, rows, cuda, dt) if self.has_backward else [])
         return [None if z else next(computed) for z in self.zero_grads]
 
     def __call__(self, *tensors):
-        if grad_mode.STATE.enabled and self.backward_kernel is not None and any(
+        if grad_mode.STATE.enabled and self.has_backward and any(
                 isinstance(t, Tensor) and t.requires_grad for t in tensors):
             out = _Fused.apply(self, *tensors)
             return out if isinstance(out, tuple) else (out,)
@@ -218,6 +287,9 @@ class _Fused(Function):
                 out.append(None)
                 continue
             g = by_input[v.id]
-            g = numpy.zeros(tuple(t.shape), region.np_dtype) if g is None else numpy.ascontiguousarray(g)
+            xp = cupy_module() if on_cuda(t._data) else numpy
+            g = xp.zeros(tuple(t.shape), region.np_dtype) if g is None else xp.ascontiguousarray(g)
+            if g.dtype != region.np_dtype:  # a float16 region's gradient, computed in float32 on cuda
+                g = g.astype(region.np_dtype)
             out.append(_make(g.reshape(tuple(t.shape)), region.dtype))
         return tuple(out)

@@ -4,7 +4,10 @@ A bucket goes out once every parameter in it is ready: its gradient arrived (its
 post-accumulate hook ran, as many times as the first iteration counted under
 ``static_graph``), or it is known to get none this backward (found unused). Buckets go out
 in index order on every rank, since MPI matches collectives by their order. The last one
-out waits for all and writes the averages back."""
+out waits for all and writes the averages back.
+
+The buckets are arrays of the parameters' backend (numpy, or cupy for cuda parameters,
+whose all-reduce runs on NCCL in a group that has it)."""
 
 from __future__ import annotations
 
@@ -30,6 +33,23 @@ def _bump(t):
         t._vc[0] += 1
 
 
+def _xp(arr):
+    """The array module of ``arr``: numpy, or cupy for a cuda parameter's array."""
+    if type(arr) is numpy.ndarray:
+        return numpy
+    import cupy
+    return cupy
+
+
+def _wrap(arr, dtype):
+    """A tensor around ``arr`` (ember dtype ``dtype``)."""
+    if type(arr) is numpy.ndarray:
+        from ... import from_numpy
+        return from_numpy(arr)
+    from ..._tensor import _make
+    return _make(arr, dtype)
+
+
 def _tensors_in(value, found):
     from ..._tensor import Tensor
     if isinstance(value, Tensor):
@@ -48,9 +68,9 @@ class _Bucket:
     tensor kept for the whole training and ``views`` its slices shaped as the parameters."""
 
     def __init__(self, index, params, as_view):
-        from ... import from_numpy
         self.index = index
         self.params = params
+        self.xp = _xp(params[0]._data)
         self.dtype = params[0]._data.dtype
         self.sizes = [p._data.size for p in params]
         self.offsets = [sum(self.sizes[:i]) for i in range(len(params))]
@@ -59,7 +79,7 @@ class _Bucket:
         self.flat = None
         self.buffer = self.views = None
         if as_view:
-            self.buffer = from_numpy(numpy.zeros(sum(self.sizes), self.dtype))
+            self.buffer = _wrap(self.xp.zeros(sum(self.sizes), self.dtype), params[0].dtype)
             self.views = [self.buffer[at:at + n].view(p.shape) for p, at, n in zip(params, self.offsets, self.sizes)]
             for p, v in zip(params, self.views):
                 if p.grad is not None:  # an existing gradient moves into the bucket
@@ -227,7 +247,7 @@ class Reducer:
     def _launch(self, bucket, zeros=False):
         """Start the bucket's reduction (``zeros``: a joined rank's contribution)."""
         from ... import distributed as dist
-        from ... import from_numpy
+        xp = bucket.xp
         if bucket.buffer is not None:
             flat = bucket.buffer._data
             for p, view, at, n in zip(bucket.params, bucket.views, bucket.offsets, bucket.sizes):
@@ -239,12 +259,12 @@ class Reducer:
             tensor = bucket.buffer
         else:
             if zeros:
-                flat = numpy.zeros(sum(bucket.sizes), bucket.dtype)
+                flat = xp.zeros(sum(bucket.sizes), bucket.dtype)
             else:
-                parts = [p.grad._data.reshape(-1) if p.grad is not None else numpy.zeros(p._data.size, bucket.dtype)
+                parts = [p.grad._data.reshape(-1) if p.grad is not None else xp.zeros(p._data.size, bucket.dtype)
                          for p in bucket.params]
-                flat = numpy.concatenate(parts) if len(parts) > 1 else parts[0].copy()
-            tensor = from_numpy(flat)
+                flat = xp.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+            tensor = _wrap(flat, bucket.params[0].dtype)
         bucket.flat = flat
         if self.comm_hook is not None:
             state, hook = self.comm_hook
@@ -263,8 +283,11 @@ class Reducer:
         from ... import from_numpy
         unused = {id(p) for p in self.unused}
         mask = numpy.array([id(p) not in unused for b in self.buckets for p in b.params], numpy.uint8)
-        dist.all_reduce(from_numpy(mask), op=dist.ReduceOp.MAX, group=self._group)
-        return mask.tolist()
+        flags = from_numpy(mask)
+        if self.buckets[0].xp is not numpy:  # on the parameters' device: a "nccl" group reduces cuda tensors
+            flags = flags.to(self.params[0].device)
+        dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self._group)
+        return flags.tolist()
 
     def _exchanges_used(self) -> bool:
         if self.ddp.static_graph:
@@ -280,8 +303,8 @@ class Reducer:
         for b in self.buckets:
             result = b.work.wait()
             if self.comm_hook is not None:  # the hook's future holds the new flat gradients
-                got = numpy.asarray(result._data).reshape(-1)
-                if not numpy.may_share_memory(got, b.flat):
+                got = b.xp.asarray(result._data).reshape(-1)
+                if not b.xp.may_share_memory(got, b.flat):
                     b.flat[...] = got
             elif not whole:
                 b.flat /= self._divisor()

@@ -59,8 +59,12 @@ class DistributedDataParallel(Module, Joinable):
     ember.distributed.algorithms.ddp_comm_hooks). ``join()`` (or
     ``ember.distributed.algorithms.Join([ddp, ...])``) trains ranks with uneven numbers of
     batches. ``check_reduction``, ``device_ids`` and ``output_device`` are accepted and
-    change nothing (CPU tensors), nor does ``dim`` (the dim inputs would be scattered along:
-    each rank runs its own inputs).
+    change nothing, nor does ``dim`` (the dim inputs would be scattered along: each rank runs
+    its own inputs).
+
+    Cuda parameters keep their buckets on the device, and in a group with NCCL ("nccl" or
+    "cpu:gloo,cuda:nccl") every collective of DDP (the broadcasts, the buckets' all-reduces,
+    the small control all-reduces) runs on NCCL, on the current stream.
     """
 
     def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0, broadcast_buffers=True,
@@ -101,12 +105,14 @@ class DistributedDataParallel(Module, Joinable):
     def _sync_states(self, tensors, src=None):
         """Broadcast the tensors of rank 0 (or global rank ``src``) to the others, as one message."""
         from ... import distributed as dist
-        from ... import from_numpy
+        from ... import uint8
+        from ._ddp_reducer import _wrap, _xp
         tensors = [t for t in tensors if t._data.size]
         if not tensors or self.process_group.size() == 1:
             return
-        flat = numpy.concatenate([numpy.ascontiguousarray(t._data).reshape(-1).view(numpy.uint8) for t in tensors])
-        dist.broadcast(from_numpy(flat), src=self.process_group._ranks[0] if src is None else src,
+        xp = _xp(tensors[0]._data)
+        flat = xp.concatenate([xp.ascontiguousarray(t._data).reshape(-1).view(numpy.uint8) for t in tensors])
+        dist.broadcast(_wrap(flat, uint8), src=self.process_group._ranks[0] if src is None else src,
                        group=self.process_group)
         at = 0
         for t in tensors:
@@ -149,7 +155,7 @@ class DistributedDataParallel(Module, Joinable):
         from ... import distributed as dist
         from ... import tensor
         me = self.process_group._ranks[self.process_group.rank()]
-        pick = tensor([me if candidate else -1])
+        pick = tensor([me if candidate else -1], device=self.device)
         dist.all_reduce(pick, op=dist.ReduceOp.MAX, group=self.process_group)
         if pick.item() == -1:
             raise ValueError("BUG! Expected rank_cond to be true for at least one process.")
@@ -160,7 +166,7 @@ class DistributedDataParallel(Module, Joinable):
         gradients; on a joined rank, its answer."""
         from ... import distributed as dist
         from ... import tensor
-        flag = tensor([0 if joined or not self.require_backward_grad_sync else 1])
+        flag = tensor([0 if joined or not self.require_backward_grad_sync else 1], device=self.device)
         work = dist.all_reduce(flag, group=self.process_group, async_op=True)
         if joined:
             work.wait()

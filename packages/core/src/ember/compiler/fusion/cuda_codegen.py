@@ -59,7 +59,7 @@ template <typename T> __device__ __forceinline__ T fused_min(T a, T b) { return 
 
 _UNARY = {
     "neg": "(-{0})", "exp": "exp({0})", "log": "log({0})", "tanh": "tanh({0})", "sigmoid": "fused_sigmoid({0})",
-    "relu": "({0} > {Z} ? {0} : {Z})", "erf": "erf({0})", "sqrt": "sqrt({0})", "rsqrt": "({O} / sqrt({0}))",
+    "relu": "({0} < {Z} ? {Z} : {0})", "erf": "erf({0})", "sqrt": "sqrt({0})", "rsqrt": "({O} / sqrt({0}))",
     "recip": "({O} / {0})", "abs": "fabs({0})", "sign": "{T}(({0} > {Z}) - ({0} < {Z}))",
     "step": "({0} > {Z} ? {O} : {Z})",
 }

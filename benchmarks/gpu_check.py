@@ -96,6 +96,33 @@ def attention_step(L):
     return step
 
 
+def conv_step(L):
+    conv = L.nn.Conv2d(64, 64, 3, padding=1).to("cuda")
+    x = L.randn(32, 64, 56, 56, device="cuda", requires_grad=True)
+
+    def step():
+        conv(x).sum().backward()
+    return step
+
+
+def depthwise_step(L):
+    conv = L.nn.Conv2d(128, 128, 3, padding=1, groups=128).to("cuda")
+    x = L.randn(32, 128, 56, 56, device="cuda", requires_grad=True)
+
+    def step():
+        conv(x).sum().backward()
+    return step
+
+
+def masked_attention_step(L):
+    q, k, v = (L.randn(8, 12, 512, 64, device="cuda", requires_grad=True) for _ in range(3))
+    mask = L.rand(8, 1, 1, 512, device="cuda") > 0.1  # key padding
+
+    def step():
+        L.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward()
+    return step
+
+
 def lstm_step(L):
     layer = L.nn.LSTM(512, 512).to("cuda")
     x = L.randn(64, 32, 512, device="cuda", requires_grad=True)
@@ -136,7 +163,10 @@ WORKLOADS = [("MLP AdamW step [512, 1024->4096->1024]", mlp_step),
              ("ResNet18 SGD step, batch 64", resnet18_step),
              ("softmax [8192, 8192]", softmax_bandwidth),
              ("clone [8192, 8192] (copy bandwidth)", copy_bandwidth),
+             ("conv2d 3x3 fwd+bwd [32, 64, 56, 56] -> 64", conv_step),
+             ("depthwise conv 3x3 fwd+bwd [32, 128, 56, 56]", depthwise_step),
              ("causal SDPA fwd+bwd [16, 16, 1024, 64]", attention_step),
+             ("key-padding SDPA fwd+bwd [8, 12, 512, 64]", masked_attention_step),
              ("LSTM(512, 512) fwd+bwd [64, 32, 512]", lstm_step),
              ("cross_entropy fwd+bwd [8192, 32000]", cross_entropy_step),
              ("dropout fwd+bwd [8192, 8192]", dropout_step),

@@ -1,16 +1,20 @@
 """NVRTC through ctypes, from the ``nvidia-cuda-nvrtc-cu12`` wheel: compiles CUDA C++ to
-PTX on a machine without a GPU (no driver is needed to compile), as cupy does at launch."""
+PTX on a machine without a GPU (no driver is needed to compile), as cupy does at launch,
+and on to machine code (NVRTC runs ptxas for a real architecture), whose resource report
+tells registers, spills and shared memory per kernel."""
 
 from __future__ import annotations
 
 import ctypes
 import glob
 import os
+import re
 
 import nvidia.cuda_nvrtc
 
 # the machine the project's GPU runs are measured on (H200: compute capability 9.0)
 ARCH = "compute_90"
+MACHINE_ARCH = "sm_90"
 OPTIONS = ("-std=c++17",)  # what ember.cuda.kernels.function passes to cupy
 
 
@@ -26,21 +30,33 @@ class CompileError(Exception):
     """NVRTC refused the source; the message is its log."""
 
 
-def compile_ptx(source: str, name: str = "kernel.cu", options=OPTIONS, arch: str = ARCH) -> str:
-    """The PTX of ``source``; raises CompileError with NVRTC's log when it does not compile."""
+def _compile(source: str, name: str, flags) -> ctypes.c_void_p:
+    """A compiled NVRTC program (the caller destroys it); CompileError with NVRTC's log."""
     program = ctypes.c_void_p()
     status = _NVRTC.nvrtcCreateProgram(ctypes.byref(program), source.encode(), name.encode(), 0, None, None)
     if status:
         raise RuntimeError(f"nvrtcCreateProgram failed with status {status}")
+    flags = [f.encode() for f in flags]
+    status = _NVRTC.nvrtcCompileProgram(program, len(flags), (ctypes.c_char_p * len(flags))(*flags))
+    if status:
+        log = _log(program)
+        _NVRTC.nvrtcDestroyProgram(ctypes.byref(program))
+        raise CompileError(log)
+    return program
+
+
+def _log(program) -> str:
+    size = ctypes.c_size_t()
+    _NVRTC.nvrtcGetProgramLogSize(program, ctypes.byref(size))
+    log = ctypes.create_string_buffer(size.value)
+    _NVRTC.nvrtcGetProgramLog(program, log)
+    return log.value.decode(errors="replace")
+
+
+def compile_ptx(source: str, name: str = "kernel.cu", options=OPTIONS, arch: str = ARCH) -> str:
+    """The PTX of ``source``; raises CompileError with NVRTC's log when it does not compile."""
+    program = _compile(source, name, [f"--gpu-architecture={arch}", *options])
     try:
-        flags = [f"--gpu-architecture={arch}".encode(), *(o.encode() for o in options)]
-        status = _NVRTC.nvrtcCompileProgram(program, len(flags), (ctypes.c_char_p * len(flags))(*flags))
-        if status:
-            size = ctypes.c_size_t()
-            _NVRTC.nvrtcGetProgramLogSize(program, ctypes.byref(size))
-            log = ctypes.create_string_buffer(size.value)
-            _NVRTC.nvrtcGetProgramLog(program, log)
-            raise CompileError(log.value.decode(errors="replace"))
         size = ctypes.c_size_t()
         _NVRTC.nvrtcGetPTXSize(program, ctypes.byref(size))
         ptx = ctypes.create_string_buffer(size.value)
@@ -48,3 +64,23 @@ def compile_ptx(source: str, name: str = "kernel.cu", options=OPTIONS, arch: str
         return ptx.value.decode()
     finally:
         _NVRTC.nvrtcDestroyProgram(ctypes.byref(program))
+
+
+def machine_resources(source: str, name: str = "kernel.cu", options=OPTIONS, arch: str = MACHINE_ARCH) -> dict:
+    """``{kernel: {"registers", "spill_stores", "spill_loads", "stack", "shared"}}`` from
+    ptxas's report on assembling ``source`` for ``arch`` (bytes, except registers)."""
+    program = _compile(source, name, [f"--gpu-architecture={arch}", "--ptxas-options=-v", *options])
+    try:
+        log = _log(program)
+    finally:
+        _NVRTC.nvrtcDestroyProgram(ctypes.byref(program))
+    found = {}
+    for kernel, body in re.findall(r"Compiling entry function '(\w+)'(.*?)(?=Compiling entry function|\Z)", log,
+                                   re.S):
+        spills = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", body)
+        used = re.search(r"Used (\d+) registers", body)
+        shared = re.search(r"(\d+) bytes smem", body)
+        found[kernel] = {"registers": int(used.group(1)), "stack": int(spills.group(1)),
+                         "spill_stores": int(spills.group(2)), "spill_loads": int(spills.group(3)),
+                         "shared": int(shared.group(1)) if shared else 0}
+    return found

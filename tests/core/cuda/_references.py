@@ -1,8 +1,9 @@
 """float64 numpy references of what the CUDA kernels compute, written from the published
-definitions (not from the kernels): Philox4x32-10 and the dropout counter scheme, and
-cross entropy with weights, ignore_index and label smoothing. ``test_cuda_references.py``
-checks them on the CPU (Philox against the Random123 known answers, cross entropy against
-torch); the GPU tests compare the kernels with them."""
+definitions (not from the kernels): Philox4x32-10 and the dropout counter scheme, cross
+entropy with weights, ignore_index and label smoothing, and scaled dot-product attention
+with its gradients and their rounding-error bounds. ``test_cuda_references.py`` checks them
+on the CPU (Philox against the Random123 known answers, cross entropy and attention
+against torch); the GPU tests compare the kernels with them."""
 
 import numpy as np
 
@@ -106,3 +107,67 @@ def cross_entropy_grad(x, t, w, ignore_index, eps, reduction, g):
             share = float(g) / wt.sum()
     with np.errstate(invalid="ignore"):  # every row ignored: NaN shares, never used
         return np.where(counted[:, None], d * share, 0.0)
+
+
+def _t(a):
+    return np.swapaxes(a, -1, -2)
+
+
+def attention(q, k, v, mask, causal, scale, g):
+    """``(results, bounds)`` of scaled dot-product attention in float64 for query ``[..., L,
+    E]``, key ``[..., S, E]``, value ``[..., S, Ev]``, ``mask`` (None, bool: True takes part,
+    or float: added) broadcasting to ``[..., L, S]``, ``causal`` (top-left aligned) and the
+    output gradient ``g``. ``results``: ``out``, ``dq``, ``dk``, ``dv`` and ``ds`` (the score
+    gradient, a float mask's gradient before summing over its broadcast dims), in the
+    broadcast shapes; a row with every key masked gives zeros. ``bounds``: for each result,
+    per element, the first-order bound of the error of computing it in a floating type of
+    unit roundoff u, in units of u (multiply by u):
+
+    - a score is a sum of E products plus the mask: error <= (E + 2) sabs, with
+      ``sabs = |q| |k|^T scale + |mask|``;
+    - a probability ``p = exp(s - lse)`` has relative error <= ``f = 2 (E + 2) max_j sabs
+      + |lse| + 2 S + 8`` (two scores' errors, the sum over S keys in ``lse``, exp and log);
+    - ``out = P v``: ``(f + S) P|v|``;
+    - ``dS = P (dP - D)`` with ``dP = g v^T`` (Ev terms) and ``D = rowsum(g out)``:
+      ``P M F`` with ``M = |g||v|^T + rowsum(|g| (|out| + P|v|))`` (which bounds
+      ``|dP - D|`` and the terms' sizes) and ``F = f + S + Ev + 2``;
+    - ``dq = scale dS k``: ``scale (P M (F + S)) |k|``; ``dk = scale dS^T q``:
+      ``scale (P M (F + L))^T |q|``; ``dv = P^T g``: ``(P (f + L))^T |g|``.
+
+    Masked entries have P = 0 and a bound of 0: the kernels must give exact zeros there."""
+    q, k, v, g = (np.asarray(a, np.float64) for a in (q, k, v, g))
+    L, E = q.shape[-2:]
+    S, Ev = v.shape[-2:]
+    s = q @ _t(k) * scale
+    sabs = np.abs(q) @ _t(np.abs(k)) * scale
+    allowed = np.ones((L, S), bool)
+    if causal:
+        allowed = np.tril(allowed)
+    if mask is not None and np.asarray(mask).dtype == np.bool_:
+        allowed = allowed & mask
+    elif mask is not None:
+        mask = np.asarray(mask, np.float64)
+        allowed = allowed & (mask != -np.inf)
+        finite = np.where(allowed, mask, 0.0)
+        s = s + finite
+        sabs = sabs + np.abs(finite)
+    allowed = np.broadcast_to(allowed, s.shape)
+    s = np.where(allowed, s, -np.inf)
+    dead = ~allowed.any(-1, keepdims=True)
+    m = np.where(dead, 0.0, s.max(-1, keepdims=True, initial=-np.inf))
+    e = np.where(allowed, np.exp(s - m), 0.0)
+    total = e.sum(-1, keepdims=True)
+    p = e / np.where(dead, 1.0, total)
+    lse = np.where(dead, 0.0, m + np.log(np.where(dead, 1.0, total)))
+    out = p @ v
+    dp = g @ _t(v)
+    ds = p * (dp - (g * out).sum(-1, keepdims=True))
+    results = {"out": out, "dq": ds @ k * scale, "dk": _t(ds) @ q * scale, "dv": _t(p) @ g, "ds": ds}
+    f = 2 * (E + 2) * np.where(allowed, sabs, 0.0).max(-1, keepdims=True, initial=0.0) + np.abs(lse) + 2 * S + 8
+    pv = p @ np.abs(v)
+    big_m = np.abs(g) @ _t(np.abs(v)) + (np.abs(g) * (np.abs(out) + pv)).sum(-1, keepdims=True)
+    pm = p * big_m
+    big_f = f + S + Ev + 2
+    bounds = {"out": (f + S) * pv, "ds": pm * big_f, "dq": scale * (pm * (big_f + S)) @ np.abs(k),
+              "dk": scale * _t(pm * (big_f + L)) @ np.abs(q), "dv": _t(p * (f + L)) @ np.abs(g)}
+    return results, bounds

@@ -1,15 +1,19 @@
 """Every CUDA kernel source compiles as cupy will compile it (NVRTC, compute capability
-9.0, the same options), on machines without a GPU too, and defines the kernels it names."""
+9.0, the same options), on machines without a GPU too, and defines the kernels it names;
+assembled for the H200 (sm_90), no kernel spills registers or outgrows a block's static
+shared memory."""
 
+import functools
 import os
 import re
 import subprocess
 import sys
 
 import pytest
-from _nvrtc import CompileError, compile_ptx
+from _nvrtc import CompileError, compile_ptx, machine_resources
 
 from ember.cuda import kernels
+from ember.cuda.kernels import attention
 
 FAMILIES = sorted(kernels.sources())
 
@@ -20,6 +24,29 @@ def test_source_compiles_and_defines_its_kernels(family):
     ptx = compile_ptx(kernel.source, f"{family}.cu")
     entries = set(re.findall(r"\.entry\s+(\w+)", ptx))
     assert entries == set(kernel.names)
+
+
+@functools.lru_cache(maxsize=None)
+def _resources(family):
+    return machine_resources(kernels.sources()[family].source, f"{family}.cu")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_machine_code_neither_spills_nor_outgrows_shared_memory(family):
+    found = _resources(family)
+    assert set(found) == set(kernels.sources()[family].names)
+    for name, used in found.items():
+        assert used["spill_stores"] == used["spill_loads"] == 0, (name, used)
+        assert used["shared"] <= 48 << 10, (name, used)  # more needs an opt-in per kernel
+
+
+def test_attention_blocks_use_the_shared_memory_and_registers_planned():
+    found = _resources("attention")
+    for dtype in ("float32", "float64"):
+        for kernel in ("forward", "backward_kv", "backward_q"):
+            used = found[f"attention_{kernel}_{dtype}"]
+            assert used["shared"] == attention.shared_bytes(kernel, dtype) <= attention.SHARED_LIMIT
+            assert used["registers"] * attention.THREADS <= 65536  # a block fits one multiprocessor's registers
 
 
 def test_a_broken_source_is_refused():

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ember.cuda import kernels
-from ember.cuda.kernels import dropout, embedding, loss, norm, optim, pool, rnn, softmax
+from ember.cuda.kernels import attention, conv, dropout, embedding, loss, norm, optim, pool, rnn, softmax
 from ember.ops.pool import _Geom
 
 
@@ -41,14 +41,15 @@ def _wrap(fn):
 
 _CUPY = types.ModuleType("cupy")
 for _name in ("ascontiguousarray", "empty", "empty_like", "zeros", "full", "asarray", "bincount", "broadcast_to",
-              "moveaxis"):
+              "moveaxis", "matmul"):
     setattr(_CUPY, _name, _wrap(getattr(np, _name)))
+_CUPY.empty = _wrap(np.zeros)  # the recorder runs no kernel: products of what it "wrote" stay finite
 
 # C type of a value argument -> numpy scalar type; of a pointer's element -> numpy dtype
 _VALUES = {"long long": np.int64, "int": np.int32, "float": np.float32, "double": np.float64,
            "unsigned long long": np.uint64}
 _ELEMENTS = {"float": "float32", "double": "float64", "long long": "int64", "unsigned long long": "uint64",
-             "short": "int16", "int": "int32", "unsigned int": "uint32"}
+             "short": "int16", "int": "int32", "unsigned int": "uint32", "bool": "bool"}
 
 
 def _signatures():
@@ -196,3 +197,59 @@ def test_softmax_and_norm_launchers(launches, dtype):
     _, rstd = norm.rms_forward(x, None, 1e-6)
     norm.rms_backward(g, x, None, rstd, True, False)
     assert len(launches) == 4 + 1 + 2 + 1 + 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conv_launchers(launches, dtype):
+    x, b = _rand(2, 4, 7, 6, dtype=dtype), _rand(6, dtype=dtype)
+    geo = dict(stride=(2, 1), pad=((1, 1), (0, 1)), dilation=(1, 2), groups=2)
+    w = _rand(6, 2, 3, 3, dtype=dtype)
+    out, kept = conv.forward(x, w, b, keep=True, **geo)
+    assert out.shape == (2, 6, 4, 3) and isinstance(kept, conv.Columns)
+    g = _rand(*out.shape, dtype=dtype)
+    assert conv.input_grad(g, w, x.shape, **geo).shape == x.shape
+    assert conv.weight_grad(x, g, w.shape, kept=kept, **geo).shape == w.shape
+    conv.weight_grad(x, g, w.shape, **geo)  # the columns rebuilt
+    assert [n for _, n, *_ in launches] == [f"{k}_{dtype}" for k in ("im2col", "col2im", "im2col")]
+    # depthwise: 4 channels, 2 outputs each
+    del launches[:]
+    wd = _rand(8, 1, 3, 3, dtype=dtype)
+    depth = dict(stride=(1, 2), pad=((1, 1), (1, 1)), dilation=(1, 1), groups=4)
+    out, kept = conv.forward(x, wd, None, keep=True, **depth)
+    assert kept is None
+    g = _rand(*out.shape, dtype=dtype)
+    conv.input_grad(g, wd, x.shape, **depth)
+    conv.weight_grad(x, g, wd.shape, **depth)
+    assert [n for _, n, *_ in launches] == [f"depthwise_{k}_{dtype}" for k in ("forward", "input_grad", "weight_grad")]
+    assert launches[-1][2:4] == ((8 * 9,), (conv.REDUCE_BLOCK,))  # a block per filter tap
+    # 1-d as 2-d of height 1, and an empty batch (no launch)
+    del launches[:]
+    out, _ = conv.forward(_rand(2, 3, 9, dtype=dtype), _rand(4, 3, 2, dtype=dtype), None, (2,), ((1, 0),), (1,), 1)
+    assert out.shape == (2, 4, 5) and len(launches) == 1
+    out, _ = conv.forward(_rand(0, 3, 5, 5, dtype=dtype), _rand(4, 3, 3, 3, dtype=dtype), None, (1, 1),
+                          ((0, 0), (0, 0)), (1, 1), 1)
+    assert out.shape == (0, 4, 3, 3) and len(launches) == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_attention_launchers(launches, dtype):
+    q, k, v = _rand(2, 3, 19, 8, dtype=dtype), _rand(2, 3, 21, 8, dtype=dtype), _rand(1, 3, 21, 5, dtype=dtype)
+    masks = [None, _fake(np.random.default_rng(1).random((19, 21)) > 0.5), _rand(3, 1, 21, dtype=dtype)]
+    for mask in masks:
+        float_mask = mask is not None and mask.dtype != np.bool_
+        out, lse = attention.forward(q, k, v, mask, mask is None, 0.3)
+        assert out.shape == (2, 3, 19, 5) and lse.shape == (2, 3, 19)
+        dq, dk, dv, ds = attention.backward(_rand(*out.shape, dtype=dtype), q, k, v, _rand(*out.shape, dtype=dtype),
+                                            _rand(2, 3, 19, dtype=dtype), mask, mask is None, 0.3, float_mask)
+        assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == (2, 3, 21, 5)  # broadcast value
+        assert (ds is None) != float_mask and (ds is None or ds.shape == (2, 3, 19, 21))
+    bq, bk = attention.TILES[dtype]
+    names = [n for _, n, *_ in launches]
+    assert names == [f"attention_{k}_{dtype}" for k in ("forward", "backward_kv", "backward_q")] * 3
+    grids = [launch[2] for launch in launches[:3]]
+    assert grids == [(6 * -(-19 // bq),), (6 * -(-21 // bk),), (6 * -(-19 // bq),)]
+    assert all(launch[3] == (attention.THREADS,) for launch in launches)
+    del launches[:]
+    attention.forward(_rand(2, 0, 4, dtype=dtype), _rand(2, 3, 4, dtype=dtype), _rand(2, 3, 4, dtype=dtype), None,
+                      False, 0.5)
+    assert not launches  # no query rows: nothing to launch

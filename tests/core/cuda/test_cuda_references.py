@@ -1,6 +1,7 @@
 """The float64 references the GPU tests compare the kernels with, checked here on the CPU:
 Philox4x32-10 against the published known answers, the dropout counter scheme's
-properties, and cross entropy (loss and gradient, every option) against torch."""
+properties, cross entropy (loss and gradient, every option) and attention (output,
+gradients, masks) against torch."""
 
 import _references as ref
 import numpy as np
@@ -92,3 +93,41 @@ def test_cross_entropy_rows_lse_and_weights():
     np.testing.assert_allclose(lse, [np.log(np.exp(x[0]).sum()), np.log(3.0)])
     np.testing.assert_allclose(wt, [3.0, 0.0])
     np.testing.assert_allclose(loss, [3.0 * (lse[0] - 3.0), 0.0])
+
+
+ATTENTION = [((2, 3, 7, 4), (2, 3, 9, 4), (2, 3, 9, 5), None, False),
+             ((1, 2, 9, 4), (1, 2, 6, 4), (1, 2, 6, 3), None, True),
+             ((2, 1, 5, 3), (2, 1, 8, 3), (2, 1, 8, 3), "bool", False),
+             ((3, 6, 4), (3, 7, 4), (3, 7, 2), "float", False)]
+
+
+@pytest.mark.parametrize("qs,ks,vs,kind,causal", ATTENTION, ids=str)
+def test_attention_reference_is_torchs(qs, ks, vs, kind, causal):
+    rng = np.random.default_rng(len(qs) + qs[-2])
+    q, k, v = (rng.standard_normal(s) for s in (qs, ks, vs))
+    L, S = qs[-2], ks[-2]
+    mask = None
+    if kind == "bool":
+        mask = rng.random((L, S)) > 0.4
+        mask[2] = False  # a row with no key: zeros
+    elif kind == "float":
+        mask = rng.standard_normal((qs[0], L, S))
+        mask[0, 1] = -np.inf
+        mask[1, :, ::2] = -np.inf
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    tm = None if mask is None else torch.tensor(mask, requires_grad=kind == "float")
+    out = TF.scaled_dot_product_attention(tq, tk, tv, attn_mask=tm, is_causal=causal, scale=0.4)
+    g = rng.standard_normal(tuple(out.shape))
+    out.backward(torch.tensor(g))
+    got, bound = ref.attention(q, k, v, mask, causal, 0.4, g)
+    want = {"out": out.detach(), "dq": tq.grad, "dk": tk.grad, "dv": tv.grad}
+    if kind == "float":
+        want["ds"] = tm.grad
+    for name, t in want.items():
+        np.testing.assert_allclose(got[name], t.numpy(), rtol=1e-12, atol=1e-13, err_msg=name)
+    for name in got:
+        assert bound[name].shape == got[name].shape and (bound[name] >= 0).all()
+    if kind is not None:  # the row with no key: zero results with zero bounds
+        row = (Ellipsis, 2, slice(None)) if kind == "bool" else (0, 1, slice(None))
+        for name in ("out", "dq", "ds"):
+            assert not got[name][row].any() and not bound[name][row].any(), name

@@ -12,6 +12,11 @@ The gradient (softmax backward fused), with ``D`` the dropout multiplier::
 
 Without ``create_graph`` it runs on arrays from the saved ``P``; with it, ``P`` is
 recomputed from q and k with ember ops, so higher-order gradients are exact.
+
+cupy float32/float64 inputs without dropout, head dims up to 128 and at most two leading
+dims take the CUDA kernels instead (``cuda/kernels/attention.py``): the forward tiles the
+scores and keeps each row's log-sum-exp rather than ``P``, and the backward recomputes
+``P`` tile by tile from it; the numpy path computes the whole score matrix.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from .._blas import matmul as blas_matmul
 from .._tensor import _make
 from ..autograd.graph import on_arrays
 from ..cpu import kernels
+from ..cuda.kernels import attention as cuda_attention
 from ._helpers import _type_name, be, needs_grad, record
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -96,6 +102,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     q, k, v = query._data, key._data, value._data
     L, S, E = q.shape[-2], k.shape[-2], q.shape[-1]
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
+    if dropout_p == 0.0 and cuda_attention.accepts(q, k, v, None if attn_mask is None else attn_mask._data):
+        return _tiled(query, key, value, attn_mask, is_causal, scale)
     if is_causal:
         attn_mask = _make(xp.tril(xp.ones((L, S), dtype=bool)), D.bool_)
     scores = blas_matmul(q, xp.swapaxes(k, -1, -2))
@@ -116,6 +124,20 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         mask_grad = float_mask is not None and needs_grad(float_mask)
         record("ScaledDotProductAttentionBackward0", _sdpa_rule, (query, key, value, float_mask), r,
                (query, key, value, _make(probs, query.dtype), keep, scale, attn_mask, mask_grad, xp))
+    return r
+
+
+def _tiled(query, key, value, attn_mask, is_causal, scale):
+    """The forward on the CUDA kernels: the output and each row's log-sum-exp, which the
+    backward recomputes the probabilities from (no score matrix is kept)."""
+    mask = None if attn_mask is None else attn_mask._data
+    out, lse = cuda_attention.forward(query._data, key._data, value._data, mask, is_causal, scale)
+    r = _make(out, query.dtype)
+    float_mask = attn_mask if attn_mask is not None and attn_mask.dtype is not D.bool_ else None
+    if needs_grad(query, key, value, float_mask):
+        mask_grad = float_mask is not None and needs_grad(float_mask)
+        record("ScaledDotProductAttentionBackward0", _tiled_rule, (query, key, value, float_mask), r,
+               (query, key, value, r, lse, scale, attn_mask, is_causal, mask_grad))
     return r
 
 
@@ -166,19 +188,46 @@ def _sdpa_rule_arrays(g, q, k, v, p, keep, scale, attn_mask, mask_grad, xp):
 
 @on_arrays(_sdpa_rule_arrays)
 def _sdpa_rule(g, q, k, v, p, keep, scale, attn_mask, mask_grad, xp):
+    dead = None
+    if attn_mask is not None:
+        rows = p.detach().sum(-1, keepdim=True) == 0  # rows with every key masked
+        if bool(rows.any()):
+            dead = rows
+    return _sdpa_graph(g, q, k, v, keep, scale, attn_mask, mask_grad, dead)
+
+
+def _tiled_rule_arrays(g, q, k, v, out, lse, scale, attn_mask, is_causal, mask_grad):
+    return cuda_attention.backward(g, q, k, v, out, lse, attn_mask, is_causal, scale, mask_grad)
+
+
+@on_arrays(_tiled_rule_arrays)
+def _tiled_rule(g, q, k, v, out, lse, scale, attn_mask, is_causal, mask_grad):
+    xp = be(q).xp
+    if is_causal:
+        attn_mask = _make(xp.tril(xp.ones((q.shape[-2], k.shape[-2]), dtype=bool)), D.bool_)
+    dead = None
+    if attn_mask is not None:
+        rows = xp.isneginf(lse)[..., None]  # rows with every key masked
+        if bool(rows.any()):
+            dead = _make(rows, D.bool_)
+    return _sdpa_graph(g, q, k, v, None, scale, attn_mask, mask_grad, dead)
+
+
+def _sdpa_graph(g, q, k, v, keep, scale, attn_mask, mask_grad, dead):
+    """The gradients as ember ops, ``P`` recomputed from q and k (and a float mask) so that
+    their graph reaches them; ``dead``: a bool ``[..., L, 1]`` of the rows with every key
+    masked, or None."""
     from .elementwise import where
     from .linalg import matmul
     from .reduction import softmax
     from .reduction import sum as _sum
-    # recompute P from q and k (and a float mask) so that its graph reaches them
     s = matmul(q, k.transpose(-1, -2)) * scale
-    alive = None
     if attn_mask is not None:
         s = where(attn_mask, s, float("-inf")) if attn_mask.dtype is D.bool_ else s + attn_mask
-        dead = p.detach().sum(-1, keepdim=True) == 0  # rows with every key masked
-        if bool(dead.any()):
-            s = where(dead, 0.0, s)
-            alive = ~dead
+    alive = None
+    if dead is not None:
+        s = where(dead, 0.0, s)
+        alive = ~dead
     p = softmax(s, -1)
     if alive is not None:
         p = p * alive

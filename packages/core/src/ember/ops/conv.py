@@ -16,7 +16,10 @@ depthwise convolution; below ``KERNEL_MIN_MACS``, the forward as one product, it
 columns kept for the weight gradient, or as direct passes when none are kept, and the
 stride-1 input gradient as one product and a flat col2im), and dense 3x3 stride-1 2-d
 convolutions over enough tiles as Winograd F(2x2, 3x3) (``cpu/kernels/winograd.py``, all
-three: forward and both gradients); the numpy code here is their reference.
+three: forward and both gradients); the numpy code here is their reference. cupy
+float32/float64 arrays with 1 or 2 spatial dims take the CUDA kernels for all three
+(``cuda/kernels/conv.py``: im2col and col2im around cuBLAS products, direct depthwise
+kernels); 3-d convolutions and other dtypes run the code here on cupy.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from .._memory_format import keep_format
 from .._tensor import Tensor, _make
 from ..backends import NUMPY, backend_of_array
 from ..cpu import kernels
+from ..cuda.kernels import conv as cuda_conv
 from ._helpers import _ndarray, be, check_same_device, needs_grad, record
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
@@ -301,6 +305,8 @@ def _winograd(x, wshape, stride, pad, dilation, groups, out_hw):
 def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
     """The convolution plus ``bias`` (None or [O]), and (when ``keep_cols``) its column
     matrices for the weight gradient."""
+    if cuda_conv.applies(x.ndim) and cuda_conv.accepts(x, w, bias):
+        return cuda_conv.forward(x, w, bias, stride, pad, dilation, groups, keep_cols)
     if kernels.accepts(x, w) and (bias is None or kernels.accepts(x, bias)):
         if x.ndim == 4 and _winograd(x, w.shape, stride, pad, dilation, groups,  # ndim first: out size below
                                      [h + lo + hi - 2 for h, (lo, hi) in zip(x.shape[2:], pad)]):
@@ -338,6 +344,8 @@ def _conv_fwd(xp, x, w, bias, stride, pad, dilation, groups, keep_cols=False):
 
 def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
     """Gradient of conv with respect to its input (a transposed convolution of ``g``)."""
+    if cuda_conv.applies(len(xshape)) and cuda_conv.accepts(g, w):
+        return cuda_conv.input_grad(g, w, xshape, stride, pad, dilation, groups)
     if kernels.accepts(g, w):
         if _winograd(g, w.shape, stride, pad, dilation, groups, xshape[2:]):
             return kernels.winograd.input_grad(g, w, tuple(xshape), pad)
@@ -364,6 +372,9 @@ def _conv_dx(xp, g, w, xshape, stride, pad, dilation, groups):
 
 def _conv_dw(xp, x, g, wshape, stride, pad, dilation, groups, kept_cols=None):
     """Gradient of conv with respect to its weight (reusing the forward's columns if kept)."""
+    if cuda_conv.applies(x.ndim) and cuda_conv.accepts(x, g):
+        kept = kept_cols if isinstance(kept_cols, cuda_conv.Columns) else None
+        return cuda_conv.weight_grad(x, g, wshape, stride, pad, dilation, groups, kept)
     if kept_cols is not None and not isinstance(kept_cols, list):  # kept by forward_whole_kept
         if kernels.accepts(x, g):
             return kernels.conv.weight_grad_kept(g, kept_cols, tuple(wshape), groups)

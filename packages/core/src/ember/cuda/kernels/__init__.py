@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 __all__ = ["FAMILIES", "KernelSource", "sources"]
 
-FAMILIES = ("dropout", "embedding", "loss", "norm", "optim", "pool", "rnn", "softmax")
+FAMILIES = ("attention", "conv", "dropout", "embedding", "loss", "norm", "optim", "pool", "rnn", "softmax")
 
 
 class KernelSource(NamedTuple):

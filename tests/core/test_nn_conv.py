@@ -85,6 +85,13 @@ def test_conv_unbatched_float64_and_node_name(nd):
     assert type(ye.grad_fn).__name__ == type(yt.grad_fn).__name__ == "ConvolutionBackward0"
 
 
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_an_empty_batch_with_a_bias_as_torch(nd):
+    # zero gradients for weight and bias, and an empty one for the input
+    fe, ft = FUNCS[nd]
+    _compare(fe, ft, [_leaf(0, 4, *SPATIAL[nd]), _leaf(6, 4, *KERNEL[nd]), _leaf(6)], padding=1)
+
+
 @pytest.mark.parametrize("out_channels", [6, 2])  # input gradient by scatter-add, and as a convolution
 def test_conv3d_in_chunks_of_images(monkeypatch, out_channels):
     """Column buffers built per chunk of images give the same result (3 spatial dims)."""

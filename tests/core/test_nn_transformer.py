@@ -87,6 +87,19 @@ def test_sdpa_values_and_gradients(name):
     assert_grads(e_in, t_in)
 
 
+def test_sdpa_without_keys_is_zero_as_torch():
+    tq, eq = pair((2, 3, 5, 4))
+    tk, ek = pair((2, 3, 0, 4))
+    tv, ev = pair((2, 3, 0, 6))
+    t_out = TF.scaled_dot_product_attention(tq, tk, tv)
+    e_out = EF.scaled_dot_product_attention(eq, ek, ev)
+    assert_same(e_out, t_out)
+    t_out.sum().backward()
+    e_out.sum().backward()
+    for e, t in ((eq, tq), (ek, tk), (ev, tv)):
+        assert_same(e.grad, t.grad)
+
+
 def test_sdpa_fully_masked_row_is_zero_as_torch():
     tq, eq = pair((3, 4))
     tk, ek = pair((5, 4))

@@ -142,7 +142,10 @@ def _tiled(query, key, value, attn_mask, is_causal, scale):
 
 
 def _softmax_rows(xp, scores):
-    """Softmax over the last dim; rows whose entries are all -inf give zeros instead of NaN."""
+    """Softmax over the last dim; rows whose entries are all -inf give zeros instead of NaN,
+    and so do rows with no keys at all (torch's attention answers zeros for them too)."""
+    if not scores.shape[-1]:
+        return scores
     if scores.ndim and scores.size and kernels.accepts(scores):
         return kernels.softmax.softmax(scores, scores.ndim - 1, dead_zero=True)
     top = scores.max(axis=-1, keepdims=True)

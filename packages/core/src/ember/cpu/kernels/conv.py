@@ -1445,7 +1445,8 @@ def weight_grad(x, g, wshape, stride, pad, dilation, groups):
 def bias_grad(g):
     """The bias gradient [O]: ``g`` [N, O, *out] summed over all but dim 1."""
     n, o = g.shape[:2]
-    g3 = g.reshape(n, o, -1) if g.flags.c_contiguous else np.ascontiguousarray(g).reshape(n, o, -1)
+    plane = math.prod(g.shape[2:])  # not -1: an empty batch leaves it undetermined
+    g3 = g.reshape(n, o, plane) if g.flags.c_contiguous else np.ascontiguousarray(g).reshape(n, o, plane)
     out = np.empty(o, dtype=g.dtype)
     parallel_for(_sum_channels, o, g3, out, work_per_item=g3.shape[0] * g3.shape[2])
     return out

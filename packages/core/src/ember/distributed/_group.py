@@ -93,7 +93,9 @@ class ProcessGroup:
 
     ``comm`` is the mpi4py communicator, ``ranks`` the global ranks in group order,
     ``backend`` the backend name, ``timeout`` (a timedelta) the watchdog's limit on a
-    collective, ``name`` the group's name. Made by ``init_process_group`` and ``new_group``."""
+    collective, ``name`` the group's name, ``nccl`` the NCCL communicator that runs its cuda
+    tensors (None without one), ``cpu`` whether its CPU tensors run on MPI (False for a group
+    made with backend "nccl" alone). Made by ``init_process_group`` and ``new_group``."""
 
     def __init__(self, comm, ranks, backend: str, timeout: timedelta, name: str = "", nccl=None, cpu=True):
         self._comm = comm

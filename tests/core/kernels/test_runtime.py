@@ -118,6 +118,31 @@ def test_cache_honours_numba_cache_dir(tmp_path):
     assert not _cache_files(tmp_path / "home")
 
 
+def test_a_second_install_of_the_same_sources_loads_the_compiled_kernel(tmp_path):
+    # the same kernel module in two folders, as ember in two virtual environments
+    code = """
+        import numpy as np, probe_kernel
+        out = np.empty(3)
+        probe_kernel.twice(np.arange(3.0), out)
+        stats = probe_kernel.twice.stats
+        print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
+    """
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["EMBER_HOME"] = str(tmp_path / "home")
+    seen = []
+    for install in ("venv-a", "venv-b"):
+        folder = tmp_path / install / "kernels"
+        folder.mkdir(parents=True)
+        (folder / "probe_kernel.py").write_text(KERNEL_MODULE)
+        env["PYTHONPATH"] = str(folder) + os.pathsep + SRC
+        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                              env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        seen.append(proc.stdout.split())
+    # (hits, misses): the first compiles, the second only loads
+    assert seen == [["0", "1"], ["1", "0"]]
+
+
 FEATURES_AFTER_ENABLE = """
     from ember.cpu import kernels
     kernels.enabled()

@@ -6,7 +6,9 @@
 * Cache: compiled kernels are kept in ``$NUMBA_CACHE_DIR`` when the user set it, else in
   ``$EMBER_HOME/numba/<stamp>``, where the stamp is a hash of the kernel sources (numba's
   own cache only notices a change to the file of the function it compiled, not to the
-  helpers it inlines from other files).
+  helpers it inlines from other files); inside it a kernel is filed by its module's folder
+  name, not by where ember is installed (``_cache``), so every install of the same sources
+  shares the compiled kernels.
 * Vectors: on CPUs with AVX-512 kernels are compiled for 512-bit registers
   (``_prefer_wide_vectors``).
 * Threads: no numba threading layer is used.  Kernels are compiled ``nogil`` and work on a
@@ -122,12 +124,16 @@ def jit(fn=None, **options):
     numba = STATE.numba or _import_numba()
     config = numba.core.config
     with _CONFIG_LOCK:  # two family modules may be imported by two threads at once
-        saved = config.CACHE_DIR
-        config.CACHE_DIR = cache_dir()  # read once, when the dispatcher picks its cache locator
+        saved = config.CACHE_DIR, getattr(config, "CACHE_LOCATOR_CLASSES", None)
+        # both read once, when the dispatcher picks its cache locator; a user's own folder
+        # keeps numba's layout, and a numba without CACHE_LOCATOR_CLASSES ignores it
+        config.CACHE_DIR = cache_dir()
+        if not os.environ.get("NUMBA_CACHE_DIR"):
+            config.CACHE_LOCATOR_CLASSES = f"{__package__}._cache.InstallIndependentLocator"
         try:
             return numba.njit(nogil=True, cache=True, error_model="numpy", **options)(fn)
         finally:
-            config.CACHE_DIR = saved
+            config.CACHE_DIR, config.CACHE_LOCATOR_CLASSES = saved
 
 
 # ---- threads ----------------------------------------------------------------------------

@@ -180,23 +180,28 @@ class Region:
             out.append(a)
         return out
 
-    def _run(self, kernel, arrays, kinds, R):
+    def _run(self, kernel, arrays, kinds, R, shapes=None):
+        """``shapes``: the shape each ``vec`` result is returned in (``[R, C]`` when None); it
+        is allocated so, and the kernel writes a ``[R, C]`` view of it, so a gradient leaves
+        as an array that owns its memory and becomes ``.grad`` without a copy."""
         C = self.width
         parts = max(1, min(_runtime.threads(), R))
         bounds = numpy.array([R * i // parts for i in range(parts + 1)], dtype=numpy.int64)
-        outs = [numpy.empty((R, C), self.np_dtype) if k == "vec" else numpy.zeros((parts, C), self.np_dtype)
-                if k == "csum" else numpy.empty(R, self.np_dtype) for k in kinds]
-        _runtime.parallel_for(kernel, parts, bounds, *arrays, *outs, work_per_item=max(1, R // parts) * C)
+        shapes = shapes or [None] * len(kinds)
+        outs = [numpy.empty(shape or (R, C), self.np_dtype) if k == "vec" else numpy.zeros((parts, C), self.np_dtype)
+                if k == "csum" else numpy.empty(R, self.np_dtype) for k, shape in zip(kinds, shapes)]
+        views = [o.reshape(R, C) if k == "vec" and o.shape != (R, C) else o for o, k in zip(outs, kinds)]
+        _runtime.parallel_for(kernel, parts, bounds, *arrays, *views, work_per_item=max(1, R // parts) * C)
         return [o.sum(axis=0) if k == "csum" else o for o, k in zip(outs, kinds)]
 
-    def _launch(self, which: int, arrays, kinds, R, cuda: bool, dt):
+    def _launch(self, which: int, arrays, kinds, R, cuda: bool, dt, shapes=None):
         """Run the forward (``which`` 0) or backward (1) kernel of the arrays' backend."""
         if cuda:
             from . import cuda_run
             specs = self.bwd_inputs if which else self.inputs
             return cuda_run.run(self.cuda_kernels(dt.name)[which], arrays, [v.kind for v in specs], kinds, R,
                                 self.width, dt)
-        return self._run(self._numba()[which], arrays, kinds, R)
+        return self._run(self._numba()[which], arrays, kinds, R, shapes)
 
     def _check_targets(self, arrays) -> None:
         for value, ignore in self.p.target_checks:
@@ -236,7 +241,9 @@ class Region:
                 g = xp.asarray(g, dt) / next(totals)
             adjoints.append(g)
         arrays = self._prepare(list(tensors) + adjoints + list(saved), self.bwd_inputs, rows, xp, dt)
-        computed = iter(self._launch(1, arrays, self.bwd_kinds, rows, cuda, dt) if self.has_backward else [])
+        by_value = {v.id: tuple(t.shape) for v, t in zip(self.inputs, tensors) if isinstance(t, Tensor)}
+        shapes = [by_value.get(v.id) for v, z in zip(self.wrt, self.zero_grads) if not z]
+        computed = iter(self._launch(1, arrays, self.bwd_kinds, rows, cuda, dt, shapes) if self.has_backward else [])
         return [None if z else next(computed) for z in self.zero_grads]
 
     def __call__(self, *tensors):
@@ -291,5 +298,6 @@ class _Fused(Function):
             g = xp.zeros(tuple(t.shape), region.np_dtype) if g is None else xp.ascontiguousarray(g)
             if g.dtype != region.np_dtype:  # a float16 region's gradient, computed in float32 on cuda
                 g = g.astype(region.np_dtype)
-            out.append(_make(g.reshape(tuple(t.shape)), region.dtype))
+            shape = tuple(t.shape)
+            out.append(_make(g if g.shape == shape else g.reshape(shape), region.dtype))
         return tuple(out)

@@ -162,6 +162,32 @@ def test_a_fused_gradient_becomes_the_leafs_grad_without_a_copy(monkeypatch):
         assert copies == []
 
 
+def test_cross_entropy_reads_only_the_targets_column_as_torch():
+    # -inf logits away from the targets (a masked vocabulary): torch's loss and gradient stay
+    # finite, as the fused loop's must (a sum of logp * onehot over the row would be NaN)
+    rng = np.random.default_rng(11)
+    data = rng.standard_normal((6, 9)).astype(np.float32)
+    target = np.array([0, 3, 8, 2, -100, 5])
+    data[:, 7] = -np.inf
+    data[4, 1] = -np.inf
+
+    def f(lib, x, t):
+        return lib.nn.functional.cross_entropy(x * 2.0, t)
+
+    cf = ember.compile(lambda x, t: f(ember, x, t))
+    for _ in range(2):
+        ex = ember.tensor(data, requires_grad=True)
+        loss = cf(ex, ember.tensor(target))
+        loss.backward()
+    tx = torch.tensor(data, requires_grad=True)
+    tloss = f(torch, tx, torch.tensor(target))
+    tloss.backward()
+    assert np.isfinite(tloss.item())
+    np.testing.assert_allclose(loss.item(), tloss.item(), rtol=1e-6)
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-7)
+    assert _fused_regions(cf) == FUSED
+
+
 def test_inference_without_grad_and_eager_fallback_when_kernels_are_off():
     x, t, params = _inputs(8, 6, seed=2, dtype="float32")
     ref = _lib_step(ember, ember.tensor(x), ember.tensor(t), [ember.tensor(p) for p in params])

@@ -7,7 +7,9 @@ Elementwise values are recomputed in each pass that needs them rather than store
 kernel reads its inputs and writes its outputs and nothing else. Rows are split into
 contiguous parts run by ``parallel_for`` (the runtime's own threads, safe to call from
 several threads at once); a column accumulation (a parameter's gradient) keeps one row of
-partial sums per part, added up by the caller.
+partial sums per part, added up by the caller. A row sum of a multiple of a class
+target's ``onehot`` (cross-entropy's pick of the target's log-probability, and its
+gradient's) is no pass at all: the summand is computed at the target's column alone.
 
 The source is written once per program and dtype to a file in the numba cache folder and
 imported from there, so numba's cache serves a second process without compiling.
@@ -116,8 +118,10 @@ class _Source:
         level = self.level
         every = self.deps(self.outputs, stop_rows=False)
         self._needed = {v.id for v in every}
-        reductions = [v for v in every if v.op in ("rsum", "rmax")]
+        picks = {v.id: f for v in every if v.op == "rsum" and (f := self._onehot_factor(v.args[0])) is not None}
+        reductions = [v for v in every if v.op in ("rsum", "rmax") and v.id not in picks]
         row_values = [v for v in every if v.kind in ("row", "scalar") and v.op not in ("rsum", "rmax")]
+        picked = [v for v in every if v.id in picks]
         vec_roots_by_pass: dict[int, list] = {}
         for v in reductions:
             vec_roots_by_pass.setdefault(level[v.args[0].id], []).append(v.args[0])
@@ -127,7 +131,7 @@ class _Source:
                 vec_roots_by_pass.setdefault(level[src.id], []).append(src)
             elif kind == "vec":
                 vec_roots_by_pass.setdefault(level[v.id], []).append(v)
-        passes = max(vec_roots_by_pass, default=-1) + 1
+        passes = max([*vec_roots_by_pass, *(level[v.args[0].id] for v in picked)], default=-1) + 1
         args = ", ".join(f"a{k}" for k in range(len(self.inputs)))
         outs = ", ".join(f"o{k}" for k in range(len(self.outputs)))
         L = self.lines
@@ -163,24 +167,31 @@ class _Source:
             accs = [v for v in reductions if level[v.args[0].id] == k]
             for v in accs:
                 L.append(f"{ind}t{v.id} = {'Z' if v.op == 'rsum' else 'F(-np.inf)'}")
-            L.append(f"{ind}for c in range(C):")
+            loop = []
             body = self.deps(vec_roots_by_pass.get(k, []), stop=self._stored_before(stores, k))
             for v in body:
                 if v.kind in ("row", "scalar"):
                     continue
-                L.append(f"{ind}    t{v.id} = {self._expr_now(v, stores, k)}")
+                loop.append(f"{ind}    t{v.id} = {self._expr_now(v, stores, k)}")
                 if stores.get(v.id) == k:
-                    L.append(f"{ind}    b{v.id}[c] = t{v.id}")
+                    loop.append(f"{ind}    b{v.id}[c] = t{v.id}")
             for v in accs:
                 if v.op == "rsum":
-                    L.append(f"{ind}    t{v.id} += {self.ref(v.args[0], True)}")
+                    loop.append(f"{ind}    t{v.id} += {self.ref(v.args[0], True)}")
             for j, (v, kind) in enumerate(zip(self.outputs, self.out_kinds)):
                 if kind == "csum":
                     src = v.args[0] if v.op == "csum" else v
                     if level[src.id] == k:
-                        L.append(f"{ind}    q{j}[c] += {self.ref(src, True)}")
+                        loop.append(f"{ind}    q{j}[c] += {self.ref(src, True)}")
                 elif kind == "vec" and level[v.id] == k:
-                    L.append(f"{ind}    w{j}[c] = {self.ref(v, True)}")
+                    loop.append(f"{ind}    w{j}[c] = {self.ref(v, True)}")
+            if loop:  # a pass whose only reduction was picked has nothing left to loop over
+                L.append(f"{ind}for c in range(C):")
+                L += loop
+            for v in picked:
+                if level[v.args[0].id] == k:
+                    self._emit_pick(v, picks[v.id], stores, k, ind)
+                    done.add(v.id)
             maxes = [v for v in accs if v.op == "rmax"]
             if maxes:  # a max in the loop above would keep it from vectorizing: its own loop over stored values
                 L.append(f"{ind}for c in range(C):")
@@ -192,6 +203,36 @@ class _Source:
             if kind == "row":
                 L.append(f"{ind}o{j}[r] = {self.ref(v, False)}")
         return "\n".join(L) + "\n"
+
+    def _onehot_factor(self, v: Value):
+        """The ``onehot`` that ``v`` is a multiple of (a factor of a product, the numerator of
+        a quotient, under negations), so that ``v`` is zero at every column but the
+        target's; None when there is none."""
+        if v.id in self.slot or v.kind != "vec":
+            return None
+        if v.op == "onehot":
+            return v
+        if v.op == "mul":
+            return self._onehot_factor(v.args[0]) or self._onehot_factor(v.args[1])
+        if v.op in ("neg", "div"):
+            return self._onehot_factor(v.args[0])
+        return None
+
+    def _emit_pick(self, v: Value, onehot: Value, stores, k: int, ind: str) -> None:
+        """The row sum ``v`` of a multiple of ``onehot``, after pass ``k``: its summand at the
+        target's column alone (zero for a target outside ``[0, C)``, an ignored one), as
+        torch's nll_loss reads only that column: no pass over the row, and a non-finite
+        value at another column cannot turn the sum into NaN."""
+        L, summand = self.lines, v.args[0]
+        stop = self._stored_before(stores, k + 1)
+        L.append(f"{ind}c = {self.ref(onehot.args[0], False)}")
+        L.append(f"{ind}if 0 <= c < C:")
+        for u in self.deps([summand], stop=stop):
+            if u.kind not in ("row", "scalar"):
+                L.append(f"{ind}    t{u.id} = {self._expr_now(u, stores, k + 1)}")
+        L.append(f"{ind}    t{v.id} = " + (f"b{summand.id}[c]" if summand.id in stop else f"t{summand.id}"))
+        L.append(f"{ind}else:")
+        L.append(f"{ind}    t{v.id} = Z")
 
     def _ref_stored(self, v) -> str:
         return f"b{v.id}[c]" if v.id in self.stored else self.ref(v, True)

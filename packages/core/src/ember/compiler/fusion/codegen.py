@@ -114,24 +114,34 @@ class _Source:
             visit(r)
         return sorted(order, key=lambda v: v.id)
 
-    def build(self, name: str) -> str:
+    def schedule(self, pick: bool):
+        """The passes ``build`` writes: the reductions accumulated in them, the per-row
+        values computed between them, the element-wise roots of each pass's loop, the
+        number of passes, and (``pick``) the row sums of a multiple of a onehot, read at
+        the target's column instead of accumulated ({id: that onehot})."""
         level = self.level
         every = self.deps(self.outputs, stop_rows=False)
         self._needed = {v.id for v in every}
-        picks = {v.id: f for v in every if v.op == "rsum" and (f := self._onehot_factor(v.args[0])) is not None}
+        picks = {v.id: f for v in every if pick and v.op == "rsum"
+                 and (f := self._onehot_factor(v.args[0])) is not None}
         reductions = [v for v in every if v.op in ("rsum", "rmax") and v.id not in picks]
         row_values = [v for v in every if v.kind in ("row", "scalar") and v.op not in ("rsum", "rmax")]
-        picked = [v for v in every if v.id in picks]
-        vec_roots_by_pass: dict[int, list] = {}
+        roots_by_pass: dict[int, list] = {}
         for v in reductions:
-            vec_roots_by_pass.setdefault(level[v.args[0].id], []).append(v.args[0])
+            roots_by_pass.setdefault(level[v.args[0].id], []).append(v.args[0])
         for v, kind in zip(self.outputs, self.out_kinds):
             if kind == "csum":
                 src = v.args[0] if v.op == "csum" else v
-                vec_roots_by_pass.setdefault(level[src.id], []).append(src)
+                roots_by_pass.setdefault(level[src.id], []).append(src)
             elif kind == "vec":
-                vec_roots_by_pass.setdefault(level[v.id], []).append(v)
-        passes = max([*vec_roots_by_pass, *(level[v.args[0].id] for v in picked)], default=-1) + 1
+                roots_by_pass.setdefault(level[v.id], []).append(v)
+        last = max([*roots_by_pass, *(level[v.args[0].id] for v in every if v.id in picks)], default=-1)
+        return reductions, row_values, roots_by_pass, last + 1, picks
+
+    def build(self, name: str) -> str:
+        level = self.level
+        reductions, row_values, vec_roots_by_pass, passes, picks = self.schedule(pick=True)
+        picked = [v for v in self.p.values if v.id in picks]
         args = ", ".join(f"a{k}" for k in range(len(self.inputs)))
         outs = ", ".join(f"o{k}" for k in range(len(self.outputs)))
         L = self.lines

@@ -210,20 +210,8 @@ class _RowSource(_Source):
 
     def build(self, name: str) -> str:
         t, level = self.t, self.level
-        every = self.deps(self.outputs, stop_rows=False)
-        self._needed = {v.id for v in every}
-        reductions = [v for v in every if v.op in ("rsum", "rmax")]
-        row_values = [v for v in every if v.kind in ("row", "scalar") and v.op not in ("rsum", "rmax")]
-        roots_by_pass: dict[int, list] = {}
-        for v in reductions:
-            roots_by_pass.setdefault(level[v.args[0].id], []).append(v.args[0])
-        for v, kind in zip(self.outputs, self.out_kinds):
-            if kind == "csum":
-                src = v.args[0] if v.op == "csum" else v
-                roots_by_pass.setdefault(level[src.id], []).append(src)
-            elif kind == "vec":
-                roots_by_pass.setdefault(level[v.id], []).append(v)
-        passes = max(roots_by_pass, default=-1) + 1
+        # every row sum accumulated: the threads of a block share a row, so a pass is cheap
+        reductions, row_values, roots_by_pass, passes, _ = self.schedule(pick=False)
         stores = self._plan_stores(roots_by_pass, passes)
 
         def pointer(k, v):

@@ -41,44 +41,45 @@ def launched(world, mode, tmp):
     return [dict(np.load(f"{tmp}/rank{r}.npz")) for r in range(world)]
 
 
+def expectations(world, dtypes=data.DTYPES, ops=data.ops_for):
+    """``(rank, key, expected)`` for every result ``scripts/collectives.py`` (and its NCCL
+    twin) saves, from the same inputs the ranks made; ``ops(dtype)``: the reductions run."""
+    for dtype in dtypes:
+        for shape in data.SHAPES:
+            key = f"{dtype}-{'x'.join(map(str, shape))}"
+            xs = [data.make(r, dtype, shape) for r in range(world)]
+            for op in ops(dtype):
+                expected = reference(op, xs, dtype)
+                for r in range(world):
+                    yield r, f"all_reduce-{op}-{key}", expected
+                    yield r, f"reduce-{op}-{key}", expected if r == world - 1 else xs[r]
+            blocks = [data.make(r, dtype, (world, *shape), salt=1) for r in range(world)]
+            for r in range(world):
+                yield r, f"broadcast-{key}", xs[1]
+                yield r, f"all_gather-{key}", np.stack(xs)
+                yield r, f"all_gather_into_tensor-{key}", np.stack(xs)
+                if dtype != "bool":
+                    yield r, f"reduce_scatter_tensor-{key}", reference("SUM", [b[r] for b in blocks], dtype)
+                    yield r, f"reduce_scatter-{key}", reference("SUM", [b[r] for b in blocks], dtype)
+                yield r, f"scatter-{key}", data.make(r, dtype, shape, salt=2)
+                yield r, f"ring-{key}", xs[(r - 1) % world]
+            yield 0, f"gather-{key}", np.stack(xs)
+    rows = [data.make(r, "int64", (world * 2, 3), salt=3) for r in range(world)]
+    for r in range(world):
+        yield r, "all_to_all_single", np.concatenate([rows[s][2 * r:2 * r + 2] for s in range(world)])
+        yield r, "all_to_all", np.stack([data.make(s, "int64", (2, 3), salt=4 + r) for s in range(world)])
+
+
 @pytest.mark.parametrize("world", [2, 3])
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_collectives_match_numpy(world, mode, tmp_path):
     results = launched(world, mode, str(tmp_path))
-    plain = data.plain
-    checked = 0
-
-    def same(rank, key, expected):
-        nonlocal checked
-        got = results[rank][key]
-        np.testing.assert_array_equal(got, plain(np.asarray(expected)), err_msg=f"rank {rank}: {key}")
-        assert got.dtype == plain(np.asarray(expected)).dtype, key
-        checked += 1
-
-    for dtype in data.DTYPES:
-        for shape in data.SHAPES:
-            key = f"{dtype}-{'x'.join(map(str, shape))}"
-            xs = [data.make(r, dtype, shape) for r in range(world)]
-            for op in data.ops_for(dtype):
-                expected = reference(op, xs, dtype)
-                for r in range(world):
-                    same(r, f"all_reduce-{op}-{key}", expected)
-                    same(r, f"reduce-{op}-{key}", expected if r == world - 1 else xs[r])
-            blocks = [data.make(r, dtype, (world, *shape), salt=1) for r in range(world)]
-            for r in range(world):
-                same(r, f"broadcast-{key}", xs[1])
-                same(r, f"all_gather-{key}", np.stack(xs))
-                same(r, f"all_gather_into_tensor-{key}", np.stack(xs))
-                if dtype != "bool":
-                    same(r, f"reduce_scatter_tensor-{key}", reference("SUM", [b[r] for b in blocks], dtype))
-                    same(r, f"reduce_scatter-{key}", reference("SUM", [b[r] for b in blocks], dtype))
-                same(r, f"scatter-{key}", data.make(r, dtype, shape, salt=2))
-                same(r, f"ring-{key}", xs[(r - 1) % world])
-            same(0, f"gather-{key}", np.stack(xs))
-            assert all(f"gather-{key}" not in results[r] for r in range(1, world))
-    rows = [data.make(r, "int64", (world * 2, 3), salt=3) for r in range(world)]
-    for r in range(world):
-        same(r, "all_to_all_single", np.concatenate([rows[s][2 * r:2 * r + 2] for s in range(world)]))
-        same(r, "all_to_all", np.stack([data.make(s, "int64", (2, 3), salt=4 + r) for s in range(world)]))
-        same(r, "isend_irecv", data.make((r - 1) % world, "float32", (4,), salt=5))
-    assert checked > 500
+    expected_all = list(expectations(world))
+    expected_all += [(r, "isend_irecv", data.make((r - 1) % world, "float32", (4,), salt=5)) for r in range(world)]
+    for rank, key, expected in expected_all:
+        got, want = results[rank][key], data.plain(np.asarray(expected))
+        np.testing.assert_array_equal(got, want, err_msg=f"rank {rank}: {key}")
+        assert got.dtype == want.dtype, key
+    gathered = {key for _, key, _ in expected_all if key.startswith("gather-")}
+    assert all(not gathered & results[r].keys() for r in range(1, world))  # gather leaves the others alone
+    assert len(expected_all) > 500

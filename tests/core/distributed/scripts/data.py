@@ -24,6 +24,15 @@ def ops_for(dtype):
     return ["SUM", "AVG", "PRODUCT", "MIN", "MAX", "PREMUL_SUM"]
 
 
+
+NCCL_DTYPES = [d for d in DTYPES if d != "bfloat16"]  # cupy has no bfloat16
+
+
+def nccl_ops(dtype):
+    """The ReduceOps NCCL runs for a dtype: no bitwise ones; complex as pairs of reals, so no PRODUCT."""
+    ops = [op for op in ops_for(dtype) if op not in ("BAND", "BOR", "BXOR")]
+    return [op for op in ops if op != "PRODUCT"] if dtype.startswith("complex") else ops
+
 def make(rank, dtype, shape, salt=0):
     rng = np.random.default_rng([rank, DTYPES.index(dtype), len(shape), salt])
     if dtype == "bool":

@@ -30,6 +30,7 @@ __all__ = ["compile_program"]
 _UNARY = {
     "neg": "(-{0})", "exp": "M.exp({0})", "log": "M.log({0})", "tanh": "M.tanh({0})",
     "sigmoid": "M.sigmoid({0})", "relu": "(Z if {0} < Z else {0})", "erf": "(ONE - erfc_gauss({0})[0])",
+    "gelu": "gelu({0})", "gelu_d": "gelu_d({0})",
     "sqrt": "np.sqrt({0})", "rsqrt": "(ONE / np.sqrt({0}))", "recip": "(ONE / {0})", "abs": "abs({0})",
     "sign": "((ONE if {0} > Z else Z) - (ONE if {0} < Z else Z))", "step": "(ONE if {0} > Z else Z)",
 }
@@ -313,6 +314,7 @@ def compile_program(p: Program, inputs: list[Value], outputs: list[Value], out_k
     text = ("import numpy as np\n"
             "from ember.cpu.kernels import _math as M\n"
             "from ember.cpu.kernels.activation import _erfc_gauss as erfc_gauss\n"
+            "from ember.cpu.kernels.activation import _gelu as gelu, _gelu_d as gelu_d\n"
             "from ember.cpu.kernels._runtime import jit\n\n\n"
             f"@jit(fastmath={fastmath})\n" + body)
     digest = hashlib.sha256(text.encode()).hexdigest()[:20]

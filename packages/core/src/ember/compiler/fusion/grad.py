@@ -73,6 +73,8 @@ def gradients(p: Program, outputs: list[Value], adjoints: list[Value], wrt: list
             acc(a[0], p.mul(g, p.op("gt", a[0], 0.0)))
         elif op == "erf":
             acc(a[0], p.mul(g, p.mul(p.op("exp", p.neg(p.mul(a[0], a[0]))), 2.0 / math.sqrt(math.pi))))
+        elif op == "gelu":
+            acc(a[0], p.mul(g, p.op("gelu_d", a[0])))
         elif op == "sqrt":
             acc(a[0], p.div(p.mul(g, 0.5), v))
         elif op == "rsqrt":

@@ -77,7 +77,7 @@ def _gelu(p, args, kwargs, info):
     if approximate == "tanh":
         inner = p.mul(p.add(x, p.mul(p.mul(p.mul(x, x), x), 0.044715)), math.sqrt(2 / math.pi))
         return p.mul(p.mul(x, 0.5), p.add(p.op("tanh", inner), 1.0))
-    return p.mul(p.mul(x, 0.5), p.add(p.op("erf", p.mul(x, math.sqrt(0.5))), 1.0))
+    return p.op("gelu", x)
 
 
 def _silu(p, args, kwargs, info):

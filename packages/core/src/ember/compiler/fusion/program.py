@@ -8,18 +8,22 @@ integer per row (class targets). Elementwise ops combine kinds by broadcasting (
 with a ``col`` is a ``vec``); ``rsum``/``rmax`` reduce a ``vec`` to a ``row``; ``csum``
 reduces a ``vec`` or ``row`` over rows (a parameter's gradient); ``onehot`` is 1 where the
 column equals an ``irow`` value. ``rmax`` carries no gradient: it appears only where the
-result does not depend on it (the max subtracted for a stable softmax).
+result does not depend on it (the max subtracted for a stable softmax). ``gelu`` (the erf
+form) and its derivative ``gelu_d`` are ops of their own: each is one erfc and one exp
+(``cpu/kernels/activation``), so the backward recomputes the derivative from GELU's input
+where a decomposition into ``erf`` would read a saved ``1 + erf`` and take a second exp.
 """
 
 from __future__ import annotations
 
 __all__ = ["Value", "Program", "ELEMENTWISE", "UNARY", "COSTLY", "costly"]
 
-UNARY = {"neg", "exp", "log", "tanh", "sigmoid", "relu", "erf", "sqrt", "rsqrt", "recip", "abs", "sign", "step"}
+UNARY = {"neg", "exp", "log", "tanh", "sigmoid", "relu", "erf", "gelu", "gelu_d", "sqrt", "rsqrt", "recip", "abs",
+         "sign", "step"}
 BINARY = {"add", "sub", "mul", "div", "max2", "min2", "gt", "ge", "lt", "le", "eq", "ne"}
 ELEMENTWISE = UNARY | BINARY | {"where", "powc", "onehot"}
 REDUCTIONS = {"rsum", "rmax", "csum"}
-COSTLY = {"exp", "log", "tanh", "sigmoid", "erf", "sqrt", "rsqrt", "recip", "div", "powc"}
+COSTLY = {"exp", "log", "tanh", "sigmoid", "erf", "gelu", "gelu_d", "sqrt", "rsqrt", "recip", "div", "powc"}
 
 
 def costly(v: "Value") -> bool:

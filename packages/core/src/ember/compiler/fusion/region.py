@@ -16,7 +16,7 @@ import numpy
 
 from ..._tensor import Tensor, _make
 from ...autograd import grad_mode
-from ...autograd.function import Function
+from ...autograd.graph import record
 from ...cpu.kernels import _runtime
 from .codegen import compile_program
 from .grad import gradients
@@ -139,13 +139,14 @@ class Region:
         self.bwd_values, self.bwd_kinds = [g for g, _ in live], [k for _, k in live]
 
     # -- running the kernels ---------------------------------------------------------
-    def _geometry(self, tensors):
-        """The row count and the results' shapes for these inputs."""
+    # The call's operands are arrays (numpy or cupy) or Python numbers (scalar inputs).
+    def _geometry(self, operands):
+        """The row count and the results' shapes for these operands."""
         if not self.dynamic:
             return self.rows, [o.shape for o in self.outputs]
-        for v, t in zip(self.inputs, tensors):
+        for v, a in zip(self.inputs, operands):
             if v.kind in ("vec", "irow"):
-                shape = tuple(t._data.shape if isinstance(t, Tensor) else numpy.shape(t))
+                shape = tuple(numpy.shape(a))
                 lead = shape[:-1] if v.kind == "vec" else shape
                 break
         else:
@@ -155,18 +156,17 @@ class Region:
             rows *= n
         return rows, [o.shape if o.post else lead + o.shape[self.lead_rank:] for o in self.outputs]
 
-    def _backend(self, tensors):
-        """(array module, dtype the kernels compute in, whether CUDA runs) for these inputs."""
-        for t in tensors:
-            if isinstance(t, Tensor) and on_cuda(t._data):
+    def _backend(self, operands):
+        """(array module, dtype the kernels compute in, whether CUDA runs) for these operands."""
+        for a in operands:
+            if on_cuda(a):
                 return cupy_module(), self.cuda_dtype, True
         return numpy, self.np_dtype, False
 
     def _prepare(self, values, specs, R, xp=numpy, dt=None):
         C, dt = self.width, dt if dt is not None else self.np_dtype
         out = []
-        for spec, x in zip(specs, values):
-            a = x._data if isinstance(x, Tensor) else xp.asarray(x)
+        for spec, a in zip(specs, values):
             if spec.kind == "vec":
                 a = xp.ascontiguousarray(a, dtype=dt).reshape(R, C)
             elif spec.kind == "col":
@@ -210,12 +210,13 @@ class Region:
             if bad.any():
                 raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
 
-    def forward_arrays(self, tensors):
-        """The results, and the per-row arrays backward needs (the mean's weights, then the
-        saved values). IndexError for a class target outside ``[0, C)`` that is not ignored."""
-        xp, dt, cuda = self._backend(tensors)
-        rows, shapes = self._geometry(tensors)
-        inputs = self._prepare(tensors, self.inputs, rows, xp, dt)
+    def forward_arrays(self, operands):
+        """The results, and what backward needs besides the operands (the mean's weights,
+        the saved values, the geometry). IndexError for a class target outside ``[0, C)``
+        that is not ignored."""
+        xp, dt, cuda = self._backend(operands)
+        rows, shapes = self._geometry(operands)
+        inputs = self._prepare(operands, self.inputs, rows, xp, dt)
         self._check_targets(inputs)
         arrays = self._launch(0, inputs, self.fwd_kinds, rows, cuda, dt)
         n = len(self.outputs)
@@ -230,29 +231,44 @@ class Region:
             results.append(a.reshape(shape) if a.dtype == self.np_dtype else a.astype(self.np_dtype).reshape(shape))
         return results, (totals, arrays[n + len(self.weights):], rows, shapes)
 
-    def backward_arrays(self, tensors, grads, extra):
-        xp, dt, cuda = self._backend(tensors)
+    def backward_arrays(self, operands, grads, extra):
+        """Per operand, its gradient in its own shape and the region's dtype (None for an
+        operand that takes none), from ``grads``, one array (or None) per result."""
+        xp, dt, cuda = self._backend(operands)
         totals, saved, rows, shapes = extra
         totals = iter(totals)
         adjoints = []
         for o, g, shape in zip(self.outputs, grads, shapes):
-            g = xp.zeros(shape, dt) if g is None else g._data
+            g = xp.zeros(shape, dt) if g is None else g
             if o.post == "mean":
                 g = xp.asarray(g, dt) / next(totals)
             adjoints.append(g)
-        arrays = self._prepare(list(tensors) + adjoints + list(saved), self.bwd_inputs, rows, xp, dt)
-        by_value = {v.id: tuple(t.shape) for v, t in zip(self.inputs, tensors) if isinstance(t, Tensor)}
-        shapes = [by_value.get(v.id) for v, z in zip(self.wrt, self.zero_grads) if not z]
-        computed = iter(self._launch(1, arrays, self.bwd_kinds, rows, cuda, dt, shapes) if self.has_backward else [])
-        return [None if z else next(computed) for z in self.zero_grads]
+        arrays = self._prepare(list(operands) + adjoints + list(saved), self.bwd_inputs, rows, xp, dt)
+        shape_of = {v.id: numpy.shape(a) for v, a in zip(self.inputs, operands)}
+        live = [shape_of[v.id] for v, z in zip(self.wrt, self.zero_grads) if not z]
+        computed = iter(self._launch(1, arrays, self.bwd_kinds, rows, cuda, dt, live) if self.has_backward else [])
+        by_input = {v.id: None if z else next(computed) for v, z in zip(self.wrt, self.zero_grads)}
+        out = []
+        for v in self.inputs:
+            if v.id not in by_input:
+                out.append(None)
+                continue
+            g, shape = by_input[v.id], shape_of[v.id]
+            g = xp.zeros(shape, self.np_dtype) if g is None else xp.ascontiguousarray(g)
+            if g.dtype != self.np_dtype:  # a float16 region's gradient, computed in float32 on cuda
+                g = g.astype(self.np_dtype)
+            out.append(g if g.shape == shape else g.reshape(shape))
+        return out
 
     def __call__(self, *tensors):
+        operands = [t._data if isinstance(t, Tensor) else t for t in tensors]
+        results, extra = self.forward_arrays(operands)
+        outs = tuple(_make(a, self.dtype) for a in results)
         if grad_mode.STATE.enabled and self.has_backward and any(
-                isinstance(t, Tensor) and t.requires_grad for t in tensors):
-            out = _Fused.apply(self, *tensors)
-            return out if isinstance(out, tuple) else (out,)
-        results, _ = self.forward_arrays(tensors)
-        return tuple(_make(a, self.dtype) for a in results)
+                isinstance(t, Tensor) and t._requires_grad for t in tensors):
+            record("CompiledFunctionBackward", _Rule(self, extra), tensors, outs if len(outs) > 1 else outs[0],
+                   tensors)
+        return outs
 
 
 def _saved(p: Program, grads, forward: set, n_forward: int) -> list:
@@ -273,31 +289,35 @@ def _saved(p: Program, grads, forward: set, n_forward: int) -> list:
     return [saved[i] for i in sorted(saved)]
 
 
-class _Fused(Function):
-    @staticmethod
-    def forward(ctx, region, *tensors):
-        results, extra = region.forward_arrays(tensors)
-        ctx.region, ctx.extra, ctx.tensors = region, extra, tensors
-        ctx.save_for_backward(*(t for t in tensors if isinstance(t, Tensor)))
-        outs = tuple(_make(a, region.dtype) for a in results)
-        return outs if len(outs) > 1 else outs[0]
+class _Rule:
+    """The gradient rule of one call of a region (torch names its node
+    ``CompiledFunctionBackward``): the generated backward kernel on the raw arrays, the
+    engine's common path. Asked for a graph of the gradient (``create_graph=True``), it
+    gives the same values with a node whose own backward raises torch's error: the
+    generated backward has no gradient of its own."""
 
-    @staticmethod
-    def backward(ctx, *grads):
-        region = ctx.region
-        saved = iter(ctx.saved_tensors)
-        tensors = [next(saved) if isinstance(t, Tensor) else t for t in ctx.tensors]
-        by_input = dict(zip((v.id for v in region.wrt), region.backward_arrays(tensors, grads, ctx.extra)))
-        out = [None]  # the region argument
-        for v, t in zip(region.inputs, tensors):
-            if v.id not in by_input:
-                out.append(None)
-                continue
-            g = by_input[v.id]
-            xp = cupy_module() if on_cuda(t._data) else numpy
-            g = xp.zeros(tuple(t.shape), region.np_dtype) if g is None else xp.ascontiguousarray(g)
-            if g.dtype != region.np_dtype:  # a float16 region's gradient, computed in float32 on cuda
-                g = g.astype(region.np_dtype)
-            shape = tuple(t.shape)
-            out.append(_make(g if g.shape == shape else g.reshape(shape), region.dtype))
-        return tuple(out)
+    __slots__ = ("region", "extra")
+
+    def __init__(self, region, extra):
+        self.region, self.extra = region, extra
+
+    def on_arrays(self, grad, *operands):
+        return tuple(self.region.backward_arrays(operands, [grad], self.extra))
+
+    def __call__(self, grads, *operands):
+        region = self.region
+        grads = [grads] if isinstance(grads, Tensor) else list(grads)
+        arrays = [None if g is None else g._data for g in grads]
+        computed = region.backward_arrays([t._data if isinstance(t, Tensor) else t for t in operands], arrays,
+                                          self.extra)
+        out = tuple(None if g is None else _make(g, region.dtype) for g in computed)
+        if grad_mode.STATE.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in grads + list(operands)):
+            made = tuple(g for g in out if g is not None)
+            if made:
+                record("CompiledFunctionBackwardBackward", _no_double_backward, tuple(grads) + tuple(operands),
+                       made if len(made) > 1 else made[0])
+        return out
+
+
+def _no_double_backward(*_):
+    raise RuntimeError("torch.compile with aot_autograd does not currently support double backward")

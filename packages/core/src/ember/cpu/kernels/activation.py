@@ -116,6 +116,12 @@ def _erfc_gauss_impl(z):
 
 
 @register_jitable(inline="always")
+def _gelu(v):
+    e, gauss = _erfc_gauss(v * _c(-_SQRT_HALF, v))
+    return _c(0.5, v) * v * e
+
+
+@register_jitable(inline="always")
 def _gelu_d(v):
     e, gauss = _erfc_gauss(v * _c(-_SQRT_HALF, v))
     return _c(0.5, v) * e + v * _c(_INV_SQRT_2PI, v) * gauss
@@ -156,9 +162,7 @@ def _mish_d(v):
 def _gelu_f(start, stop, x, out):
     x, out = x[start:stop], out[start:stop]
     for i in range(stop - start):
-        v = x[i]
-        e, gauss = _erfc_gauss(v * _c(-_SQRT_HALF, v))
-        out[i] = _c(0.5, v) * v * e
+        out[i] = _gelu(x[i])
 
 
 @jit(fastmath={"contract"})

@@ -30,6 +30,7 @@ static Dim blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
 #define __device__
 #define __forceinline__ inline
 #define __restrict__
+#define __syncthreads() ((void)0)
 static float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static double __longlong_as_double(long long i) { double d; memcpy(&d, &i, 8); return d; }
 template <typename A> A nan_max(A a, A b) { return (a > b || a != a) ? a : b; }

@@ -115,15 +115,15 @@ class _Source:
             visit(r)
         return sorted(order, key=lambda v: v.id)
 
-    def schedule(self, pick: bool):
+    def schedule(self):
         """The passes ``build`` writes: the reductions accumulated in them, the per-row
         values computed between them, the element-wise roots of each pass's loop, the
-        number of passes, and (``pick``) the row sums of a multiple of a onehot, read at
-        the target's column instead of accumulated ({id: that onehot})."""
+        number of passes, and the row sums of a multiple of a onehot, read at the target's
+        column instead of accumulated ({id: that onehot})."""
         level = self.level
         every = self.deps(self.outputs, stop_rows=False)
         self._needed = {v.id for v in every}
-        picks = {v.id: f for v in every if pick and v.op == "rsum"
+        picks = {v.id: f for v in every if v.op == "rsum"
                  and (f := self._onehot_factor(v.args[0])) is not None}
         reductions = [v for v in every if v.op in ("rsum", "rmax") and v.id not in picks]
         row_values = [v for v in every if v.kind in ("row", "scalar") and v.op not in ("rsum", "rmax")]
@@ -141,7 +141,7 @@ class _Source:
 
     def build(self, name: str) -> str:
         level = self.level
-        reductions, row_values, vec_roots_by_pass, passes, picks = self.schedule(pick=True)
+        reductions, row_values, vec_roots_by_pass, passes, picks = self.schedule()
         picked = [v for v in self.p.values if v.id in picks]
         args = ", ".join(f"a{k}" for k in range(len(self.inputs)))
         outs = ", ".join(f"o{k}" for k in range(len(self.outputs)))

@@ -21,7 +21,9 @@ Two shapes of kernel:
   ``SHARED_LIMIT`` bytes, and recomputed otherwise. A column sum (a parameter's gradient)
   accumulates into the block's own row of a ``[blocks, C]`` array of partial sums: a
   thread owns its columns for every row the block visits, so no atomics, and the caller
-  adds the partial rows up (deterministic).
+  adds the partial rows up (deterministic). A row sum of a multiple of a class target's
+  ``onehot`` (cross-entropy's pick) is evaluated by every thread at the target's column
+  alone, after a barrier when it reads a row buffer (another thread wrote that column).
 
 Arrays are C-contiguous: a ``vec`` is ``[R, C]``, a ``row`` ``[R]``, a ``col`` ``[C]``, an
 ``irow`` ``[R]`` of int64, a ``scalar`` ``[1]``. The element type is the region's float
@@ -213,15 +215,15 @@ class _RowSource(_Source):
 
     def build(self, name: str) -> str:
         t, level = self.t, self.level
-        # every row sum accumulated: the threads of a block share a row, so a pass is cheap
-        reductions, row_values, roots_by_pass, passes, _ = self.schedule(pick=False)
+        reductions, row_values, roots_by_pass, passes, picks = self.schedule()
+        picked = [v for v in self.p.values if v.id in picks]
         stores = self._plan_stores(roots_by_pass, passes)
 
         def pointer(k, v):
             return f"const long long* __restrict__ a{k}" if v.kind == "irow" else f"const {t}* __restrict__ a{k}"
         params = [pointer(k, v) for k, v in enumerate(self.inputs)]
         params += [f"{t}* __restrict__ o{j}" for j in range(len(self.outputs))]
-        L = [f'extern "C" __global__ void {name}({", ".join(params + ["long long rows"])}) {{',
+        L = self.lines = [f'extern "C" __global__ void {name}({", ".join(params + ["long long rows"])}) {{',
              f"  const long long C = {self.width};",
              f"  __shared__ {t} reduce_slots[32];"]
         if self.stored:
@@ -247,29 +249,36 @@ class _RowSource(_Source):
             accs = [v for v in reductions if level[v.args[0].id] == k]
             for v in accs:
                 L.append(f"{ind}{t} t{v.id} = {t}(0);" if v.op == "rsum" else f"{ind}{t} t{v.id} = -fused_inf({t}(0));")
-            L.append(f"{ind}for (long long c = threadIdx.x; c < C; c += blockDim.x) {{")
+            loop = []
             for v in self.deps(roots_by_pass.get(k, []), stop=self._stored_before(stores, k)):
                 if v.kind in ("row", "scalar"):
                     continue
-                L.append(f"{ind}  const {t} t{v.id} = {self._expr_now(v, stores, k)};")
+                loop.append(f"{ind}  const {t} t{v.id} = {self._expr_now(v, stores, k)};")
                 if stores.get(v.id) == k:
-                    L.append(f"{ind}  b{v.id}[c] = t{v.id};")
+                    loop.append(f"{ind}  b{v.id}[c] = t{v.id};")
             for v in accs:
                 operand = self._ref_now(v.args[0], stores, k)
-                L.append(f"{ind}  t{v.id} += {operand};" if v.op == "rsum" else
-                         f"{ind}  t{v.id} = nan_max(t{v.id}, {operand});")
+                loop.append(f"{ind}  t{v.id} += {operand};" if v.op == "rsum" else
+                            f"{ind}  t{v.id} = nan_max(t{v.id}, {operand});")
             for j, (v, kind) in enumerate(zip(self.outputs, self.out_kinds)):
                 if kind == "csum":
                     src = v.args[0] if v.op == "csum" else v
                     if level[src.id] == k:
-                        L.append(f"{ind}  q{j}[c] += {self._ref_now(src, stores, k)};")
+                        loop.append(f"{ind}  q{j}[c] += {self._ref_now(src, stores, k)};")
                 elif kind == "vec" and level[v.id] == k:
-                    L.append(f"{ind}  w{j}[c] = {self._ref_now(v, stores, k)};")
-            L.append(f"{ind}}}")
+                    loop.append(f"{ind}  w{j}[c] = {self._ref_now(v, stores, k)};")
+            if loop:  # a pass whose only row sum was picked has nothing left to loop over
+                L.append(f"{ind}for (long long c = threadIdx.x; c < C; c += blockDim.x) {{")
+                L += loop
+                L.append(f"{ind}}}")
             for v in accs:  # every thread gets the row's result (the block's threads all reach here)
                 identity = f"{t}(0)" if v.op == "rsum" else f"-fused_inf({t}(0))"
                 L.append(f"{ind}t{v.id} = block_reduce<{t}, {'false' if v.op == 'rsum' else 'true'}>"
                          f"(t{v.id}, reduce_slots, {identity});")
+            for v in picked:
+                if level[v.args[0].id] == k:
+                    self._emit_pick(v, picks[v.id], stores, k, ind)
+                    done.add(v.id)
             done.update(v.id for v in accs)
         emit_rows(passes + 1)
         rows_out = [(j, v) for j, (v, kind) in enumerate(zip(self.outputs, self.out_kinds)) if kind == "row"]
@@ -279,6 +288,27 @@ class _RowSource(_Source):
             L.append(f"{ind}}}")
         L += ["  }", "}"]
         return "\n".join(L) + "\n"
+
+    def _emit_pick(self, v: Value, onehot: Value, stores, k: int, ind: str) -> None:
+        """The row sum ``v`` of a multiple of ``onehot``, after pass ``k``: every thread
+        evaluates its summand at the target's column alone (zero for a target outside
+        ``[0, C)``, an ignored one), as ``codegen`` does; a summand read from a row buffer
+        waits for the block's writes to it."""
+        t, L, summand = self.t, self.lines, v.args[0]
+        stop = self._stored_before(stores, k + 1)
+        body = [u for u in self.deps([summand], stop=stop) if u.kind not in ("row", "scalar")]
+        reads = {a.id for u in body for a in u.args} | {summand.id}
+        if reads & stop:
+            L.append(f"{ind}__syncthreads();")
+        L.append(f"{ind}{t} t{v.id} = {t}(0);")
+        L.append(f"{ind}{{")
+        L.append(f"{ind}  const long long c = (long long)({self.ref(onehot.args[0], False)});")
+        L.append(f"{ind}  if (0 <= c && c < C) {{")
+        for u in body:
+            L.append(f"{ind}    const {t} t{u.id} = {self._expr_now(u, stores, k + 1)};")
+        L.append(f"{ind}    t{v.id} = " + (f"b{summand.id}[c];" if summand.id in stop else f"t{summand.id};"))
+        L.append(f"{ind}  }}")
+        L.append(f"{ind}}}")
 
     def _ref_now(self, v, stores, k) -> str:
         """How pass ``k`` reads ``v``: a temporary computed in this pass, or its buffer."""

@@ -5,14 +5,18 @@ the looked-up rows of the weight (zero for ``padding_idx``, divided by the index
 in the batch with ``scale_grad_by_freq``).  ``embedding_bag`` gathers the rows of every
 bag through ``embedding`` and reduces them with differentiable ember ops.  Gradients are
 dense: ``sparse=True`` (torch's sparse gradient layout) is refused when a gradient of
-the weight would be recorded.  On cupy float32/float64 gradients the scatter runs as a CUDA
-kernel (cuda/kernels/embedding.py) when no graph of the gradient is wanted.
+the weight would be recorded.  When no graph of the gradient is wanted, the scatter runs as
+a kernel on float32/float64 gradients: numba's on numpy arrays (cpu/kernels/embedding.py,
+numpy.add.at's sums bit for bit), a CUDA one on cupy arrays (cuda/kernels/embedding.py).
 """
 
 from __future__ import annotations
 
+import numpy
+
 from .. import _dtype as D
 from .._tensor import _make
+from ..cpu import kernels
 from ..cuda.kernels import embedding as cuda_embedding
 from ._helpers import _STATE, be, needs_grad, record
 
@@ -123,7 +127,11 @@ def _embedding_rule(g, flat, num, padding_idx, scale_grad_by_freq):
         if factor is not None:
             rows = rows * factor
         out = xp.zeros((num, dim), dtype=rows.dtype)
-        be(g).scatter_add(out, flat, rows)
+        if kernels.accepts(out, rows):  # numpy.add.at's sums, without its cost per index
+            kernels.embedding.add_rows(out, numpy.ascontiguousarray(flat, dtype=numpy.int64),
+                                       numpy.ascontiguousarray(rows))
+        else:
+            be(g).scatter_add(out, flat, rows)
         return _make(out, g.dtype)
     from .creation import zeros
     from .indexing import index_add

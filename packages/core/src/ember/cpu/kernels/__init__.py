@@ -21,7 +21,7 @@ from ._runtime import STATE, accepts, dense_order, enabled, flat, parallel_for
 
 __all__ = ["accepts", "enabled", "disabled", "parallel_for", "flat", "dense_order"]
 
-_FAMILIES = ("activation", "softmax", "norm", "conv", "winograd", "pool", "rnn", "optim", "dropout")
+_FAMILIES = ("activation", "softmax", "norm", "conv", "winograd", "pool", "rnn", "optim", "dropout", "embedding")
 
 
 @contextlib.contextmanager

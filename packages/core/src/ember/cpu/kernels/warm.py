@@ -93,8 +93,11 @@ def _families(ember):
             p.sum().backward()
             opt.step()
 
+    def embedding(dtype):
+        grads(lambda w: F.embedding(ember.tensor([[0, 2], [2, 1]]), w), (3, 5), dtype=dtype)
+
     return {"activation": activation, "softmax": softmax, "norm": norm, "pool": pool, "conv": conv,
-            "winograd": winograd, "rnn": rnn, "optim": optim}
+            "winograd": winograd, "rnn": rnn, "optim": optim, "embedding": embedding}
 
 
 def main() -> int:

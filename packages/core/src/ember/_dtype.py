@@ -110,12 +110,16 @@ def to_dtype(obj) -> dtype:
         raise TypeError(f"expected an ember dtype, got {obj!r}") from None
 
 
-_state = threading.local()
+class _DefaultDtype(threading.local):
+    default = float32  # a class attribute: a thread that never set one reads it without a miss
+
+
+_state = _DefaultDtype()
 
 
 def get_default_dtype() -> dtype:
     """The dtype of floating tensors made from Python floats (float32 unless changed)."""
-    return getattr(_state, "default", float32)
+    return _state.default
 
 
 def set_default_dtype(d) -> None:

@@ -37,20 +37,31 @@ import warnings
 
 import numpy
 
-from .. import _dtype
+from .. import _autocast, _dtype
 from .._tensor import Tensor
+from ..autograd.grad_mode import STATE as _GRAD
 from ..func._pytree import tree_flatten, tree_unflatten
 from ..fx._symbolic_floats import SymFloat, value_guard
 from ..fx._symbolic_shapes import Guard, SymInt
 from ..nn.modules.module import STATE_VERSION, Module
-from . import _capture
+from . import _capture, _state
 from ._capture import STATIC_FLOAT, SYMBOLIC_FLOAT, SYMBOLIC_INT, Capture
 from ._segments import build_segments, resolve
 
 __all__ = ["CompiledFunction"]
 
 _SCALARS = (bool, int, float, complex, str, type(None))
+_FLAT = (Tensor, *_SCALARS)  # arguments that are their own leaves (no container to flatten)
 _TOTAL_RECORDINGS = [0]
+_DYNAMO = []
+
+
+def _dynamo():
+    """``ember._dynamo`` (imported at the first call: it imports this package)."""
+    if not _DYNAMO:
+        from .. import _dynamo as module
+        _DYNAMO.append(module)
+    return _DYNAMO[0]
 
 
 class _Recording:
@@ -187,10 +198,11 @@ def _leaf_key(x, dims=None):
 
 
 def _global_state():
-    from ..amp.autocast_mode import get_autocast_dtype, is_autocast_enabled
-    from ..autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
-    return (is_grad_enabled(), is_inference_mode_enabled(), is_autocast_enabled("cpu"),
-            get_autocast_dtype("cpu"), _dtype.get_default_dtype())
+    """Grad mode, inference mode, CPU autocast and its dtype, the default dtype: read from
+    their thread-local states directly, as this runs on every call."""
+    autocast = _autocast.state
+    return (_GRAD.enabled, _GRAD.inference, autocast.enabled.get("cpu", False), autocast.dtype["cpu"],
+            _dtype.get_default_dtype())
 
 
 def _module_state(root: Module):
@@ -252,11 +264,12 @@ class CompiledFunction:
 
     # -- the call ----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        from .._dynamo import config
-        from . import _state
-        if config.disable or _state.disabled() or _capture.is_capturing():
+        if _dynamo().config.disable or _state.disabled() or _capture.is_capturing():
             return self.fn(*args, **kwargs)  # inside another capture: its ops join that recording
-        leaves, _ = tree_flatten((args, kwargs))
+        if kwargs or not all(isinstance(a, _FLAT) for a in args):
+            leaves, _ = tree_flatten((args, kwargs))
+        else:  # the common call: tensors and numbers, nothing to flatten
+            leaves = list(args)
         key = self._key(leaves)
         self._failed = None
         out = self._lookup(key, leaves, args, kwargs)
@@ -288,7 +301,8 @@ class CompiledFunction:
     def _dynamic_dims(self, leaves):
         """Per flattened argument, the dims of a tensor left dynamic or ``SYMBOLIC_INT`` for
         an int left symbolic; None when there are none."""
-        from .._dynamo import _MARKS, config
+        dynamo = _dynamo()
+        _MARKS, config = dynamo._MARKS, dynamo.config
         if self.dynamic is False or (not self.dynamic and not self._auto and not self._auto_ints
                                      and not self._auto_floats and not _MARKS):
             return None

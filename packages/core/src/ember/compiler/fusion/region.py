@@ -74,6 +74,7 @@ class Region:
         self.forward_kernel = self.backward_kernel = None  # numba's
         self._lock = threading.Lock()
         self._cuda: dict = {}  # dtype name -> (forward, backward) generated CUDA kernels
+        self._bounds: dict = {}  # (rows, parts) -> the parts' first rows, as the kernels take them
         if device == "cpu":
             self._numba()
 
@@ -185,8 +186,11 @@ class Region:
         is allocated so, and the kernel writes a ``[R, C]`` view of it, so a gradient leaves
         as an array that owns its memory and becomes ``.grad`` without a copy."""
         C = self.width
-        parts = max(1, min(_runtime.threads(), R))
-        bounds = numpy.array([R * i // parts for i in range(parts + 1)], dtype=numpy.int64)
+        # a region too small to split runs on this thread (no call into OpenBLAS for the count)
+        parts = 1 if R * C < _runtime.PARALLEL_MIN_WORK else max(1, min(_runtime.threads(), R))
+        bounds = self._bounds.get((R, parts))
+        if bounds is None:
+            bounds = self._bounds[(R, parts)] = numpy.array([R * i // parts for i in range(parts + 1)], numpy.int64)
         shapes = shapes or [None] * len(kinds)
         outs = [numpy.empty(shape or (R, C), self.np_dtype) if k == "vec" else numpy.zeros((parts, C), self.np_dtype)
                 if k == "csum" else numpy.empty(R, self.np_dtype) for k, shape in zip(kinds, shapes)]

@@ -211,6 +211,51 @@ def test_attention_through_the_kernel(monkeypatch, dtype):
     assert not np.isnan(got[0]).any() and np.all(got[0][:, :, 2] == 0)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("L,S", [(5, 5), (5, 9), (9, 5), (1, 1), (128, 128)])
+def test_attention_probs_scale_mask_and_softmax_in_one_pass(monkeypatch, L, S, causal, dtype):
+    # without a mask, and with is_causal (torch's top-left aligned tril, also when L != S),
+    # scaling, masking and the softmax are one kernel pass over each row of the scores: the
+    # numpy path (scale, where, softmax) and torch agree on values and gradients
+    rng = np.random.default_rng(L * 10 + S)
+    q, k, v = (rng.standard_normal(s).astype(dtype) * 2 for s in ((2, 3, L, 8), (2, 3, S, 8), (2, 3, S, 4)))
+
+    def run(lib, fn):
+        qs, ks, vs = (lib.tensor(a, requires_grad=True) for a in (q, k, v))
+        out = fn(qs, ks, vs, is_causal=causal, scale=0.3)
+        out.backward(lib.tensor(np.linspace(-1, 1, out.numel()).reshape(out.shape).astype(dtype)))
+        return [out.detach().numpy()] + [t.grad.numpy() for t in (qs, ks, vs)]
+
+    calls = _counting(monkeypatch, ["attention_probs", "softmax"])
+    got = run(ember, F.scaled_dot_product_attention)
+    assert calls == {"attention_probs": int(kernels.enabled()), "softmax": 0}
+    with kernels.disabled():
+        ref = run(ember, F.scaled_dot_product_attention)
+    want = run(torch, TF.scaled_dot_product_attention)
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    exact = run(torch, TF.scaled_dot_product_attention)  # float64: float32 results are allowed
+    for ours, numpy_path, theirs, best in zip(got, ref, want, exact):  # 8x torch's own distance
+        tol = 8 * np.abs(theirs - best).max() + 1e-6 * np.abs(best).max() if dtype == "float32" else 1e-10
+        assert np.abs(ours - best).max() <= tol and np.abs(numpy_path - best).max() <= tol
+
+
+def test_attention_probs_rows_of_minus_inf_and_nan():
+    # a row whose scores are all -inf gives zeros (as the masked path's dead rows); a NaN
+    # score spreads to its row only; the masked columns of a causal row are zeros even
+    # where the scores are NaN
+    scores = np.random.default_rng(3).standard_normal((2, 4, 4)).astype(np.float32)
+    scores[0, 1] = -np.inf
+    scores[1, 2, 0] = np.nan
+    scores[1, 0, 3] = np.nan
+    probs = kernels.softmax.attention_probs(scores.copy(), 0.5, True)
+    assert np.all(probs[0, 1] == 0)
+    assert np.isnan(probs[1, 2, :3]).all() and np.all(probs[1, 2, 3:] == 0)
+    assert probs[1, 0, 0] == 1 and np.all(probs[1, 0, 1:] == 0)
+    rows = np.delete(probs.reshape(8, 4), [1, 6], axis=0)
+    np.testing.assert_allclose(rows.sum(-1), 1, rtol=1e-6)
+
+
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("shape,dim", [((700, 300), 1), ((3, 400, 700), 1), ((1, 300, 999), 1)])
 def test_threads_give_the_same_bits(op, shape, dim):

@@ -104,14 +104,20 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     if dropout_p == 0.0 and cuda_attention.accepts(q, k, v, None if attn_mask is None else attn_mask._data):
         return _tiled(query, key, value, attn_mask, is_causal, scale)
-    if is_causal:
-        attn_mask = _make(xp.tril(xp.ones((L, S), dtype=bool)), D.bool_)
     scores = blas_matmul(q, xp.swapaxes(k, -1, -2))
-    scores *= scores.dtype.type(scale)
-    if attn_mask is not None:
-        m = attn_mask._data
-        scores = xp.where(m, scores, -xp.inf) if attn_mask.dtype is D.bool_ else scores + m
-    probs = _softmax_rows(xp, scores)
+    if attn_mask is None and scores.size and kernels.accepts(scores) and scores.flags.c_contiguous:
+        # scale, causal mask and softmax in one pass over each row, in place
+        probs = kernels.softmax.attention_probs(scores, scale, is_causal)
+    else:
+        scores *= scores.dtype.type(scale)
+        if is_causal:
+            scores = xp.where(xp.tril(xp.ones((L, S), dtype=bool)), scores, -xp.inf)
+        elif attn_mask is not None:
+            m = attn_mask._data
+            scores = xp.where(m, scores, -xp.inf) if attn_mask.dtype is D.bool_ else scores + m
+        probs = _softmax_rows(xp, scores)
+    if is_causal:  # the tensor form of the gradient rule reads the mask
+        attn_mask = _make(xp.tril(xp.ones((L, S), dtype=bool)), D.bool_)
     keep = None
     if dropout_p > 0.0:
         keep = _dropout_multiplier(query, probs.shape, dropout_p)
@@ -182,11 +188,17 @@ def _sdpa_rule_arrays(g, q, k, v, p, keep, scale, attn_mask, mask_grad, xp):
     else:
         dp -= (dp * p).sum(axis=-1, keepdims=True)
         dp *= p
-    # dp is now dS, the gradient of the (masked) scores
-    ds_scaled = dp * dp.dtype.type(scale)
+    # dp is now dS, the gradient of the (masked) scores; scaled where it lies unless it is
+    # also the float mask's gradient
+    ds_scaled = dp * dp.dtype.type(scale) if mask_grad else _scaled_in_place(dp, scale)
     gq = blas_matmul(ds_scaled, k)
     gk = blas_matmul(xp.swapaxes(ds_scaled, -1, -2), q)
     return gq, gk, gv, (dp if mask_grad else None)
+
+
+def _scaled_in_place(a, scale):
+    a *= a.dtype.type(scale)
+    return a
 
 
 @on_arrays(_sdpa_rule_arrays)

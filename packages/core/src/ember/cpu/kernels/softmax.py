@@ -22,7 +22,7 @@ from numba.extending import register_jitable
 from . import _math as M
 from ._runtime import dense_order, jit, parallel_for, threads
 
-__all__ = ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward", "nll_grad"]
+__all__ = ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward", "nll_grad", "attention_probs"]
 
 _FM = {"reassoc", "contract", "nsz"}
 
@@ -92,6 +92,33 @@ def _forward_rows(start, stop, x, y, dead_zero):
         inv = xr.dtype.type(1) / s
         for c in range(n):
             yr[c] *= inv
+
+
+@jit(fastmath=_FM)
+def _attention_rows(start, stop, x, scale, queries, causal):
+    # row i is query i % queries; causal: keys 0..query (torch's top-left aligned tril);
+    # the columns past them are written as zeros, never read
+    n = x.shape[1]
+    zero = x.dtype.type(0)
+    for i in range(start, stop):
+        xr = x[i]
+        k = min(n, i % queries + 1) if causal else n
+        xv = xr[:k]
+        for c in range(k):
+            xv[c] *= scale
+        m = _row_max(xv)
+        if m == -np.inf:  # every key's score -inf: zeros, as the masked path gives
+            m = zero
+        s = zero
+        for c in range(k):
+            e = M.exp(xv[c] - m)
+            xv[c] = e
+            s += e
+        inv = x.dtype.type(1) / (x.dtype.type(1) if s == 0 else s)
+        for c in range(k):
+            xv[c] *= inv
+        for c in range(k, n):
+            xr[c] = zero
 
 
 @jit(fastmath=_FM)
@@ -329,6 +356,20 @@ def softmax(x, d, dead_zero=False):
     in ``x``'s dtype and memory layout; with ``dead_zero`` a slice whose entries are all
     -inf gives zeros instead of NaN (attention's fully masked rows)."""
     return _forward(x, d, False, dead_zero)
+
+
+def attention_probs(scores, scale, causal):
+    """Attention's probabilities from its raw scores ``q @ k^T``, in place: ``scores``
+    (``[..., L, S]``, C-contiguous float32/float64) becomes ``softmax(scores * scale)``
+    over its last dim, with ``causal`` the keys past each query (``j > i``) masked (zero,
+    never read). The scale is rounded to the scores' dtype first, as numpy's
+    ``scores *= scale`` does; a row whose scores are all -inf gives zeros. Returns
+    ``scores``."""
+    L, S = scores.shape[-2], scores.shape[-1]
+    rows = scores.reshape(-1, S)
+    parallel_for(_attention_rows, rows.shape[0], rows, scores.dtype.type(scale), L, bool(causal),
+                 work_per_item=4 * S)
+    return scores
 
 
 def log_softmax(x, d):

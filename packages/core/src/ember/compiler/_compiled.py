@@ -53,15 +53,13 @@ __all__ = ["CompiledFunction"]
 _SCALARS = (bool, int, float, complex, str, type(None))
 _FLAT = (Tensor, *_SCALARS)  # arguments that are their own leaves (no container to flatten)
 _TOTAL_RECORDINGS = [0]
-_DYNAMO = []
 
 
+@functools.cache
 def _dynamo():
     """``ember._dynamo`` (imported at the first call: it imports this package)."""
-    if not _DYNAMO:
-        from .. import _dynamo as module
-        _DYNAMO.append(module)
-    return _DYNAMO[0]
+    from .. import _dynamo as module
+    return module
 
 
 class _Recording:
@@ -302,9 +300,9 @@ class CompiledFunction:
         """Per flattened argument, the dims of a tensor left dynamic or ``SYMBOLIC_INT`` for
         an int left symbolic; None when there are none."""
         dynamo = _dynamo()
-        _MARKS, config = dynamo._MARKS, dynamo.config
+        marks, config = dynamo._MARKS, dynamo.config
         if self.dynamic is False or (not self.dynamic and not self._auto and not self._auto_ints
-                                     and not self._auto_floats and not _MARKS):
+                                     and not self._auto_floats and not marks):
             return None
         out = []
         for k, x in enumerate(leaves):
@@ -319,7 +317,7 @@ class CompiledFunction:
                 out.append(None)
                 continue
             shape = x._data.shape
-            wanted = range(len(shape)) if self.dynamic else self._auto.get(k, frozenset()) | _MARKS.get(id(x), set())
+            wanted = range(len(shape)) if self.dynamic else self._auto.get(k, frozenset()) | marks.get(id(x), set())
             out.append(frozenset(i for i in wanted if i < len(shape) and shape[i] >= 2))
         return out
 

@@ -8,6 +8,9 @@ default backend makes of the same graph on a GPU.
 - ``layer_norm_ce``: ``layer_norm -> * w + b -> gelu -> cross_entropy`` (mean).
 - ``softmax_ce``: softmax of scaled logits beside their cross-entropy with label smoothing
   and an ignore_index.
+- ``masked_ce``: cross-entropy of logits with ``-inf`` columns away from the targets (a
+  masked vocabulary) and an ignored row: torch's finite loss and gradient, which a row sum
+  of ``logp * onehot`` would turn into NaN.
 - ``symbolic_scalar``: ``softmax(gelu(x) * s, -1) + s`` with ``s`` a float that changes
   between calls, recorded as a symbolic scalar input of the region.
 """
@@ -34,6 +37,10 @@ def softmax_ce(x, t):
     return F.softmax(z, dim=-1), F.cross_entropy(z, t, label_smoothing=0.1, ignore_index=3)
 
 
+def masked_ce(x, t):
+    return F.cross_entropy(x * 2.0, t)
+
+
 def symbolic_scalar(x, s):
     return ember.softmax(F.gelu(x) * s, -1) + s
 
@@ -53,13 +60,21 @@ def inputs(name, dtype="float32", n=37, c=129, seed=0):
                 f(c, scale=0.1)]
     if name == "softmax_ce":
         return [f(n, c, scale=2.0), targets]
+    if name == "masked_ce":
+        x = f(n, c, scale=2.0)
+        x[:, 7] = -np.inf
+        x[4, 1] = -np.inf
+        masked = np.where((targets == 7) | ((np.arange(n) == 4) & (targets == 1)), 8, targets)
+        masked[5] = -100  # ignored
+        return [x, masked]
     if name == "symbolic_scalar":
         return [f(n, c), 0.75]
     raise KeyError(name)
 
 
 PROGRAMS = {"gelu_mlp": gelu_mlp, "gelu_mlp_tanh": lambda x, w, b: gelu_mlp(x, w, b, "tanh"),
-            "layer_norm_ce": layer_norm_ce, "softmax_ce": softmax_ce, "symbolic_scalar": symbolic_scalar}
+            "layer_norm_ce": layer_norm_ce, "softmax_ce": softmax_ce, "masked_ce": masked_ce,
+            "symbolic_scalar": symbolic_scalar}
 
 
 def _args(name, requires_grad=True, dtype=None, device="cpu"):

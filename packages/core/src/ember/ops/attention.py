@@ -116,8 +116,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             m = attn_mask._data
             scores = xp.where(m, scores, -xp.inf) if attn_mask.dtype is D.bool_ else scores + m
         probs = _softmax_rows(xp, scores)
-    if is_causal:  # the tensor form of the gradient rule reads the mask
-        attn_mask = _make(xp.tril(xp.ones((L, S), dtype=bool)), D.bool_)
     keep = None
     if dropout_p > 0.0:
         keep = _dropout_multiplier(query, probs.shape, dropout_p)
@@ -129,7 +127,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if needs_grad(query, key, value, float_mask):
         mask_grad = float_mask is not None and needs_grad(float_mask)
         record("ScaledDotProductAttentionBackward0", _sdpa_rule, (query, key, value, float_mask), r,
-               (query, key, value, _make(probs, query.dtype), keep, scale, attn_mask, mask_grad, xp))
+               (query, key, value, _make(probs, query.dtype), keep, scale, attn_mask, is_causal, mask_grad, xp))
     return r
 
 
@@ -177,7 +175,7 @@ def _dropout_multiplier(query, shape, p):
     return keep.astype(query._data.dtype) * query._data.dtype.type(1.0 / (1.0 - p))
 
 
-def _sdpa_rule_arrays(g, q, k, v, p, keep, scale, attn_mask, mask_grad, xp):
+def _sdpa_rule_arrays(g, q, k, v, p, keep, scale, attn_mask, is_causal, mask_grad, xp):
     pd = p if keep is None else p * keep
     gv = blas_matmul(xp.swapaxes(pd, -1, -2), g)
     dp = blas_matmul(g, xp.swapaxes(v, -1, -2))
@@ -202,7 +200,9 @@ def _scaled_in_place(a, scale):
 
 
 @on_arrays(_sdpa_rule_arrays)
-def _sdpa_rule(g, q, k, v, p, keep, scale, attn_mask, mask_grad, xp):
+def _sdpa_rule(g, q, k, v, p, keep, scale, attn_mask, is_causal, mask_grad, xp):
+    if is_causal:
+        attn_mask = _make(xp.tril(xp.ones((q.shape[-2], k.shape[-2]), dtype=bool)), D.bool_)
     dead = None
     if attn_mask is not None:
         rows = p.detach().sum(-1, keepdim=True) == 0  # rows with every key masked

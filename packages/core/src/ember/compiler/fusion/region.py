@@ -74,7 +74,7 @@ class Region:
         self.forward_kernel = self.backward_kernel = None  # numba's
         self._lock = threading.Lock()
         self._cuda: dict = {}  # dtype name -> (forward, backward) generated CUDA kernels
-        self._bounds: dict = {}  # (rows, parts) -> the parts' first rows, as the kernels take them
+        self._bounds: dict = {}  # (rows, parts) -> the parts' first rows, as the kernels take them (static regions)
         if device == "cpu":
             self._numba()
 
@@ -190,7 +190,9 @@ class Region:
         parts = 1 if R * C < _runtime.PARALLEL_MIN_WORK else max(1, min(_runtime.threads(), R))
         bounds = self._bounds.get((R, parts))
         if bounds is None:
-            bounds = self._bounds[(R, parts)] = numpy.array([R * i // parts for i in range(parts + 1)], numpy.int64)
+            bounds = numpy.array([R * i // parts for i in range(parts + 1)], numpy.int64)
+            if not self.dynamic:  # a dynamic region meets many row counts: those are not kept
+                self._bounds[(R, parts)] = bounds
         shapes = shapes or [None] * len(kinds)
         outs = [numpy.empty(shape or (R, C), self.np_dtype) if k == "vec" else numpy.zeros((parts, C), self.np_dtype)
                 if k == "csum" else numpy.empty(R, self.np_dtype) for k, shape in zip(kinds, shapes)]

@@ -110,12 +110,13 @@ def test_trainers_save_reload_and_agree_with_transformers(tmp_path, name):
     for row in tok(CORPUS[:8])["input_ids"]:
         assert ours.decode(row, skip_special_tokens=True) == ref.decode(row, skip_special_tokens=True)
     # the same text from a file trains the same vocabulary, up to the tokenizers library's tie-breaking between
-    # equally frequent merges (its hash-map order differs from run to run)
+    # equally frequent merges (its hash-map order differs from run to run): for wordpiece, 15 trainings in one
+    # process differed from the iterator's vocabulary by 9-20% of it, and one CI run by 22%
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(CORPUS) + "\n", encoding="utf-8")
     from_file = fn(files=str(path), vocab_size=300)
     a, b = set(from_file.get_vocab()), set(tok.get_vocab())
-    assert len(a ^ b) <= 0.2 * len(a)  # (the file reader also sees the line ends)
+    assert len(a ^ b) <= 0.3 * len(a)  # (the file reader also sees the line ends)
     assert from_file.tokenize("the") == tok.tokenize("the")
 
 

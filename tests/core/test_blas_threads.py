@@ -68,6 +68,21 @@ def test_split_products_write_into_out_and_its_slices(two_threads):
     assert not out[:, :50].any() and not out[:, 4050:].any()
 
 
+def test_a_stacked_product_into_a_band_of_its_result_splits_by_batch(monkeypatch, two_threads):
+    # causal attention writes each band of query rows into a strided slice of the scores:
+    # the stack is split by its first dim, each part writing its own batches in place
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((6, 3, 64, 50)), rng.standard_normal((6, 3, 50, 90))
+    out = np.zeros((6, 3, 128, 100))
+    parts = []
+    part = _blas._batch_part
+    monkeypatch.setattr(_blas, "_batch_part", lambda lo, hi, *arrays: (parts.append((lo, hi)), part(lo, hi, *arrays)))
+    _blas.matmul(a, b, out=out[..., 32:96, :90])
+    assert sorted(parts) == [(0, 3), (3, 6)]  # two parts of the first dim, in either order
+    np.testing.assert_allclose(out[..., 32:96, :90], a @ b, rtol=1e-12)
+    assert not out[..., :32, :].any() and not out[..., 96:, :].any() and not out[..., 90:].any()
+
+
 def test_products_from_several_threads_at_once(two_threads):
     rng = np.random.default_rng(2)
     pairs = [(rng.standard_normal((600, 300)), rng.standard_normal((300, 500))) for _ in range(6)]

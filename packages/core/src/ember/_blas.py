@@ -230,8 +230,11 @@ def matmul(a, b, out=None):
         return numpy.matmul(a, b, out=out)
     if out is None:
         out = numpy.empty(batch + (m, n), dtype=numpy.result_type(a, b))
-    if count >= parts and a.shape[:-2] == b.shape[:-2] == batch and out.flags.c_contiguous:
+    stacked = count >= parts and a.shape[:-2] == b.shape[:-2] == batch
+    if stacked and out.flags.c_contiguous:
         _run(_batch_part, count, parts, a.reshape(count, m, k), b.reshape(count, k, n), out.reshape(count, m, n))
+    elif stacked and batch[0] >= parts:  # a strided ``out`` (a band of a larger result): by its first dim
+        _run(_batch_part, batch[0], parts, a, b, out)
     elif m >= n:
         _run(_row_part, m, parts, a, b, out)
     else:

@@ -16,13 +16,17 @@ recomputed from q and k with ember ops, so higher-order gradients are exact.
 cupy float32/float64 inputs without dropout, head dims up to 128 and at most two leading
 dims take the CUDA kernels instead (``cuda/kernels/attention.py``): the forward tiles the
 scores and keeps each row's log-sum-exp rather than ``P``, and the backward recomputes
-``P`` tile by tile from it; the numpy path computes the whole score matrix.
+``P`` tile by tile from it. The numpy path computes the whole score matrix, or under the
+causal mask only the part of it that each band of query rows sees (the numba kernels
+write and read the rest as zeros).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+
+import numpy as np
 
 from .. import _dtype as D
 from .._autocast import autocast_op
@@ -104,6 +108,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     if dropout_p == 0.0 and cuda_attention.accepts(q, k, v, None if attn_mask is None else attn_mask._data):
         return _tiled(query, key, value, attn_mask, is_causal, scale)
+    bands = _causal_bands(q, k, v) if is_causal and attn_mask is None else None
+    if bands is not None:
+        return _causal_banded(query, key, value, bands, dropout_p, scale)
     scores = blas_matmul(q, xp.swapaxes(k, -1, -2))
     if attn_mask is None and scores.size and kernels.accepts(scores) and scores.flags.c_contiguous:
         # scale, causal mask and softmax in one pass over each row, in place
@@ -129,6 +136,75 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         record("ScaledDotProductAttentionBackward0", _sdpa_rule, (query, key, value, float_mask), r,
                (query, key, value, _make(probs, query.dtype), keep, scale, attn_mask, is_causal, mask_grad, xp))
     return r
+
+
+# ---- causal attention in bands of query rows (numpy arrays, numba kernels) ---------------
+#
+# Under the causal mask, query row i sees keys 0..i, so the rows [r0, r1) of a band need the
+# first min(r1, S) keys only: each product runs over its band's keys, and the scores past
+# them are neither computed nor read (the kernels write zeros there). With b equal bands the
+# four products of attention do (b + 1) / 2b of the full work: 3/4 at two bands, 9/16 at
+# eight. A band keeps at least _BAND_ROWS rows, so that each product stays one BLAS call of
+# a useful size.
+
+_BAND_ROWS = 64
+_MAX_BANDS = 8
+
+
+def _causal_bands(q, k, v):
+    """``[(r0, r1, keys)]``: the query row bands of causal attention on these arrays and the
+    keys each sees, or None where the whole-matrix path serves (numba off, one band, other
+    than numpy float32/float64, leading dims that differ)."""
+    L, S = q.shape[-2], k.shape[-2]
+    count = min(_MAX_BANDS, L // _BAND_ROWS, -(-S // _BAND_ROWS))
+    if count < 2 or not kernels.accepts(q, k, v) or not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
+        return None
+    edges = [L * i // count for i in range(count + 1)]
+    return [(r0, r1, min(r1, S)) for r0, r1 in zip(edges, edges[1:])]
+
+
+def _causal_banded(query, key, value, bands, dropout_p, scale):
+    """The forward of causal attention in bands (see above); the probabilities are zero past
+    each query's keys, so the backward reads them as the whole-matrix path leaves them."""
+    q, k, v = query._data, key._data, value._data
+    lead, L, S = q.shape[:-2], q.shape[-2], k.shape[-2]
+    scores = np.empty(lead + (L, S), q.dtype)
+    for r0, r1, n in bands:
+        blas_matmul(q[..., r0:r1, :], np.swapaxes(k[..., :n, :], -1, -2), out=scores[..., r0:r1, :n])
+    probs = kernels.softmax.attention_probs(scores, scale, True)
+    keep = _dropout_multiplier(query, probs.shape, dropout_p) if dropout_p > 0.0 else None
+    weights = probs if keep is None else probs * keep
+    out = np.empty(lead + (L, v.shape[-1]), q.dtype)
+    for r0, r1, n in bands:
+        blas_matmul(weights[..., r0:r1, :n], v[..., :n, :], out=out[..., r0:r1, :])
+    r = _make(out, query.dtype)
+    if needs_grad(query, key, value):
+        record("ScaledDotProductAttentionBackward0", _sdpa_rule, (query, key, value, None), r,
+               (query, key, value, _make(probs, query.dtype), keep, scale, None, True, False, np))
+    return r
+
+
+def _causal_banded_grads(g, q, k, v, p, keep, scale, bands):
+    """The gradients of causal attention in bands: ``dq`` and ``dp`` by query band over the
+    keys it sees, ``dk`` and ``dv`` by key band over the queries that see it (rows from the
+    band's first key on); keys that no query sees (``S > L``) get zeros."""
+    lead, L, S = q.shape[:-2], q.shape[-2], k.shape[-2]
+    weights = p if keep is None else p * keep
+    dp = np.empty(lead + (L, S), q.dtype)
+    gq = np.empty(q.shape, q.dtype)
+    gk = np.zeros(k.shape, k.dtype) if S > L else np.empty(k.shape, k.dtype)
+    gv = np.zeros(v.shape, v.dtype) if S > L else np.empty(v.shape, v.dtype)
+    for r0, r1, n in bands:
+        blas_matmul(g[..., r0:r1, :], np.swapaxes(v[..., :n, :], -1, -2), out=dp[..., r0:r1, :n])
+        if keep is not None:
+            dp[..., r0:r1, :n] *= keep[..., r0:r1, :n]
+    ds = kernels.softmax.attention_grad(dp, p, scale, True)  # scaled, zero past each query's keys
+    for r0, r1, n in bands:
+        blas_matmul(ds[..., r0:r1, :n], k[..., :n, :], out=gq[..., r0:r1, :])
+        if r0 < S:  # keys [r0, n): the queries from r0 on see them
+            blas_matmul(np.swapaxes(ds[..., r0:, r0:n], -1, -2), q[..., r0:, :], out=gk[..., r0:n, :])
+            blas_matmul(np.swapaxes(weights[..., r0:, r0:n], -1, -2), g[..., r0:, :], out=gv[..., r0:n, :])
+    return gq, gk, gv, None
 
 
 def _tiled(query, key, value, attn_mask, is_causal, scale):
@@ -176,6 +252,9 @@ def _dropout_multiplier(query, shape, p):
 
 
 def _sdpa_rule_arrays(g, q, k, v, p, keep, scale, attn_mask, is_causal, mask_grad, xp):
+    bands = _causal_bands(q, k, v) if is_causal and kernels.accepts(g, p) and p.flags.c_contiguous else None
+    if bands is not None:
+        return _causal_banded_grads(g, q, k, v, p, keep, scale, bands)
     pd = p if keep is None else p * keep
     gv = blas_matmul(xp.swapaxes(pd, -1, -2), g)
     dp = blas_matmul(g, xp.swapaxes(v, -1, -2))

@@ -22,7 +22,8 @@ from numba.extending import register_jitable
 from . import _math as M
 from ._runtime import dense_order, jit, parallel_for, threads
 
-__all__ = ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward", "nll_grad", "attention_probs"]
+__all__ = ["softmax", "log_softmax", "softmax_backward", "log_softmax_backward", "nll_grad", "attention_probs",
+           "attention_grad"]
 
 _FM = {"reassoc", "contract", "nsz"}
 
@@ -119,6 +120,25 @@ def _attention_rows(start, stop, x, scale, queries, causal):
             xv[c] *= inv
         for c in range(k, n):
             xr[c] = zero
+
+
+@jit(fastmath=_FM)
+def _attention_grad_rows(start, stop, g, y, scale, queries, causal):
+    # softmax's backward times the scale, in place on g; causal as in _attention_rows: the
+    # columns past each query's keys are written as zeros, never read
+    n = y.shape[1]
+    zero = y.dtype.type(0)
+    for i in range(start, stop):
+        gr = g[i]
+        yr = y[i]
+        k = min(n, i % queries + 1) if causal else n
+        s = zero
+        for c in range(k):
+            s += gr[c] * yr[c]
+        for c in range(k):
+            gr[c] = scale * (yr[c] * (gr[c] - s))
+        for c in range(k, n):
+            gr[c] = zero
 
 
 @jit(fastmath=_FM)
@@ -370,6 +390,18 @@ def attention_probs(scores, scale, causal):
     parallel_for(_attention_rows, rows.shape[0], rows, scores.dtype.type(scale), L, bool(causal),
                  work_per_item=4 * S)
     return scores
+
+
+def attention_grad(dp, probs, scale, causal):
+    """The gradient of attention's raw scores ``q @ k^T`` from that of its probabilities,
+    in place: ``dp`` (``[..., L, S]``, C-contiguous, the layout of ``probs``) becomes
+    ``scale * probs * (dp - sum(dp * probs))`` over its last dim, with ``causal`` the keys
+    past each query zero without being read (so ``dp`` need not be written there).
+    Returns ``dp``."""
+    L, S = probs.shape[-2], probs.shape[-1]
+    parallel_for(_attention_grad_rows, math.prod(probs.shape[:-1]), dp.reshape(-1, S), probs.reshape(-1, S),
+                 probs.dtype.type(scale), L, bool(causal), work_per_item=3 * S)
+    return dp
 
 
 def log_softmax(x, d):

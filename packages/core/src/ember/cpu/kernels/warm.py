@@ -44,6 +44,9 @@ def _families(ember):
         grads(lambda x: F.cross_entropy(x, target, ignore_index=1, label_smoothing=0.1,
                                         weight=ember.rand(7, dtype=dtype)), (5, 7), dtype=dtype)
         grads(lambda x: F.nll_loss(x, target), (5, 7), dtype=dtype)
+        # attention's in-place probabilities and their gradient (causal: in bands of 64 queries)
+        grads(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), (1, 2, 128, 4),
+              (1, 2, 128, 4), (1, 2, 128, 4), dtype=dtype)
 
     def norm(dtype):
         grads(lambda x, w, b: F.layer_norm(x, (7,), w, b), (5, 7), (7,), (7,), dtype=dtype)

@@ -6,6 +6,7 @@ Tolerances follow the issue's rule: float32 results are compared with torch's fl
 result on the same workload, allowed 8x the distance of torch's own float32 result from
 it (plus a floor of 1e-6 relative to the values' scale); float64 results to 1e-10."""
 
+import operator
 import threading
 
 import numpy as np
@@ -315,6 +316,33 @@ def test_fused_calls_from_several_threads():
     for th in threads:
         th.join()
     assert not errors and _fused_regions(step) == FUSED
+
+
+LOSSES_OVER_EVERY_ELEMENT = {
+    "square mean": lambda lib, x, y: (x * 2 + y).square().mean(),
+    "sum": lambda lib, x, y: (x.tanh() * y).sum(),
+    "mse_loss": lambda lib, x, y: lib.nn.functional.mse_loss(x.sigmoid(), y),
+    "mse_loss sum": lambda lib, x, y: lib.nn.functional.mse_loss(x.sigmoid(), y, reduction="sum"),
+    "two losses": lambda lib, x, y: (x - y).square().mean() + lib.nn.functional.layer_norm(x, x.shape[-1:]).sum(),
+}
+AFTER_THE_REGION = {"two losses": ["add"]}  # arithmetic on the reduced losses: one-element ops after the loop
+
+
+@pytest.mark.parametrize("shape", [(7, 13), (3, 5, 11), (1, 1)])
+@pytest.mark.parametrize("loss", sorted(LOSSES_OVER_EVERY_ELEMENT))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_loss_over_every_element_joins_the_region(loss, shape, dtype):
+    # a mean or sum over all elements (a training step's loss tail) is the region's row sums
+    # added up after the loop; the backward spreads the loss's gradient in the same loop
+    rng = np.random.default_rng(len(shape) * 10 + shape[-1])
+    arrays = [rng.standard_normal(shape).astype(dtype) for _ in range(2)]
+    tol = dict(rtol=2e-5, atol=2e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    cf = _compiled_against_torch64(LOSSES_OVER_EVERY_ELEMENT[loss], arrays, **tol)
+    (entries,) = cf._ember_compiled._signatures.values()
+    ops = [n.target.__name__ for n in entries[0].root.gm.graph.nodes
+           if n.op == "call_function" and n.target not in (fusion._call_region, operator.getitem)]
+    if FUSED:
+        assert _fused_regions(cf) == 1 and ops == AFTER_THE_REGION.get(loss, []), ops
 
 
 def test_a_linear_bias_joins_the_loop_after_the_product():

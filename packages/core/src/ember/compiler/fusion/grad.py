@@ -20,6 +20,8 @@ def _to_kind(p: Program, g: Value, kind: str) -> Value:
     """An adjoint broadcast over more than ``kind`` has, summed back to it."""
     if g.kind == kind or g.kind == "const" or kind == "vec":
         return g
+    if kind == "row" and g.kind == "scalar":  # a loss summed over the rows: each row's adjoint is the loss's
+        return g
     if kind == "row" and g.kind == "vec":
         return p.op("rsum", g)
     if kind == "col" and g.kind in ("vec", "row"):

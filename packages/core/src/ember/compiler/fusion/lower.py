@@ -136,10 +136,44 @@ def _reduce(mean: bool):
             dim = dim[0]
         if kwargs.get("dtype") is not None:
             raise NotFusable("sum dtype")
+        if dim is None:  # over every element: row sums, added up after the loop
+            if kwargs.get("keepdim") or len(args) > 2 or not _v(x) or x.kind != "vec":
+                raise NotFusable("a full reduction keeping its dims, or of a non-element value")
+            return _total(p, p.op("rsum", x), mean)
         _last_dim(dim, info)
         s = p.op("rsum", x)
         return p.mul(s, 1.0 / info.width) if mean else s
     return lower
+
+
+def _total(p, row_sums, mean: bool):
+    """A reduction over every element of the region: its row sums, added up (and for a mean
+    divided by the element count) after the loop."""
+    return ("mean", row_sums, None) if mean else ("sum", row_sums)
+
+
+def _square(p, args, kwargs, info):
+    if len(args) != 1 or kwargs or not _v(args[0]):
+        raise NotFusable("square")
+    return p.mul(args[0], args[0])
+
+
+def _mse_loss(p, args, kwargs, info):
+    names = ("input", "target", "size_average", "reduce", "reduction", "weight")
+    a = dict(zip(names, args), **kwargs)
+    x, t = a["input"], a["target"]
+    if a.get("weight") is not None or a.get("size_average") is not None or a.get("reduce") is not None:
+        raise NotFusable("mse_loss weight / legacy reduction")
+    if not (_v(x) and _v(t) and x.kind == t.kind == "vec"):
+        raise NotFusable("mse_loss of inputs other than two of the region's shape")
+    d = p.sub(x, t)
+    loss = p.mul(d, d)
+    reduction = a.get("reduction", "mean")
+    if reduction == "none":
+        return loss
+    if reduction in ("sum", "mean"):
+        return _total(p, p.op("rsum", loss), reduction == "mean")
+    raise NotFusable(f"reduction {reduction!r}")
 
 
 def _cross_entropy(p, args, kwargs, info):
@@ -176,6 +210,7 @@ LOWERINGS = {
     "rsqrt": _unary("rsqrt"), "reciprocal": _unary("recip"), "abs": _unary("abs"), "relu": _relu,
     "gelu": _gelu, "silu": _silu, "softmax": _softmax(False), "log_softmax": _softmax(True),
     "layer_norm": _layer_norm, "sum": _reduce(False), "mean": _reduce(True), "cross_entropy": _cross_entropy,
+    "square": _square, "mse_loss": _mse_loss,
 }
 
 

@@ -39,7 +39,8 @@ def cupy_module():
 class Output:
     """A region result: ``value`` written as a ``kind`` array ("vec" or "row") of ``shape``;
     ``post`` reduces a per-row loss over the rows: None, "sum" or "mean" (divided by the
-    sum of the per-row ``weight`` value: the targets not ignored)."""
+    sum of the per-row ``weight`` value, the targets not ignored; without a ``weight``, by
+    the number of elements, for a mean over all of them)."""
 
     __slots__ = ("value", "kind", "shape", "post", "weight")
 
@@ -62,7 +63,7 @@ class Region:
         self.dynamic, self.lead_rank = dynamic, lead_rank
         self.np_dtype = numpy.dtype(dtype.name)
         self.inputs = list(program.inputs)
-        self.weights = [o.weight for o in outputs if o.post == "mean"]
+        self.weights = [o.weight for o in outputs if o.post == "mean" and o.weight is not None]
         self.saved: list[Value] = []
         self.wrt = []
         self.bwd_values, self.bwd_kinds = [], []
@@ -232,7 +233,7 @@ class Region:
             if o.post == "sum":
                 a = xp.asarray(a.sum(), dtype=dt)
             elif o.post == "mean":
-                totals.append(next(weights).sum())
+                totals.append(next(weights).sum() if o.weight is not None else rows * self.width)
                 a = xp.asarray(a.sum() / totals[-1], dtype=dt)
             results.append(a.reshape(shape) if a.dtype == self.np_dtype else a.astype(self.np_dtype).reshape(shape))
         return results, (totals, arrays[n + len(self.weights):], rows, shapes)

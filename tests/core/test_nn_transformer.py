@@ -113,6 +113,34 @@ def test_sdpa_fully_masked_row_is_zero_as_torch():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kw", [{"is_causal": True}, {}, {"attn_mask": "tril"}, {"dropout_p": 0.3}])
+@pytest.mark.parametrize("T", [5, 130])  # 130: causal attention in bands of queries
+@pytest.mark.parametrize("heads_split", [(0, 0, 0), (1, 1, 1), (0, 1, 1), (1, 0, 0)])
+def test_sdpa_lays_out_its_output_and_gradients_as_torch(heads_split, T, kw, dtype):
+    # q, k, v split into heads from [N, T, H, D] (transposed views) or made as [N, H, T, D]:
+    # the output is laid out as the query (so that GPT's out.transpose(1, 2).view(N, T, C)
+    # works), each gradient as its input, and under dropout torch's math path gives a
+    # contiguous output
+    N, H, D = 2, 3, 4
+    strides = []
+    for lib, F in ((torch, TF), (ember, EF)):
+        qkv = []
+        for split in heads_split:
+            a = RNG.standard_normal((N, T, H, D) if split else (N, H, T, D)).astype(dtype)
+            x = lib.tensor(a)
+            qkv.append((x.transpose(1, 2) if split else x).requires_grad_())
+        given = dict(kw)
+        if given.get("attn_mask") == "tril":
+            given["attn_mask"] = lib.tensor(np.tril(np.ones((T, T), bool)))
+        out = F.scaled_dot_product_attention(*qkv, **given)
+        out.sum().backward()
+        strides.append([out.stride()] + [t.grad.stride() for t in qkv])
+        if heads_split[0] and not kw.get("dropout_p"):
+            assert out.transpose(1, 2).view(N, T, H * D).shape == (N, T, H * D)
+    assert strides[1] == strides[0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_sdpa_dtype(dtype):
     tq, eq = pair((2, 3, 4), dtype)
     tk, ek = pair((2, 5, 4), dtype)

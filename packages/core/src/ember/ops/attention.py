@@ -124,11 +124,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             scores = xp.where(m, scores, -xp.inf) if attn_mask.dtype is D.bool_ else scores + m
         probs = _softmax_rows(xp, scores)
     keep = None
-    if dropout_p > 0.0:
+    if dropout_p > 0.0:  # torch's math path: a contiguous result
         keep = _dropout_multiplier(query, probs.shape, dropout_p)
         out = blas_matmul(probs * keep, v)
     else:
-        out = blas_matmul(probs, v)
+        out = blas_matmul(probs, v, out=_empty_heads(xp, q, q.shape[:-1] + v.shape[-1:], k, v))
     r = _make(out, query.dtype)
     float_mask = attn_mask if attn_mask is not None and attn_mask.dtype is not D.bool_ else None
     if needs_grad(query, key, value, float_mask):
@@ -174,7 +174,8 @@ def _causal_banded(query, key, value, bands, dropout_p, scale):
     probs = kernels.softmax.attention_probs(scores, scale, True)
     keep = _dropout_multiplier(query, probs.shape, dropout_p) if dropout_p > 0.0 else None
     weights = probs if keep is None else probs * keep
-    out = np.empty(lead + (L, v.shape[-1]), q.dtype)
+    shape = lead + (L, v.shape[-1])
+    out = np.empty(shape, q.dtype) if keep is not None else _empty_heads(np, q, shape)  # as torch's math path
     for r0, r1, n in bands:
         blas_matmul(weights[..., r0:r1, :n], v[..., :n, :], out=out[..., r0:r1, :])
     r = _make(out, query.dtype)
@@ -191,9 +192,10 @@ def _causal_banded_grads(g, q, k, v, p, keep, scale, bands):
     lead, L, S = q.shape[:-2], q.shape[-2], k.shape[-2]
     weights = p if keep is None else p * keep
     dp = np.empty(lead + (L, S), q.dtype)
-    gq = np.empty(q.shape, q.dtype)
-    gk = np.zeros(k.shape, k.dtype) if S > L else np.empty(k.shape, k.dtype)
-    gv = np.zeros(v.shape, v.dtype) if S > L else np.empty(v.shape, v.dtype)
+    gq, gk, gv = (_empty_heads(np, a, a.shape) for a in (q, k, v))
+    if S > L:
+        gk[..., L:, :] = 0
+        gv[..., L:, :] = 0
     for r0, r1, n in bands:
         blas_matmul(g[..., r0:r1, :], np.swapaxes(v[..., :n, :], -1, -2), out=dp[..., r0:r1, :n])
         if keep is not None:
@@ -205,6 +207,25 @@ def _causal_banded_grads(g, q, k, v, p, keep, scale, bands):
             blas_matmul(np.swapaxes(ds[..., r0:, r0:n], -1, -2), q[..., r0:, :], out=gk[..., r0:n, :])
             blas_matmul(np.swapaxes(weights[..., r0:, r0:n], -1, -2), g[..., r0:, :], out=gv[..., r0:n, :])
     return gq, gk, gv, None
+
+
+def _empty_heads(xp, like, shape, *others):
+    """An empty ``[N, H, T, X]`` array of ``like``'s dtype laid out as ``like`` is: as
+    ``[N, T, H, X]`` in memory when ``like`` is a 4-d view of that layout (heads split off one
+    projection and transposed, as GPT's q, k and v are), else C-contiguous. torch's CPU
+    attention lays out its output as the query and each gradient as its input, so that
+    ``out.transpose(1, 2)`` is contiguous again. None (the product's own C-contiguous
+    result) for arrays other than numpy float32/float64, and where the leading dims of
+    ``like`` and ``others`` (the other inputs) differ: a broadcast product."""
+    if xp is not np or like.dtype not in _PRODUCT_DTYPES or any(o.shape[:-2] != like.shape[:-2] for o in others):
+        return None
+    if like.ndim == 4 and len(shape) == 4 and like.shape[1] > 1 and like.shape[2] > 1 \
+            and like.strides[1] < like.strides[2]:
+        return np.empty((shape[0], shape[2], shape[1], shape[3]), like.dtype).swapaxes(1, 2)
+    return np.empty(shape, like.dtype)
+
+
+_PRODUCT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _tiled(query, key, value, attn_mask, is_causal, scale):
@@ -256,7 +277,7 @@ def _sdpa_rule_arrays(g, q, k, v, p, keep, scale, attn_mask, is_causal, mask_gra
     if bands is not None:
         return _causal_banded_grads(g, q, k, v, p, keep, scale, bands)
     pd = p if keep is None else p * keep
-    gv = blas_matmul(xp.swapaxes(pd, -1, -2), g)
+    gv = blas_matmul(xp.swapaxes(pd, -1, -2), g, out=_empty_heads(xp, v, v.shape, q, k))
     dp = blas_matmul(g, xp.swapaxes(v, -1, -2))
     if keep is not None:
         dp *= keep
@@ -268,8 +289,8 @@ def _sdpa_rule_arrays(g, q, k, v, p, keep, scale, attn_mask, is_causal, mask_gra
     # dp is now dS, the gradient of the (masked) scores; scaled where it lies unless it is
     # also the float mask's gradient
     ds_scaled = dp * dp.dtype.type(scale) if mask_grad else _scaled_in_place(dp, scale)
-    gq = blas_matmul(ds_scaled, k)
-    gk = blas_matmul(xp.swapaxes(ds_scaled, -1, -2), q)
+    gq = blas_matmul(ds_scaled, k, out=_empty_heads(xp, q, q.shape, k, v))
+    gk = blas_matmul(xp.swapaxes(ds_scaled, -1, -2), q, out=_empty_heads(xp, k, k.shape, q, v))
     return gq, gk, gv, (dp if mask_grad else None)
 
 

@@ -373,6 +373,30 @@ def test_empty_tensors_stay_as_ops():
             np.testing.assert_array_equal(cf(x).numpy(), f(x).numpy())
 
 
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_stays_as_ops_on_the_cpu(dtype):
+    # numba computes in float32 and float64 only: a float16 or bfloat16 chain (autocast's
+    # products, or half inputs) runs as its ops, giving eager's values, instead of failing
+    def f(x, w):
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            h = ember.nn.functional.linear(x, w).tanh()
+        return (h.to(getattr(ember, dtype)) * 2).square().mean() + h.exp().sum(-1).float().sum()
+
+    x, w = ember.randn(8, 16, requires_grad=True), ember.randn(16, 16, requires_grad=True)
+    cf = ember.compile(f)
+    want = f(x, w)
+    want.backward()
+    expected = [t.grad.clone() for t in (x, w)]
+    for _ in range(2):
+        x.grad = w.grad = None
+        got = cf(x, w)
+        got.backward()
+        assert got.dtype is want.dtype and got.item() == want.item()
+        for t, g in zip((x, w), expected):
+            np.testing.assert_array_equal(t.grad.numpy(), g.numpy())
+    assert _fused_regions(cf) == 0
+
 def test_tensor_keyword_arguments_fuse_too():
     rng = np.random.default_rng(7)
     data, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((6, 9), (9,), (9,)))

@@ -345,6 +345,26 @@ def test_a_loss_over_every_element_joins_the_region(loss, shape, dtype):
         assert _fused_regions(cf) == 1 and ops == AFTER_THE_REGION.get(loss, []), ops
 
 
+def test_a_mean_over_every_element_of_a_region_of_symbolic_rows():
+    # rows marked dynamic: one kernel serves every row count, and the mean divides by the
+    # element count of each call
+    def f(lib, a):
+        return (a * 2 + 1).square().mean() + lib.nn.functional.mse_loss(a.tanh(), a * 0.5, reduction="sum")
+
+    cf = ember.compile(lambda a: f(ember, a))
+    for n in (5, 9, 3):
+        data = np.random.default_rng(n).standard_normal((n, 7)).astype(np.float32)
+        ours = ember.tensor(data, requires_grad=True)
+        ember._dynamo.mark_dynamic(ours, 0)
+        cf(ours).backward()
+        theirs = torch.tensor(data, dtype=torch.float64, requires_grad=True)
+        ref = f(torch, theirs)
+        ref.backward()
+        np.testing.assert_allclose(cf(ours).item(), ref.item(), rtol=1e-6)
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-5, atol=1e-6)
+    assert _fused_regions(cf) == FUSED
+
+
 def test_a_linear_bias_joins_the_loop_after_the_product():
     rng = np.random.default_rng(6)
     data = rng.standard_normal((10, 7)).astype(np.float32)

@@ -221,6 +221,36 @@ def test_rms_norm_default_eps_follows_dtype(dtype):
     assert_same(F.rms_norm(to_ember(t), (4,)), TF.rms_norm(t, (4,)))
 
 
+HALF_NORMS = {
+    "layer_norm": lambda lib, x, w: lib.nn.functional.layer_norm(x, x.shape[-1:], w.flatten()[:x.shape[-1]], None),
+    "batch_norm train": lambda lib, x, w: lib.nn.functional.batch_norm(x, None, None, w[0], w[1], training=True),
+    "batch_norm eval": lambda lib, x, w: lib.nn.functional.batch_norm(x, w[0] * 0.1, w[1].abs() + 0.5, w[0], w[1]),
+    "group_norm": lambda lib, x, w: lib.nn.functional.group_norm(x, 4, w[0], w[1]),
+    "instance_norm": lambda lib, x, w: lib.nn.functional.instance_norm(x),
+}
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("norm", sorted(HALF_NORMS))
+def test_half_precision_norms_compute_in_float32(norm, dtype):
+    # float16/bfloat16 inputs are normalized in float32 and rounded once (torch's accumulate
+    # type): against the exact result of the same rounded inputs, ember is within one unit in
+    # the last place, or no further off than torch (whose batch and instance norms round
+    # midway); statistics taken in the half type were 15-2000 units off
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((6, 8, 9, 10)) * 3 + 5).astype(np.float32)
+    w = rng.standard_normal((2, 8)).astype(np.float32)
+    halves = [torch.tensor(a).to(getattr(torch, dtype)) for a in (x, w)]
+    exact = HALF_NORMS[norm](torch, *(t.double() for t in halves)).numpy()
+    theirs = HALF_NORMS[norm](torch, *halves).double().numpy()
+    ours = HALF_NORMS[norm](ember, *(to_ember(t) for t in halves))
+    assert ours.dtype is getattr(ember, dtype)
+    bits = 7 if dtype == "bfloat16" else 10  # explicit mantissa bits
+    ulp = np.maximum(np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64) * 2.0 ** (23 - bits), 2.0 ** -24)
+    ours_off = (np.abs(ours.double().numpy() - exact) / ulp).max()
+    assert ours_off <= max(1.0, (np.abs(theirs - exact) / ulp).max())
+
+
 def test_rms_norm_errors():
     with pytest.raises(RuntimeError, match="normalized_shape"):
         F.rms_norm(ember.randn(2, 6, 4), (3,))

@@ -58,7 +58,17 @@ def _sum_kept(xp, a, axes, b=None):
     return r.reshape(tuple(1 if i in axes else n for i, n in enumerate(a.shape)))
 
 
+def _low(x) -> bool:
+    """float16 or bfloat16 storage: torch normalizes these in float32 (its accumulate type)
+    and rounds the result once."""
+    return x.dtype.itemsize == 2 and x.dtype.name in ("float16", "bfloat16")
+
+
 def _stats(xp, x, axes, eps):
+    """mean, biased variance, ``x - mean`` and ``1/sqrt(var + eps)`` over ``axes`` (keepdims),
+    in float32 for float16/bfloat16 ``x``, else in its dtype."""
+    if _low(x):
+        x = x.astype(xp.float32)
     if _einsum_sums(xp, x):
         n = math.prod(x.shape[ax] for ax in axes)
         mean = _sum_kept(xp, x, axes) / n
@@ -70,6 +80,12 @@ def _stats(xp, x, axes, eps):
         var = (xc * xc).mean(axis=axes, keepdims=True)
     invstd = 1.0 / xp.sqrt(var + eps)
     return mean, var, xc, invstd.astype(x.dtype, copy=False)
+
+
+def _as(a, like):
+    """``a`` as a tensor of ``like``'s dtype (a float32 statistic of a float16/bfloat16 input
+    rounded to it)."""
+    return _make(a.astype(like._data.dtype, copy=False), like.dtype)
 
 
 def _bshape(ndim, c_axis, c):
@@ -121,9 +137,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         mean, var, xc, invstd = _stats(xp, x, axes, eps)
         _update_running(running_mean, running_var, mean, var, n, momentum)
     else:
-        mean = running_mean._data.reshape(bshape).astype(x.dtype, copy=False)
-        xc = x - mean
-        invstd = (1.0 / xp.sqrt(running_var._data.reshape(bshape) + eps)).astype(x.dtype, copy=False)
+        work = xp.float32 if _low(x) else x.dtype
+        mean = running_mean._data.reshape(bshape).astype(work, copy=False)
+        xc = x.astype(work, copy=False) - mean
+        invstd = (1.0 / xp.sqrt(running_var._data.reshape(bshape).astype(work, copy=False) + eps)).astype(
+            work, copy=False)
     xc *= invstd  # xc is a fresh array: x_hat in place, one allocation less
     xhat = xc
     if weight is not None:
@@ -135,7 +153,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     r = _make(out.astype(x.dtype, copy=False), input.dtype)
     if needs_grad(input, weight, bias):
         record("NativeBatchNormBackward0", _norm_rule, (input, weight, bias), r,
-               (input, weight, _make(xhat, input.dtype), _make(invstd, input.dtype), axes, axes, bshape,
+               (input, weight, _as(xhat, input), _as(invstd, input), axes, axes, bshape,
                 training, eps, None if training else running_mean, None if training else running_var, _req(bias),
                 None, needs))
     return r
@@ -262,7 +280,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     r = _make(out.astype(x.dtype, copy=False), input.dtype)
     if needs_grad(input, weight, bias):
         record("NativeLayerNormBackward0", _norm_rule, (input, weight, bias), r,
-               (input, weight, _make(xhat, input.dtype), _make(invstd, input.dtype), axes,
+               (input, weight, _as(xhat, input), _as(invstd, input), axes,
                 tuple(range(input.ndim - k)), normalized_shape, True, eps, None, None, _req(bias), None, needs))
     return r
 
@@ -282,7 +300,7 @@ def _standardize(input, axes, eps, name):
         r = _make((xc * invstd).astype(x.dtype, copy=False), input.dtype)
     if needs_grad(input):
         record(name, _norm_rule, (input, None, None), r,
-               (input, None, r, _make(invstd, input.dtype), axes, axes, None, True, eps, None, None, False, None,
+               (input, None, r, _as(invstd, input), axes, axes, None, True, eps, None, None, False, None,
                 (True, False)))
     return r, mean, var
 
@@ -329,6 +347,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"{[n * c // num_groups, num_groups] + list(input.shape[2:])}")
     _check_channel_vectors(input, weight, bias)
+    if _low(input._data):  # in float32, rounded once (torch's accumulate type)
+        return group_norm(input.float(), num_groups, None if weight is None else weight.float(),
+                          None if bias is None else bias.float(), eps).to(input.dtype)
     if input.numel() and _accepts(input._data, weight, bias):
         out, mean, rstd = kernels.norm.group_forward(input._data, num_groups, None if weight is None else weight._data,
                                                      None if bias is None else bias._data, eps)

@@ -3,8 +3,8 @@ layer_norm, cross-entropy, sums and means over the last dimension) become one ge
 numba loop each, forward and backward, for numpy arrays, and one generated CUDA kernel
 each (``cuda_codegen``) for cupy arrays, chosen at each call by the arrays' backend;
 matrix products, convolutions and everything else stay the ops they are, between the
-fused regions. The loops compute in float32 or float64: a float16 region on cuda computes in
-float32, and on the CPU float16 and bfloat16 chains (autocast's) stay the ops they are.
+fused regions. The loops compute in float32 or float64: a float16 or bfloat16 region
+(autocast's) computes in float32 and rounds its results once, as torch's generated kernels do.
 
 A region is a run of consecutive graph nodes that all lower to the row program and share
 one layout ``[*L, C]``; its inputs come from before it, its outputs are the values used
@@ -227,8 +227,6 @@ def fuse(gm, device: str = "cpu"):
                     break  # a scalar or an empty tensor: nothing to loop over
                 if len(_meta(first).shape) - 1 in _dynamic(first):
                     break  # a symbolic row width: the lowerings would bake it
-                if device == "cpu" and _meta(first).dtype.name not in ("float32", "float64"):
-                    break  # numba computes in float32 and float64 only (float16 and bfloat16 stay ops)
                 current = _Open(_meta(first).shape, _meta(first).dtype)
                 current.dynamic = bool(_dynamic(first))
             try:

@@ -84,7 +84,7 @@ class Region:
         if self.forward_kernel is None:
             with self._lock:
                 if self.forward_kernel is None:
-                    name = self.np_dtype.name
+                    name = self.compute_dtype.name
                     backward = compile_program(self.p, self.bwd_inputs, self.bwd_values, self.bwd_kinds,
                                                name) if self.has_backward else None
                     forward = compile_program(self.p, self.inputs, self.fwd_values, self.fwd_kinds, name)
@@ -99,7 +99,7 @@ class Region:
         ("float32" or "float64"; the region's own by default, float16 computing in float32):
         ``cuda_codegen.ElementwiseKernel`` or ``RowKernel`` sources, made once per dtype."""
         from .cuda_codegen import generate
-        dtype = dtype or self.cuda_dtype.name
+        dtype = dtype or self.compute_dtype.name
         kernels = self._cuda.get(dtype)
         if kernels is None:
             forward = generate(self.p, self.inputs, self.fwd_values, self.fwd_kinds, dtype, self.width)
@@ -109,15 +109,16 @@ class Region:
         return kernels
 
     @property
-    def cuda_dtype(self):
-        """The dtype the CUDA kernels compute in: float16 regions run in float32."""
-        return numpy.dtype(numpy.float32) if self.np_dtype == numpy.float16 else self.np_dtype
+    def compute_dtype(self):
+        """The dtype the kernels compute in: float16 and bfloat16 regions run in float32 (as
+        torch's generated kernels do), their results rounded once at the end."""
+        return numpy.dtype(numpy.float32) if self.np_dtype.name in ("float16", "bfloat16") else self.np_dtype
 
     def _precompile(self, kernel, inputs, out_kinds) -> None:
         """Compile (or load from numba's cache) now, for the arrays the calls will pass, so
         the first call pays nothing and the backend's compile time is the real one."""
         import numba
-        dt = self.np_dtype
+        dt = self.compute_dtype
         like = {"vec": numpy.empty((1, 1), dt), "col": numpy.empty(1, dt), "row": numpy.empty(1, dt),
                 "irow": numpy.empty(1, numpy.int64), "scalar": numpy.empty(1, dt), "csum": numpy.empty((1, 1), dt)}
         args = [0, 1, numpy.empty(2, numpy.int64)] + [like[v.kind] for v in inputs] + [like[k] for k in out_kinds]
@@ -162,8 +163,8 @@ class Region:
         """(array module, dtype the kernels compute in, whether CUDA runs) for these operands."""
         for a in operands:
             if on_cuda(a):
-                return cupy_module(), self.cuda_dtype, True
-        return numpy, self.np_dtype, False
+                return cupy_module(), self.compute_dtype, True
+        return numpy, self.compute_dtype, False
 
     def _prepare(self, values, specs, R, xp=numpy, dt=None):
         C, dt = self.width, dt if dt is not None else self.np_dtype
@@ -182,7 +183,7 @@ class Region:
             out.append(a)
         return out
 
-    def _run(self, kernel, arrays, kinds, R, shapes=None):
+    def _run(self, kernel, arrays, kinds, R, dt, shapes=None):
         """``shapes``: the shape each ``vec`` result is returned in (``[R, C]`` when None); it
         is allocated so, and the kernel writes a ``[R, C]`` view of it, so a gradient leaves
         as an array that owns its memory and becomes ``.grad`` without a copy."""
@@ -195,8 +196,8 @@ class Region:
             if not self.dynamic:  # a dynamic region meets many row counts: those are not kept
                 self._bounds[(R, parts)] = bounds
         shapes = shapes or [None] * len(kinds)
-        outs = [numpy.empty(shape or (R, C), self.np_dtype) if k == "vec" else numpy.zeros((parts, C), self.np_dtype)
-                if k == "csum" else numpy.empty(R, self.np_dtype) for k, shape in zip(kinds, shapes)]
+        outs = [numpy.empty(shape or (R, C), dt) if k == "vec" else numpy.zeros((parts, C), dt)
+                if k == "csum" else numpy.empty(R, dt) for k, shape in zip(kinds, shapes)]
         views = [o.reshape(R, C) if k == "vec" and o.shape != (R, C) else o for o, k in zip(outs, kinds)]
         _runtime.parallel_for(kernel, parts, bounds, *arrays, *views, work_per_item=max(1, R // parts) * C)
         return [o.sum(axis=0) if k == "csum" else o for o, k in zip(outs, kinds)]
@@ -208,7 +209,7 @@ class Region:
             specs = self.bwd_inputs if which else self.inputs
             return cuda_run.run(self.cuda_kernels(dt.name)[which], arrays, [v.kind for v in specs], kinds, R,
                                 self.width, dt)
-        return self._run(self._numba()[which], arrays, kinds, R, shapes)
+        return self._run(self._numba()[which], arrays, kinds, R, dt, shapes)
 
     def _check_targets(self, arrays) -> None:
         for value, ignore in self.p.target_checks:
@@ -262,7 +263,7 @@ class Region:
                 continue
             g, shape = by_input[v.id], shape_of[v.id]
             g = xp.zeros(shape, self.np_dtype) if g is None else xp.ascontiguousarray(g)
-            if g.dtype != self.np_dtype:  # a float16 region's gradient, computed in float32 on cuda
+            if g.dtype != self.np_dtype:  # a float16 or bfloat16 region's gradient, computed in float32
                 g = g.astype(self.np_dtype)
             out.append(g if g.shape == shape else g.reshape(shape))
         return out

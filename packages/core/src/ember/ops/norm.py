@@ -101,7 +101,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     dims but the channel dim 1.
 
     ``input``: float ``[N, C]``, ``[N, C, L]``, ``[N, C, H, W]`` or ``[N, C, D, H, W]``; the
-    result has its shape and dtype. ``running_mean``, ``running_var``: ``[C]`` buffers, or None
+    result has its shape and dtype (float16 and bfloat16 compute in float32, rounded once).
+    ``running_mean``, ``running_var``: ``[C]`` buffers, or None
     (allowed only in training). ``weight``, ``bias``: optional ``[C]`` affine parameters.
     ``training``: normalize by the batch statistics (biased variance) and update the running
     ones in place, when given, as ``running = (1 - momentum) * running + momentum * batch`` with
@@ -238,7 +239,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     (torch.nn.functional.layer_norm; Ba et al., arXiv:1607.06450): ``(x - mean) / sqrt(var +
     eps) * weight + bias``, biased variance.
 
-    ``input``: float ``[*, *normalized_shape]``; the result has its shape and dtype.
+    ``input``: float ``[*, *normalized_shape]``; the result has its shape and dtype (float16 and
+    bfloat16 compute in float32, rounded once).
     ``normalized_shape``: an int or a sequence, the trailing sizes normalized together.
     ``weight``, ``bias``: optional, of ``normalized_shape``. ``eps``: added to the variance
     (default 1e-5). RuntimeError when the trailing dims or the parameters' shapes differ from
@@ -328,7 +330,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     channels of each sample split into ``num_groups`` groups, each normalized over its channels
     and spatial dims (biased variance), then scaled and shifted per channel.
 
-    ``input``: float ``[N, C, *]``; the result has its shape and dtype. ``num_groups``: a
+    ``input``: float ``[N, C, *]``; the result has its shape and dtype (float16 and
+    bfloat16 compute in float32, rounded once). ``num_groups``: a
     positive divisor of ``C``. ``weight``, ``bias``: optional ``[C]``. ``eps``: added to the
     variance (default 1e-5).
 
@@ -413,7 +416,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     arXiv:1607.08022): each channel of each sample normalized over its spatial dims (biased
     variance), then scaled and shifted per channel.
 
-    ``input``: float ``[N, C, *]`` (e.g. ``[N, C, H, W]``); the result has its shape and dtype.
+    ``input``: float ``[N, C, *]`` (e.g. ``[N, C, H, W]``); the result has its shape and dtype
+    (float16 and bfloat16 compute in float32, rounded once).
     ``running_mean``, ``running_var``: optional ``[C]`` buffers. ``weight``, ``bias``: optional
     ``[C]``. ``use_input_stats``: normalize by each instance's statistics and update the running
     ones in place, when given, by ``momentum`` (default 0.1) with the batch average of the

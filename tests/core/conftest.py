@@ -83,6 +83,18 @@ def assert_same(e, t, rtol=None, atol=None, check_dtype=True):
         np.testing.assert_array_equal(ea, ta)
 
 
+def count_calls(monkeypatch, module, names):
+    """``{name: 0}``, counting from now on the calls of ``module.<name>`` for each of
+    ``names`` (the functions still run): which path an op took."""
+    calls = dict.fromkeys(names, 0)
+    for name in names:
+        def counted(*args, _fn=getattr(module, name), _name=name, **kwargs):
+            calls[_name] += 1
+            return _fn(*args, **kwargs)
+        monkeypatch.setattr(module, name, counted)
+    return calls
+
+
 def pytest_terminal_summary(terminalreporter):
     """Report how much of torch's namespace the conformance table checked in this run."""
     from torch_namespace import COVERED, coverage_line

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from conftest import count_calls
 
 import ember
 import ember.nn.functional as F
@@ -15,7 +16,7 @@ from ember.cpu import kernels
 from ember.ops import attention
 
 
-def _views(lib, x, H, D):
+def _views(x, H, D):
     """q, k, v ``[B, H, T, D]`` as the transposed head views of ``x`` ``[B, T, 3HD]`` (GPT's layout)."""
     B, T = x.shape[0], x.shape[1]
     return tuple(t.view(B, T, H, D).transpose(1, 2) for t in x.split(H * D, dim=2))
@@ -25,7 +26,7 @@ def _attention(lib, arrays, grad, gpt, dropout_p=0.0):
     """The output and the inputs' gradients of causal attention, as numpy arrays."""
     if gpt:
         x = lib.tensor(arrays[0], requires_grad=True)
-        q, k, v = _views(lib, x, *gpt)
+        q, k, v = _views(x, *gpt)
         leaves = (x,)
     else:
         q, k, v = leaves = tuple(lib.tensor(a, requires_grad=True) for a in arrays)
@@ -34,22 +35,16 @@ def _attention(lib, arrays, grad, gpt, dropout_p=0.0):
     return [out.detach().numpy()] + [t.grad.numpy() for t in leaves]
 
 
+BANDED = ("_causal_banded", "_causal_banded_grads")  # the banded forward and backward
+
+
 def _banded(n):
     """The calls expected after ``n`` banded runs: none where the kernels are off (``EMBER_NUMBA=0``)."""
-    n *= int(kernels.enabled())
-    return {"forward": n, "backward": n}
+    return dict.fromkeys(BANDED, n * int(kernels.enabled()))
 
 
 def _counting(monkeypatch):
-    calls = {"forward": 0, "backward": 0}
-    for name, key in (("_causal_banded", "forward"), ("_causal_banded_grads", "backward")):
-        fn = getattr(attention, name)
-
-        def wrapper(*a, _fn=fn, _key=key, **k):
-            calls[_key] += 1
-            return _fn(*a, **k)
-        monkeypatch.setattr(attention, name, wrapper)
-    return calls
+    return count_calls(monkeypatch, attention, BANDED)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from conftest import count_calls
 
 import ember
 import ember.nn.functional as F
@@ -156,16 +157,7 @@ def test_dtype_argument_and_node_names():
 
 
 def _counting(monkeypatch, names):
-    calls = {n: 0 for n in names}
-    mod = kernels.softmax
-    for n in names:
-        fn = getattr(mod, n)
-
-        def wrapper(*a, _fn=fn, _n=n, **k):
-            calls[_n] += 1
-            return _fn(*a, **k)
-        monkeypatch.setattr(mod, n, wrapper)
-    return calls
+    return count_calls(monkeypatch, kernels.softmax, names)
 
 
 def test_kernel_path_runs(monkeypatch):
@@ -186,7 +178,7 @@ def test_kernel_path_runs(monkeypatch):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_attention_through_the_kernel(monkeypatch, dtype):
     # scaled_dot_product_attention's softmax (with fully masked rows giving zeros) and its
-    # fused backward take the kernels; the numpy path and torch agree
+    # backward (softmax's and the scale, one pass) take the kernels; the numpy path and torch agree
     rng = np.random.default_rng(11)
     q, k, v = (rng.standard_normal(s).astype(dtype) for s in ((2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 4)))
     mask = rng.random((5, 7)) > 0.4
@@ -198,10 +190,10 @@ def test_attention_through_the_kernel(monkeypatch, dtype):
         out.backward(lib.tensor(np.ones(out.shape, dtype)))
         return [out.detach().numpy()] + [t.grad.numpy() for t in (qs, ks, vs)]
 
-    calls = _counting(monkeypatch, ["softmax", "softmax_backward"])
+    calls = _counting(monkeypatch, ["softmax", "softmax_backward", "attention_grad"])
     got = run(ember, F.scaled_dot_product_attention)
     n = int(kernels.enabled())
-    assert calls == {"softmax": n, "softmax_backward": n}
+    assert calls == {"softmax": n, "softmax_backward": 0, "attention_grad": n}  # dS and its scale in one pass
     with kernels.disabled():
         ref = run(ember, F.scaled_dot_product_attention)
     want = run(torch, TF.scaled_dot_product_attention)

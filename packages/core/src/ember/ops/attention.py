@@ -281,14 +281,17 @@ def _sdpa_rule_arrays(g, q, k, v, p, keep, scale, attn_mask, is_causal, mask_gra
     dp = blas_matmul(g, xp.swapaxes(v, -1, -2))
     if keep is not None:
         dp *= keep
-    if dp.size and kernels.accepts(dp, p):
-        dp = kernels.softmax.softmax_backward(dp, p, p.ndim - 1)
+    if not mask_grad and dp.size and kernels.accepts(dp, p) and dp.flags.c_contiguous and p.flags.c_contiguous:
+        ds_scaled = kernels.softmax.attention_grad(dp, p, scale, is_causal)  # dS and its scale in one pass
     else:
-        dp -= (dp * p).sum(axis=-1, keepdims=True)
-        dp *= p
-    # dp is now dS, the gradient of the (masked) scores; scaled where it lies unless it is
-    # also the float mask's gradient
-    ds_scaled = dp * dp.dtype.type(scale) if mask_grad else _scaled_in_place(dp, scale)
+        if dp.size and kernels.accepts(dp, p):
+            dp = kernels.softmax.softmax_backward(dp, p, p.ndim - 1)
+        else:
+            dp -= (dp * p).sum(axis=-1, keepdims=True)
+            dp *= p
+        # dp is now dS, the gradient of the (masked) scores; scaled where it lies unless it is
+        # also the float mask's gradient
+        ds_scaled = dp * dp.dtype.type(scale) if mask_grad else _scaled_in_place(dp, scale)
     gq = blas_matmul(ds_scaled, k, out=_empty_heads(xp, q, q.shape, k, v))
     gk = blas_matmul(xp.swapaxes(ds_scaled, -1, -2), q, out=_empty_heads(xp, k, k.shape, q, v))
     return gq, gk, gv, (dp if mask_grad else None)

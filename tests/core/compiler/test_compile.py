@@ -173,6 +173,45 @@ def test_parameters_are_read_at_every_call():
     np.testing.assert_array_equal(compiled(x).detach().numpy(), lin(x).detach().numpy())
 
 
+def test_nested_parameters_and_buffers_are_read_at_every_call():
+    # a replay reads a submodule's parameter straight from its owner's dict: every way of
+    # changing one must still reach the compiled call
+    net = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2)).eval()
+    compiled = ember.compile(net)
+    x = ember.randn(5, 3)
+
+    def check():
+        np.testing.assert_array_equal(compiled(x).detach().numpy(), net(x).detach().numpy())
+
+    check()
+    net[0].weight = nn.Parameter(ember.randn(4, 3))  # through Module.__setattr__
+    check()
+    net[2]._parameters["bias"] = nn.Parameter(ember.randn(2))  # straight into the owner's dict
+    check()
+    net[1]._buffers["running_mean"] = ember.randn(4)
+    check()
+    net[1].register_buffer("running_var", ember.rand(4) + 0.5)
+    check()
+    net[2] = nn.Linear(4, 2)  # a new submodule: a new signature
+    check()
+    assert len(compiled._compiled._signatures) == 2
+
+
+def test_switching_train_and_eval_reuses_the_recordings():
+    net = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5), nn.ReLU())
+    compiled = ember.compile(net)
+    x = ember.randn(5, 3)
+    for _ in range(3):
+        net.train()
+        ember.manual_seed(1)
+        train_out = compiled(x)
+        ember.manual_seed(1)
+        np.testing.assert_array_equal(train_out.detach().numpy(), net(x).detach().numpy())
+        net.eval()
+        np.testing.assert_array_equal(compiled(x).detach().numpy(), net(x).detach().numpy())
+    assert compiled._compiled._recordings == 2
+
+
 def test_bad_arguments_raise_torchs_errors():
     for kwargs in ({"mode": "fast"}, {"mode": "default", "options": {}}):
         with pytest.raises(RuntimeError) as theirs:

@@ -539,6 +539,7 @@ class Module:
         """Set training mode (dropout active, batch norm on batch statistics) here and below."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
+        STATE_VERSION[0] += 1  # a compiled module's guard on the tree reads it again
         for m in self.modules():
             object.__setattr__(m, "training", mode)
         return self

@@ -53,6 +53,7 @@ import traceback
 import numpy
 
 from .._tensor import Tensor
+from ..nn.modules.module import STATE_VERSION, Module
 from ..func._pytree import tree_flatten
 from ..fx._dynamic_dims import result_dims
 from ..fx._symbolic_floats import SymFloat
@@ -128,10 +129,11 @@ class External:
     """A tensor read through ``path`` from ``root`` (``("attr", name)`` / ``("item", key)``
     steps). ``late``: first needed after an opaque call (a gradient), so read where used."""
 
-    __slots__ = ("root", "path", "name", "late")
+    __slots__ = ("root", "path", "name", "late", "_slot")
 
     def __init__(self, root, path, name, late):
         self.root, self.path, self.name, self.late = root, path, name, late
+        self._slot = None  # (STATE_VERSION, the dict that holds the tensor, its key): see ``fetch``
 
     @property
     def attr_path(self) -> bool:
@@ -140,10 +142,26 @@ class External:
         return isinstance(self.root, Module) and all(kind == "attr" for kind, _ in self.path)
 
     def fetch(self):
-        obj = self.root
-        for kind, key in self.path:
+        """The tensor at ``path`` now. A parameter or buffer reached through submodules is
+        read from its owner's dict directly while no module changed its attributes or
+        children through Module's methods (``STATE_VERSION``, as the compiled module's tree
+        is guarded): walking the path costs a ``Module.__getattr__`` per step on every call."""
+        slot = self._slot
+        if slot is not None and slot[0] == STATE_VERSION[0]:
+            t = slot[1].get(slot[2])
+            if t is not None:
+                return t
+        obj, modules = self.root, isinstance(self.root, Module)
+        for kind, key in self.path[:-1]:
+            modules = modules and kind == "attr" and key in obj.__dict__.get("_modules", ())
             obj = getattr(obj, key) if kind == "attr" else obj[key]
-        return obj
+        kind, key = self.path[-1]
+        self._slot = None
+        if modules and kind == "attr" and isinstance(obj, Module):
+            held = obj._parameters if key in obj._parameters else obj._buffers if key in obj._buffers else None
+            if held is not None:
+                self._slot = (STATE_VERSION[0], held, key)
+        return getattr(obj, key) if kind == "attr" else obj[key]
 
 
 class Step:

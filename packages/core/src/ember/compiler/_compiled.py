@@ -115,9 +115,15 @@ class _Recording:
         """{value index: tensor} of the externals read before anything runs, or None when
         one of them is no longer a tensor of the recorded shape, dtype and requires_grad."""
         out = {}
-        for index, ext, meta in self.early:
-            t = ext.fetch()
-            if not isinstance(t, Tensor) or (tuple(t._data.shape), t.dtype, t._requires_grad) != meta:
+        version = STATE_VERSION[0]
+        for index, ext, (shape, dtype, requires_grad) in self.early:
+            slot = ext._slot  # ``External.fetch``'s own first step, inlined: a model reads hundreds
+            t = slot[1].get(slot[2]) if slot is not None and slot[0] == version else None
+            if t is None:
+                t = ext.fetch()
+                if not isinstance(t, Tensor):
+                    return None
+            if t._data.shape != shape or t.dtype != dtype or t._requires_grad != requires_grad:
                 return None
             out[index] = t
         return out
@@ -243,16 +249,26 @@ class CompiledFunction:
         self._recordings = 0
         self._warned = False
         self._state_cache = (-1, None)
+        self._state_tokens: dict = {}  # module tree states seen lately -> the int the signatures hold for each
+        self._next_token = 0  # never reused: a forgotten state's number names no other state
         self.log: list = []  # what happened, for explain: ("graph"/"break"/"recompile"/"eager", ...)
         functools.update_wrapper(self, fn)
 
     def _module_key(self):
-        """``_module_state`` of the compiled module, read afresh only after a change made
-        through Module's methods (``STATE_VERSION``); a write straight into a module's
-        ``__dict__`` is not seen."""
+        """A number for ``_module_state`` of the compiled module (equal states, equal
+        numbers: the signature holds the number, so that looking it up does not hash and
+        compare a large model's whole tree), read afresh only after a change made through
+        Module's methods (``STATE_VERSION``); a write straight into a module's ``__dict__``
+        is not seen."""
         version = STATE_VERSION[0]
         if self._state_cache[0] != version:
-            self._state_cache = (version, _module_state(self.module))
+            state, tokens = _module_state(self.module), self._state_tokens
+            if state not in tokens:
+                if len(tokens) >= 256:  # a module attribute that changes every call: keep few
+                    tokens.clear()
+                tokens[state] = self._next_token
+                self._next_token += 1
+            self._state_cache = (version, tokens[state])
         return self._state_cache[1]
 
     @property

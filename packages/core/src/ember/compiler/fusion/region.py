@@ -62,16 +62,24 @@ class Region:
         self.rows, self.width, self.dtype = rows, width, dtype
         self.dynamic, self.lead_rank = dynamic, lead_rank
         self.np_dtype = numpy.dtype(dtype.name)
+        # float16 and bfloat16 regions compute in float32 (see ``compute_dtype``)
+        self._compute = numpy.dtype(numpy.float32) if dtype.name in ("float16", "bfloat16") else self.np_dtype
         self.inputs = list(program.inputs)
         self.weights = [o.weight for o in outputs if o.post == "mean" and o.weight is not None]
         self.saved: list[Value] = []
-        self.wrt = []
+        self.wrt, self.zero_grads, self.bwd_inputs = [], [], []
         self.bwd_values, self.bwd_kinds = [], []
         if any(requires_grad):
             self._build_backward(requires_grad)
         self.has_backward = bool(self.bwd_values)
         self.fwd_values = [o.value for o in outputs] + self.weights + self.saved
         self.fwd_kinds = [o.kind for o in outputs] + ["row"] * len(self.weights) + [v.kind for v in self.saved]
+        # what each call reads, fixed here so that a call of a small region costs little Python
+        self._in_kinds = [v.kind for v in self.inputs]
+        self._bwd_in_kinds = [v.kind for v in self.bwd_inputs] if self.has_backward else []
+        position = {v.id: k for k, v in enumerate(self.inputs)}
+        self._wrt_at = {position[v.id]: z for v, z in zip(self.wrt, self.zero_grads)}  # input -> no gradient
+        self._plain = not self.weights and all(o.post is None for o in outputs)  # results as the kernel writes them
         self.forward_kernel = self.backward_kernel = None  # numba's
         self._lock = threading.Lock()
         self._cuda: dict = {}  # dtype name -> (forward, backward) generated CUDA kernels
@@ -112,7 +120,7 @@ class Region:
     def compute_dtype(self):
         """The dtype the kernels compute in: float16 and bfloat16 regions run in float32 (as
         torch's generated kernels do), their results rounded once at the end."""
-        return numpy.dtype(numpy.float32) if self.np_dtype.name in ("float16", "bfloat16") else self.np_dtype
+        return self._compute
 
     def _precompile(self, kernel, inputs, out_kinds) -> None:
         """Compile (or load from numba's cache) now, for the arrays the calls will pass, so
@@ -162,21 +170,23 @@ class Region:
     def _backend(self, operands):
         """(array module, dtype the kernels compute in, whether CUDA runs) for these operands."""
         for a in operands:
-            if on_cuda(a):
-                return cupy_module(), self.compute_dtype, True
-        return numpy, self.compute_dtype, False
+            if type(a) is not numpy.ndarray and on_cuda(a):
+                return cupy_module(), self._compute, True
+        return numpy, self._compute, False
 
-    def _prepare(self, values, specs, R, xp=numpy, dt=None):
+    def _prepare(self, values, kinds, R, xp=numpy, dt=None):
+        """The operands as the kernels take them: ``[R, C]``, ``[C]``, ``[R]`` or ``[1]``
+        arrays of the compute dtype, by ``kinds``."""
         C, dt = self.width, dt if dt is not None else self.np_dtype
         out = []
-        for spec, a in zip(specs, values):
-            if spec.kind == "vec":
+        for kind, a in zip(kinds, values):
+            if kind == "vec":
                 a = xp.ascontiguousarray(a, dtype=dt).reshape(R, C)
-            elif spec.kind == "col":
+            elif kind == "col":
                 a = xp.ascontiguousarray(a, dtype=dt).reshape(C)
-            elif spec.kind == "row":
+            elif kind == "row":
                 a = xp.ascontiguousarray(a, dtype=dt).reshape(R)
-            elif spec.kind == "irow":
+            elif kind == "irow":
                 a = xp.ascontiguousarray(a, dtype=numpy.int64).reshape(R)
             else:
                 a = xp.asarray(a, dtype=dt).reshape(1)
@@ -195,23 +205,36 @@ class Region:
             bounds = numpy.array([R * i // parts for i in range(parts + 1)], numpy.int64)
             if not self.dynamic:  # a dynamic region meets many row counts: those are not kept
                 self._bounds[(R, parts)] = bounds
-        shapes = shapes or [None] * len(kinds)
-        outs = [numpy.empty(shape or (R, C), dt) if k == "vec" else numpy.zeros((parts, C), dt)
-                if k == "csum" else numpy.empty(R, dt) for k, shape in zip(kinds, shapes)]
-        views = [o.reshape(R, C) if k == "vec" and o.shape != (R, C) else o for o, k in zip(outs, kinds)]
-        _runtime.parallel_for(kernel, parts, bounds, *arrays, *views, work_per_item=max(1, R // parts) * C)
-        return [o.sum(axis=0) if k == "csum" else o for o, k in zip(outs, kinds)]
+        outs, views, sums = [], [], False
+        for k, kind in enumerate(kinds):
+            if kind == "vec":
+                shape = shapes[k] if shapes else None
+                o = numpy.empty(shape or (R, C), dt)
+                views.append(o if shape is None or shape == (R, C) else o.reshape(R, C))
+            else:
+                o = numpy.zeros((parts, C), dt) if kind == "csum" else numpy.empty(R, dt)
+                sums = sums or kind == "csum"
+                views.append(o)
+            outs.append(o)
+        if parts == 1:
+            kernel(0, 1, bounds, *arrays, *views)
+        else:
+            _runtime.parallel_for(kernel, parts, bounds, *arrays, *views, work_per_item=max(1, R // parts) * C)
+        if not sums:
+            return outs
+        return [(o[0] if parts == 1 else o.sum(axis=0)) if k == "csum" else o for o, k in zip(outs, kinds)]
 
     def _launch(self, which: int, arrays, kinds, R, cuda: bool, dt, shapes=None):
         """Run the forward (``which`` 0) or backward (1) kernel of the arrays' backend."""
         if cuda:
             from . import cuda_run
-            specs = self.bwd_inputs if which else self.inputs
-            return cuda_run.run(self.cuda_kernels(dt.name)[which], arrays, [v.kind for v in specs], kinds, R,
-                                self.width, dt)
+            return cuda_run.run(self.cuda_kernels(dt.name)[which], arrays,
+                                self._bwd_in_kinds if which else self._in_kinds, kinds, R, self.width, dt)
         return self._run(self._numba()[which], arrays, kinds, R, dt, shapes)
 
     def _check_targets(self, arrays) -> None:
+        if not self.p.target_checks:
+            return
         for value, ignore in self.p.target_checks:
             t = arrays[self.inputs.index(value)]
             bad = (t != ignore) & ((t < 0) | (t >= self.width))
@@ -224,10 +247,13 @@ class Region:
         that is not ignored."""
         xp, dt, cuda = self._backend(operands)
         rows, shapes = self._geometry(operands)
-        inputs = self._prepare(operands, self.inputs, rows, xp, dt)
+        inputs = self._prepare(operands, self._in_kinds, rows, xp, dt)
         self._check_targets(inputs)
         arrays = self._launch(0, inputs, self.fwd_kinds, rows, cuda, dt)
         n = len(self.outputs)
+        if self._plain and dt is self.np_dtype:  # no loss to finish, no rounding: the arrays as written
+            return ([a if a.shape == shape else a.reshape(shape) for a, shape in zip(arrays, shapes)],
+                    ((), arrays[n:], rows, shapes))
         weights = iter(arrays[n:n + len(self.weights)])
         results, totals = [], []
         for o, a, shape in zip(self.outputs, arrays, shapes):
@@ -251,17 +277,17 @@ class Region:
             if o.post == "mean":
                 g = xp.asarray(g, dt) / next(totals)
             adjoints.append(g)
-        arrays = self._prepare(list(operands) + adjoints + list(saved), self.bwd_inputs, rows, xp, dt)
-        shape_of = {v.id: numpy.shape(a) for v, a in zip(self.inputs, operands)}
-        live = [shape_of[v.id] for v, z in zip(self.wrt, self.zero_grads) if not z]
+        arrays = self._prepare(list(operands) + adjoints + list(saved), self._bwd_in_kinds, rows, xp, dt)
+        wrt = self._wrt_at
+        live = [numpy.shape(operands[k]) for k, zero in wrt.items() if not zero]
         computed = iter(self._launch(1, arrays, self.bwd_kinds, rows, cuda, dt, live) if self.has_backward else [])
-        by_input = {v.id: None if z else next(computed) for v, z in zip(self.wrt, self.zero_grads)}
         out = []
-        for v in self.inputs:
-            if v.id not in by_input:
+        for k, a in enumerate(operands):
+            zero = wrt.get(k)
+            if zero is None:
                 out.append(None)
                 continue
-            g, shape = by_input[v.id], shape_of[v.id]
+            g, shape = None if zero else next(computed), numpy.shape(a)
             g = xp.zeros(shape, self.np_dtype) if g is None else xp.ascontiguousarray(g)
             if g.dtype != self.np_dtype:  # a float16 or bfloat16 region's gradient, computed in float32
                 g = g.astype(self.np_dtype)
@@ -271,11 +297,14 @@ class Region:
     def __call__(self, *tensors):
         operands = [t._data if isinstance(t, Tensor) else t for t in tensors]
         results, extra = self.forward_arrays(operands)
-        outs = tuple(_make(a, self.dtype) for a in results)
-        if grad_mode.STATE.enabled and self.has_backward and any(
-                isinstance(t, Tensor) and t._requires_grad for t in tensors):
-            record("CompiledFunctionBackward", _Rule(self, extra), tensors, outs if len(outs) > 1 else outs[0],
-                   tensors)
+        dtype = self.dtype
+        outs = tuple([_make(a, dtype) for a in results])
+        if self.has_backward and grad_mode.STATE.enabled:
+            for t in tensors:
+                if isinstance(t, Tensor) and t._requires_grad:
+                    record("CompiledFunctionBackward", _Rule(self, extra), tensors,
+                           outs if len(outs) > 1 else outs[0], tensors)
+                    break
         return outs
 
 

@@ -515,3 +515,178 @@ def test_a_fused_relu_passes_nan_through_as_the_op_does():
         out.backward(ember.ones_like(out))
         np.testing.assert_array_equal(out.detach().numpy(), torch.relu(torch.tensor(x.detach().numpy()) * 2) + 1)
         np.testing.assert_array_equal(x.grad.numpy(), np.tile([0.0, 0.0, 2.0, 0.0, 2.0] * 3, (4, 1)))
+
+
+def _regions_per_graph(compiled_fn) -> list:
+    """The fused regions of each graph the compiled function recorded."""
+    return [sum(1 for n in entry.root.gm.graph.nodes if n.op == "call_function" and n.target is fusion._call_region)
+            for entries in compiled_fn._ember_compiled._signatures.values() for entry in entries]
+
+
+SCALAR_PARAMETER = {
+    "bias": lambda lib, x, b: (x * 2 + b).sum(),
+    "scale and shift": lambda lib, x, b: ((x * b + b).tanh() * b).square().mean(),
+    "per row": lambda lib, x, b: lib.nn.functional.softmax(x * b, -1).square().sum(-1) * b,
+}
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
+@pytest.mark.parametrize("case", sorted(SCALAR_PARAMETER))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_scalar_parameter_broadcast_in_a_region_gets_its_gradient(case, shape, dtype):
+    # a 0-d or one-element tensor that requires grad (the bias of Linear(n, 1)): its gradient
+    # is its adjoint summed over every element, per row in the loop and over the rows after
+    # it (before, building the backward raised NotFusable: the compile failed)
+    rng = np.random.default_rng(len(shape))
+    arrays = [rng.standard_normal((7, 13)).astype(dtype), (0.5 + rng.random(shape)).astype(dtype)]
+    tol = dict(rtol=2e-5, atol=2e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    f = SCALAR_PARAMETER[case]
+    cf = _compiled_against_torch64(f, arrays, **tol)
+    eager, got = ([ember.tensor(a, requires_grad=True) for a in arrays] for _ in range(2))
+    f(ember, *eager).sum().backward()
+    cf(*got).sum().backward()
+    for g, e in zip(got, eager):  # and against eager ember's, in the parameter's own shape
+        assert g.grad.shape == e.grad.shape
+        np.testing.assert_allclose(g.grad.numpy(), e.grad.numpy(), **tol)
+    assert _fused_regions(cf) == FUSED
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_training_a_model_that_ends_in_linear_n_1(dtype):
+    # nn.Linear(8, 1)'s bias is a one-element tensor broadcast over the [N, 1] output: its
+    # gradient joins the fused loss loop; a few SGD steps compiled give eager's and torch's
+    rng = np.random.default_rng(3)
+    data, target = rng.standard_normal((16, 4)).astype(dtype), rng.standard_normal((16, 1)).astype(dtype)
+
+    def train(lib, model, step):
+        opt = lib.optim.SGD(model.parameters(), lr=0.1)
+        x, y = lib.tensor(data), lib.tensor(target)
+        losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            loss = step(model, x, y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, [p.detach().numpy() for p in model.parameters()]
+
+    def step(lib):
+        return lambda model, x, y: lib.nn.functional.mse_loss(model(x), y)
+
+    def make(lib):
+        model = lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.ReLU(), lib.nn.Linear(8, 1)).to(getattr(lib, dtype))
+        with lib.no_grad():
+            for p, init in zip(model.parameters(), inits):
+                p.copy_(lib.tensor(init))
+        return model
+
+    inits = [rng.standard_normal(s).astype(dtype) * 0.5 for s in ((8, 4), (8,), (1, 8), (1,))]
+    eager = train(ember, make(ember), step(ember))
+    compiled_step = ember.compile(step(ember))
+    compiled = train(ember, make(ember), compiled_step)
+    reference = train(torch, make(torch), step(torch))
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    for ours in (compiled, eager):
+        np.testing.assert_allclose(ours[0], reference[0], **tol)
+        for a, b in zip(ours[1], reference[1]):
+            np.testing.assert_allclose(a, b, **tol)
+    np.testing.assert_allclose(compiled[0], eager[0], **tol)
+    assert _regions_per_graph(compiled_step) == [2 * FUSED]  # bias + ReLU, and bias + the loss
+
+
+ROW_VALUES_BROADCAST = {
+    "centered": lambda lib, x: ((x - x.mean(-1, keepdim=True)) * 3).sum(),
+    "row term": lambda lib, x: (x * 2 + x.sum(-1, keepdim=True).exp() * 0.1).mean(),
+    "both uses": lambda lib, x: (x * x.sum(-1, keepdim=True) + x.sum(-1, keepdim=True).tanh()).sum(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ROW_VALUES_BROADCAST))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_row_value_broadcast_over_its_row_sums_its_gradient_over_the_row(case, dtype):
+    # a per-row value added to every element of its row gets one contribution per element,
+    # even where that contribution is the same for the whole row (the loss's adjoint): the
+    # backward counts it width times (before, once: the gradient was silently wrong)
+    data = np.random.default_rng(4).standard_normal((6, 5)).astype(dtype)
+    tol = dict(rtol=2e-5, atol=2e-5) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    cf = _compiled_against_torch64(ROW_VALUES_BROADCAST[case], [data], **tol)
+    assert _fused_regions(cf) == FUSED
+
+
+NUMBERS_AMID_A_REGION = {
+    "round": lambda x, a: round(a),
+    "arithmetic": lambda x, a: round(a) * x.shape[0] - 1,  # operator.mul and sub of numbers: no region ops
+}
+
+
+@pytest.mark.parametrize("case", sorted(NUMBERS_AMID_A_REGION))
+def test_a_number_computed_amid_a_region_is_defined_before_its_call(case):
+    # round(a) of a float that became symbolic is a node between the region's ops (numbers do
+    # not end a region): the region's call goes after it, not before its first op (before,
+    # the second compiled call raised "used before it has been defined")
+    def f(lib, x, a):
+        return ((x * 2 + NUMBERS_AMID_A_REGION[case](x, a)).tanh() * a).sum(-1)
+
+    data = np.random.default_rng(10).standard_normal((3, 5)).astype(np.float32)
+    cf = ember.compile(lambda x, a: f(ember, x, a))
+    for a in (1.0, 2.6, -1.4):
+        got, eager = ember.tensor(data, requires_grad=True), ember.tensor(data, requires_grad=True)
+        out = cf(got, a)
+        out.sum().backward()
+        want = f(ember, eager, a)
+        want.sum().backward()
+        theirs = torch.tensor(data, dtype=torch.float64, requires_grad=True)
+        ref = f(torch, theirs, a)
+        ref.sum().backward()
+        np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(got.grad.numpy(), eager.grad.numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got.grad.numpy(), theirs.grad.numpy(), rtol=1e-5, atol=1e-5)
+    assert _regions_per_graph(cf) == [FUSED, FUSED]
+
+
+def test_a_number_read_from_the_regions_own_values_ends_it():
+    # a number computed from one of the region's tensors cannot be read by the region's call
+    # (the call would have to come both before and after it): the region ends before it
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def f(x, a):
+        return (x * 2 + x.shape[0]).tanh() * a
+
+    cf = ember.compile(f, backend=keep)
+    x = ember.randn(5, 4)
+    ember._dynamo.mark_dynamic(x, 0)
+    cf(x, 1.0)
+    cf(x, 2.6)
+    gm = graphs[-1]
+    (size,) = [n for n in gm.graph.nodes if n.op == "call_method" and n.target == "size"]
+    product = next(n for n in gm.graph.nodes if n.target is ember.mul)
+    size.replace_input_with(size.args[0], product)  # y.size(0) of y = x * 2, the region's first value
+    fusion.fuse(gm)
+    gm.graph.lint()
+    (out,) = gm(x, 2.6)
+    np.testing.assert_allclose(out.numpy(), f(x, 2.6).numpy(), rtol=1e-6)
+    calls = [n for n in gm.graph.nodes if n.op == "call_function" and n.target is fusion._call_region]
+    assert len(calls) == FUSED and all(product in c.args for c in calls)
+
+
+def test_a_region_whose_backward_cannot_be_generated_stays_as_its_ops(monkeypatch):
+    # fusion only speeds up: a backward the loop cannot compute leaves the ops as recorded
+    # rather than failing the compile
+    from ember.compiler.fusion import region
+
+    def refuse(*args, **kwargs):
+        raise fusion.NotFusable("no backward")
+
+    monkeypatch.setattr(region, "gradients", refuse)
+    data = np.random.default_rng(2).standard_normal((4, 6)).astype(np.float32)
+
+    def f(lib, x):
+        return (x * 2 + 1).tanh().sum()
+
+    cf = _compiled_against_torch64(f, [data], rtol=1e-5, atol=1e-6)
+    assert _fused_regions(cf) == 0

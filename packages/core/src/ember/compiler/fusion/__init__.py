@@ -16,7 +16,8 @@ read from its inputs at each call, so one kernel serves every size; a region who
 width is dynamic is not fused (the lowerings use the width as a constant). The size
 nodes between ops (``call_method size``, their arithmetic) do not end a region, and a
 symbolic number (an int or float argument left symbolic, a size, their arithmetic) is a
-scalar input of the region, read at each call.
+scalar input of the region, read at each call: the nodes computing it move before the
+region's call (one computed from the region's own values ends the region instead).
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ class _Open:
             return v
         v = self.input_of.get(a)
         if v is None and _meta(a) is None and "sym_hint" in a.meta:  # a symbolic number: one value per call
+            if self._reads_region(a):
+                raise NotFusable("a number computed from the region's own values")
             v = self.input_of[a] = self.p.input("scalar", a.name)
             self.inputs.append(a)
         if v is None:
@@ -105,6 +108,22 @@ class _Open:
             v = self.input_of[a] = self.p.input(_kind(tm.shape, tm.dtype, self.shape), a.name)
             self.inputs.append(a)
         return v
+
+    def _reads_region(self, a) -> bool:
+        """Whether ``a``, a number computed amid the region (a size node does not end it),
+        depends on one of its nodes: the region's call, which comes before them all, could
+        not read it."""
+        if not self.nodes:
+            return False
+        first, stack, seen = self.nodes[0], [a], set()
+        while stack:
+            n = stack.pop()
+            if n in self.values:
+                return True
+            if n not in seen and n > first:
+                seen.add(n)
+                stack.extend(n.all_input_nodes)
+        return False
 
     def add(self, node, name) -> None:
         before = len(self.p.values), len(self.p.inputs), dict(self.input_of), list(self.inputs)
@@ -214,10 +233,11 @@ def fuse(gm, device: str = "cpu"):
     _split_linear_bias(graph)
     regions, current = [], None
     for node in list(graph.nodes):
+        if _is_size(node):  # a number (operator.mul of two sizes too): the region goes on past it
+            continue
         name = _op_name(node)
         if name is None:
-            if not _is_size(node):
-                current = _close(current, regions)
+            current = _close(current, regions)
             continue
         for _ in (0, 1):  # into the open region, else into a new one
             if current is None:
@@ -235,9 +255,10 @@ def fuse(gm, device: str = "cpu"):
             except NotFusable:
                 current = _close(current, regions)
     _close(current, regions)
+    rewritten = False
     for region in reversed(regions):  # a later region may read an earlier one's values: rewrite it first
-        _rewrite(gm, region, device)
-    if regions:
+        rewritten = _rewrite(gm, region, device) or rewritten
+    if rewritten:
         graph.lint()
         gm.recompile()
     return gm
@@ -249,7 +270,9 @@ def _close(current, regions):
     return None
 
 
-def _rewrite(gm, r: _Open, device: str = "cpu") -> None:
+def _rewrite(gm, r: _Open, device: str = "cpu") -> bool:
+    """Replace the region's nodes by one call of its ``Region``; False (the graph left as it
+    is) where its backward cannot be generated."""
     graph = gm.graph
     inside = set(r.nodes)
     used_after = [n for n in r.nodes if any(u not in inside for u in n.users)]
@@ -265,10 +288,14 @@ def _rewrite(gm, r: _Open, device: str = "cpu") -> None:
     requires_grad = [bool(getattr(_meta(a), "requires_grad", False)) and r.input_of[a].kind != "irow"
                      for a in r.inputs]
     dynamic = r.dynamic or any(_dynamic(n) for n in list(r.nodes) + list(r.inputs))
-    region = Region(r.p, outputs, rows, r.shape[-1], r.dtype, requires_grad, dynamic=dynamic,
-                    lead_rank=len(r.shape) - 1, device=device)
+    try:
+        region = Region(r.p, outputs, rows, r.shape[-1], r.dtype, requires_grad, dynamic=dynamic,
+                        lead_rank=len(r.shape) - 1, device=device)
+    except NotFusable:  # a backward the loop cannot compute: the ops stay, as for a lowering that fails
+        return False
     name = f"fused_{len([k for k in gm.__dict__ if k.startswith('fused_')])}"
     object.__setattr__(gm, name, region)
+    _hoist(r)
     with graph.inserting_before(r.nodes[0]), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # get_attr of an attribute that is no parameter or module: by design
         holder = graph.get_attr(name)
@@ -279,6 +306,22 @@ def _rewrite(gm, r: _Open, device: str = "cpu") -> None:
             n.replace_all_uses_with(item)
     for n in reversed(r.nodes):
         graph.erase_node(n)
+    return True
+
+
+def _hoist(r: _Open) -> None:
+    """Move the nodes amid the region that its call reads (the symbolic numbers computed
+    between its ops, and what they read from there) before its first node, where the call
+    goes, in their order; none of them reads the region (``_Open.arg``)."""
+    first, needed = r.nodes[0], set()
+    stack = [a for a in r.inputs if a > first]
+    while stack:
+        n = stack.pop()
+        if n not in needed and n > first:
+            needed.add(n)
+            stack.extend(n.all_input_nodes)
+    for n in sorted(needed):
+        first.prepend(n)
 
 
 def _call_region(region, *tensors):

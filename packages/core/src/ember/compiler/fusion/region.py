@@ -137,12 +137,13 @@ class Region:
         forward = p.ancestors([o.value for o in self.outputs] + self.weights)
         n_forward = len(p.values)
         self.wrt = [v for v, rg in zip(self.inputs, requires_grad) if rg]
-        if any(v.kind not in ("vec", "row", "col") for v in self.wrt):
-            raise NotFusable("a gradient for a scalar input")
+        if any(v.kind not in ("vec", "row", "col", "scalar") for v in self.wrt):
+            raise NotFusable("a gradient for an integer input")
         adjoints = [p.input("vec" if o.kind == "vec" and o.post is None else "row" if o.post is None else "scalar",
                             f"grad_{k}") for k, o in enumerate(self.outputs)]
-        grads = gradients(p, [o.value for o in self.outputs], adjoints, self.wrt)
-        self.grad_kinds = [{"vec": "vec", "row": "row", "col": "csum"}[v.kind] for v in self.wrt]
+        grads = gradients(p, [o.value for o in self.outputs], adjoints, self.wrt, self.width)
+        # a scalar's gradient is written one sum per row, and the rows added up after the loop
+        self.grad_kinds = [{"vec": "vec", "row": "row", "col": "csum", "scalar": "row"}[v.kind] for v in self.wrt]
         self.zero_grads = [g.op == "const" for g in grads]
         live = [(g, k) for g, k, z in zip(grads, self.grad_kinds, self.zero_grads) if not z]
         self.saved = _saved(p, [g for g, _ in live], forward, n_forward)
@@ -170,7 +171,7 @@ class Region:
     def _backend(self, operands):
         """(array module, dtype the kernels compute in, whether CUDA runs) for these operands."""
         for a in operands:
-            if type(a) is not numpy.ndarray and on_cuda(a):
+            if on_cuda(a):
                 return cupy_module(), self._compute, True
         return numpy, self._compute, False
 
@@ -288,6 +289,8 @@ class Region:
                 out.append(None)
                 continue
             g, shape = None if zero else next(computed), numpy.shape(a)
+            if g is not None and self.inputs[k].kind == "scalar":  # its per-row sums, added up
+                g = g.sum()
             g = xp.zeros(shape, self.np_dtype) if g is None else xp.ascontiguousarray(g)
             if g.dtype != self.np_dtype:  # a float16 or bfloat16 region's gradient, computed in float32
                 g = g.astype(self.np_dtype)

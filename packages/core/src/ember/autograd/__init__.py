@@ -22,6 +22,9 @@ def _as_list(x):
 
 
 def _make_grads(outputs, grad_outputs):
+    import numpy
+
+    from .._tensor import _make
     from ..ops.creation import ones_like
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
@@ -30,7 +33,8 @@ def _make_grads(outputs, grad_outputs):
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             if not out.dtype.is_floating_point:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-            g = ones_like(out)
+            data = out._data  # ones_like's dtype and device dispatch, for the common numpy case
+            g = _make(numpy.ones(data.shape, data.dtype), out.dtype) if type(data) is numpy.ndarray else ones_like(out)
         elif g.shape != out.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
                                f"has a shape of {out.shape}.")

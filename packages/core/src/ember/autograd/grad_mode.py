@@ -28,6 +28,17 @@ def is_inference_mode_enabled() -> bool:
     return STATE.inference
 
 
+def _set_grad_mode(enabled: bool, inference: bool) -> None:
+    """Set this thread's grad and inference modes at once: the step a compiled graph takes
+    where the recorded program entered or left ``no_grad``/``inference_mode`` (torch's
+    graphs hold ``_set_grad_enabled`` calls for the same purpose)."""
+    if inference != STATE.inference:
+        from .._tensor import inference_tensors
+        inference_tensors(inference)
+        STATE.inference = inference
+    STATE.enabled = enabled
+
+
 class _Mode:
     """Base of the grad-mode context managers; each also works as a decorator."""
 

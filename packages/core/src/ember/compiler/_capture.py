@@ -44,6 +44,7 @@ and later calls with the same signature run eagerly, with the reason in ``explai
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import operator
 import sys
@@ -53,7 +54,10 @@ import traceback
 import numpy
 
 from .._tensor import Tensor
-from ..nn.modules.module import STATE_VERSION, Module
+from .._dtype import _state as _dtype_state
+from ..autograd.grad_mode import STATE as _GRAD
+from ..autograd.grad_mode import _set_grad_mode
+from ..nn.modules.module import CALL_OBSERVER, STATE_VERSION, Module
 from ..func._pytree import tree_flatten
 from ..fx._dynamic_dims import result_dims
 from ..fx._symbolic_floats import SymFloat
@@ -94,6 +98,19 @@ class _Local(threading.local):
 
 _LOCAL = _Local()
 _LOCK = threading.RLock()  # one capture at a time: entering the recorder swaps code process-wide
+
+
+def _modes() -> tuple:
+    """What an op's result depends on besides its arguments and the signature: the grad and
+    inference modes and the default dtype, which a program may change between its ops."""
+    return _GRAD.enabled, _GRAD.inference, _dtype_state.default
+
+
+def set_modes(enabled: bool, inference: bool, default_dtype) -> None:
+    """Make ``_modes()`` these: the step a graph takes where the recorded program changed
+    them (torch's graphs hold ``_set_grad_enabled`` calls for the same purpose)."""
+    _set_grad_mode(enabled, inference)
+    _dtype_state.default = default_dtype
 
 
 def is_capturing() -> bool:
@@ -164,18 +181,72 @@ class External:
         return getattr(obj, key) if kind == "attr" else obj[key]
 
 
+class Cell:
+    """A closure variable read as ``cell[name]``/``cell.get(name)``, as a global is read from
+    its module's dict: the guards and externals see what the cell holds at each call."""
+
+    __slots__ = ("cell",)
+
+    def __init__(self, cell):
+        self.cell = cell
+
+    def get(self, name, default=None):
+        try:
+            return self.cell.cell_contents
+        except ValueError:  # an empty cell: the variable is not bound yet
+            return default
+
+    def __getitem__(self, name):
+        return self.cell.cell_contents
+
+
+class _Snapshot(Cell):
+    """The value a closure variable had while recording, where its cell was not found."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def get(self, name, default=None):
+        return self.value
+
+    def __getitem__(self, name):
+        return self.value
+
+
+def _cells(code, frame) -> dict:
+    """{name: Cell} of the closure variables of the function running ``frame``. Python
+    3.11 frames do not name their function: it is the one of this code whose cells hold
+    the frame's values (several closures may share one code)."""
+    if not code.co_freevars:
+        return {}
+    values = {n: frame.f_locals.get(n, _UNBOUND) for n in code.co_freevars}
+    for fn in gc.get_referrers(code):
+        if getattr(fn, "__code__", None) is code and fn.__closure__ is not None:
+            cells = {n: Cell(c) for n, c in zip(code.co_freevars, fn.__closure__)}
+            if all(cells[n].get(n, _UNBOUND) is v for n, v in values.items()):
+                return cells
+    return {n: _Snapshot(v) for n, v in values.items() if v is not _UNBOUND}
+
+
+_UNBOUND = object()
+
+
 class Step:
     """One recorded call: ``fn(*args, **kwargs)`` with ``_Ref``s for values; its tensor
     results got the value indices ``outputs`` (``out_spec`` rebuilds its structure).
     ``kind`` is the graph node's: ``"call_function"``, or ``"call_method"`` with ``fn``
-    the method's name (a size read from a tensor)."""
+    the method's name (a size read from a tensor). ``mode``: the modes the op ran under,
+    ``_modes()`` (None for size arithmetic, which no mode changes)."""
 
-    __slots__ = ("fn", "name", "args", "kwargs", "outputs", "out_spec", "mutates", "opaque", "kind")
+    __slots__ = ("fn", "name", "args", "kwargs", "outputs", "out_spec", "mutates", "opaque", "kind", "mode")
 
-    def __init__(self, fn, name, args, kwargs, outputs, out_spec, mutates, opaque, kind="call_function"):
+    def __init__(self, fn, name, args, kwargs, outputs, out_spec, mutates, opaque, kind="call_function",
+                 mode=None):
         self.fn, self.name, self.args, self.kwargs = fn, name, args, kwargs
         self.outputs, self.out_spec, self.mutates, self.opaque = outputs, out_spec, mutates, opaque
-        self.kind = kind
+        self.kind, self.mode = kind, mode
 
 
 class Capture:
@@ -198,7 +269,7 @@ class Capture:
         self.externals: dict[int, External] = {}
         self.mutated_before_break: set[int] = set()  # values changed in place before a later break
         self.unreplayable: str | None = None
-        self.frames: list = []  # (code, globals, closure values) of the program's functions that called ops
+        self.frames: list = []  # (code, globals, {name: Cell}) of the program's functions that called ops
         self._codes: set = set()
         self.base_frame = None  # the frame that called the program: the stack walks stop there
         self._values: list = []  # value index -> tensor (kept alive: ids stay unique)
@@ -210,6 +281,8 @@ class Capture:
         self._mutated: set[int] = set()
         self._paths = None
         self.numbers = False  # whether symbolic numbers may reach the program's code (set by ``run``)
+        self.start_mode = _modes()  # the modes the call began in (set by ``run``)
+        self.modules_called: dict[int, Module] = {}  # id -> each module called while recording
 
     # -- values ------------------------------------------------------------------
     def _new_value(self, t: Tensor) -> int:
@@ -438,9 +511,10 @@ class Capture:
                     add(v, globs, (("item", name),), "G_" + name)
                 elif isinstance(v, Module):
                     visit_module(v, globs, (("item", name),), "G_" + name + "_", seen)
-            for name, v in free.items():  # closures: the objects the cells held while recording
+            for name, cell in free.items():  # closures: read through their cells at every call
+                v = cell.get(name)
                 if isinstance(v, Tensor):
-                    add(v, free, (("item", name),), name)
+                    add(v, cell, (("item", name),), name)
                 elif isinstance(v, Module):
                     visit_module(v, v, (), name + "_", seen)
         return paths
@@ -475,10 +549,12 @@ class Capture:
             if code not in seen:
                 seen.add(code)
                 if not code.co_filename.startswith(_LIBRARY_DIRS):
-                    free = {n: frame.f_locals[n] for n in code.co_freevars if n in frame.f_locals}
-                    self.frames.append((code, frame.f_globals, free))
+                    self.frames.append((code, frame.f_globals, _cells(code, frame)))
                     self._paths = None  # new places to find tensors
             frame = frame.f_back
+
+    def note_module(self, module: Module) -> None:
+        self.modules_called.setdefault(id(module), module)
 
     # -- recording -----------------------------------------------------------------
     def prepare(self, args, kwargs, op=None):
@@ -533,7 +609,8 @@ class Capture:
             if i is not None:
                 self._seen_version[i] = self._values[i]._vc[0]
         self._mutated.update(i for i in mutated if i < self.num_inputs or i in self.externals)
-        self.items.append(Step(fn, name, rargs, rkwargs, outputs, spec, mutated, opaque))
+        self.items.append(Step(fn, name, rargs, rkwargs, outputs, spec, mutated, opaque,
+                               mode=_modes()))
         if self.symbolic and call is not None:
             self._result_dims(name, call, leaves, outputs)
 
@@ -724,10 +801,13 @@ def run(fn, args, kwargs, capture: Capture):
         _LOCAL.capture = capture
         capture.base_frame = sys._getframe()
         capture.numbers = bool(capture.sym_floats) or capture.symbolic
+        capture.start_mode = _modes()
+        CALL_OBSERVER[0] = capture.note_module
         try:
             with _Recorder(capture), (_math.recording() if capture.numbers else contextlib.nullcontext()):
                 return fn(*args, **kwargs)
         finally:
+            CALL_OBSERVER[0] = None
             _LOCAL.capture = None
             capture.base_frame = None
 

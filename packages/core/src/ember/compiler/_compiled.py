@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import time
+import types
 import warnings
 
 import numpy
@@ -85,6 +86,12 @@ class _Recording:
         self.verified = True
         self.fingerprint = _fingerprint(capture)
         self.sizes = _input_sizes(capture)
+        # the modules the program called outside the compiled module's tree (a training
+        # step's model, a module argument): their state is guarded here, read again only
+        # after a change made through Module's methods
+        tree = set(map(id, capture.root_module.modules())) if capture.root_module is not None else set()
+        self.modules = [(m, _one_module_state(m)) for i, m in capture.modules_called.items() if i not in tree]
+        self._modules_version = STATE_VERSION[0]
 
     def pin(self) -> None:
         """Serve the recorded sizes only (equality guards on the dynamic input dims)."""
@@ -109,6 +116,10 @@ class _Recording:
             current = globs.get(name, _MISSING)
             if (current is not value) if kind == "is" else not _same_scalar(current, value):
                 return False
+        if self.modules and self._modules_version != STATE_VERSION[0]:
+            if any(_one_module_state(m) != state for m, state in self.modules):
+                return False
+            self._modules_version = STATE_VERSION[0]
         return True
 
     def fetch_externals(self):
@@ -127,6 +138,14 @@ class _Recording:
                 return None
             out[index] = t
         return out
+
+
+def _structure(spec):
+    """A ``tree_flatten`` spec as a hashable value."""
+    if spec is None:
+        return None
+    kind, keys, children = spec
+    return kind, None if keys is None else tuple(keys), tuple(_structure(c) for c in children)
 
 
 def _same_scalar(a, b) -> bool:
@@ -149,7 +168,22 @@ def _tensor_key(t: Tensor, dims=None):
     arr = t._data
     shape = arr.shape if not dims else tuple(None if i in dims else n for i, n in enumerate(arr.shape))
     # a numpy array is on the CPU: its type says so without asking the backend
-    return (shape, t.dtype, None if type(arr) is numpy.ndarray else t.device, t._requires_grad)
+    return (shape, t.dtype, None if type(arr) is numpy.ndarray else t.device, t._requires_grad, _layout(arr, dims))
+
+
+def _layout(arr, dims):
+    """"C" for a contiguous array; else its strides (those of dims of size 1 do not count),
+    or "strided" when dims are dynamic: the program may branch on ``is_contiguous()`` or
+    read ``stride()``, which the recording takes as fixed."""
+    if arr.flags.c_contiguous:
+        return "C"
+    if dims:
+        return "strided"
+    return tuple(s if n > 1 else 0 for n, s in zip(arr.shape, arr.strides))
+
+
+def _is_tensor_key(leaf_key) -> bool:
+    return type(leaf_key) is tuple and len(leaf_key) == 5 and type(leaf_key[0]) is tuple
 
 
 def _dims_of_key(key):
@@ -157,7 +191,7 @@ def _dims_of_key(key):
     or how a number reaches the program (``SYMBOLIC_INT``, ``SYMBOLIC_FLOAT``, ``STATIC_FLOAT``)."""
     out = []
     for leaf_key in key[0]:
-        if isinstance(leaf_key, tuple) and len(leaf_key) == 4 and isinstance(leaf_key[0], tuple):
+        if _is_tensor_key(leaf_key):
             out.append(frozenset(i for i, n in enumerate(leaf_key[0]) if n is None))
         else:
             out.append(_NUMBER_KINDS.get(leaf_key) if type(leaf_key) is tuple else None)
@@ -165,10 +199,10 @@ def _dims_of_key(key):
 
 
 def _describe(leaf_key) -> str:
-    if isinstance(leaf_key, tuple) and len(leaf_key) == 4 and isinstance(leaf_key[0], tuple):
-        shape, dtype, device, requires_grad = leaf_key
+    if _is_tensor_key(leaf_key):
+        shape, dtype, device, requires_grad, layout = leaf_key
         return f"tensor {list(shape)} {dtype}" + (f" on {device}" if device else "") + (
-            " requiring grad" if requires_grad else "")
+            " requiring grad" if requires_grad else "") + ("" if layout == "C" else " (not contiguous)")
     if leaf_key == _SYMBOLIC_INT_KEY:
         return "an int (symbolic)"
     if leaf_key == _SYMBOLIC_FLOAT_KEY:
@@ -210,13 +244,29 @@ def _global_state():
 
 
 def _module_state(root: Module):
-    """The compiled module's tree: each submodule's plain attributes (``training`` among
-    them) and children."""
-    out = []
-    for m in root.modules():
-        d = m.__dict__
-        out.append((id(m), tuple((k, v) for k, v in d.items() if _plain(v)), tuple(d.get("_modules", {}))))
-    return tuple(out)
+    """The compiled module's tree: ``_one_module_state`` of each submodule."""
+    return tuple(_one_module_state(m) for m in root.modules())
+
+
+_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+
+
+def _one_module_state(m: Module):
+    """What a recording of ``m``'s call took as fixed: its plain attributes (``training``
+    among them), the names of its children, parameters and buffers, and its hooks (the
+    recording ran them: one added or removed since must be run anew). A parameter or
+    buffer that is None counts as such (the program may test it); a tensor's own guards
+    are the recording's externals."""
+    d = m.__dict__
+    return (id(m), tuple((k, v) for k, v in d.items() if _plain(v) or _function(v)), tuple(d.get("_modules", ())),
+            tuple((k, v is None) for k, v in d.get("_parameters", {}).items()),
+            tuple((k, v is None) for k, v in d.get("_buffers", {}).items()),
+            tuple(tuple(d.get(name, ())) for name in _HOOKS))
+
+
+def _function(v) -> bool:
+    """A function held as an attribute (``self.act = F.relu``): the recording ran it."""
+    return isinstance(v, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial))
 
 
 def _plain(v) -> bool:
@@ -281,14 +331,15 @@ class CompiledFunction:
         if _dynamo().config.disable or _state.disabled() or _capture.is_capturing():
             return self.fn(*args, **kwargs)  # inside another capture: its ops join that recording
         if kwargs or not all(isinstance(a, _FLAT) for a in args):
-            leaves, _ = tree_flatten((args, kwargs))
+            leaves, spec = tree_flatten((args, kwargs))
+            structure = _structure(spec)  # keyword names, dict keys, list lengths: part of the signature
         else:  # the common call: tensors and numbers, nothing to flatten
-            leaves = list(args)
-        key = self._key(leaves)
+            leaves, structure = list(args), len(args)
+        key = self._key(leaves, structure)
         self._failed = None
         out = self._lookup(key, leaves, args, kwargs)
         if out is _MISS and self._signatures:  # as torch's cache, an older static recording may serve
-            static = self._key(leaves, static=True)
+            static = self._key(leaves, structure, static=True)
             if static != key:
                 failed = self._failed
                 out = self._lookup(static, leaves, args, kwargs)
@@ -298,7 +349,7 @@ class CompiledFunction:
         self._arg_names = _arg_names(self.fn, args, kwargs)
         reason = "first call" if not self._signatures else "a guard failed: " + (self._failed or self._why_new(key))
         if self._signatures and self._learn(leaves):  # automatic dynamic: a size changed
-            wider = self._key(leaves)
+            wider = self._key(leaves, structure)
             if wider != key:
                 key = wider
                 out = self._lookup(key, leaves, args, kwargs)
@@ -306,11 +357,11 @@ class CompiledFunction:
                     return out
         return self._record(key, leaves, args, kwargs, reason=reason)
 
-    def _key(self, leaves, static=False):
+    def _key(self, leaves, structure, static=False):
         dims = None if static else self._dynamic_dims(leaves)
         leaf_keys = tuple(_leaf_key(x) for x in leaves) if dims is None else tuple(
             _leaf_key(x, d) for x, d in zip(leaves, dims))
-        return (leaf_keys, _global_state(), self._module_key() if self.module is not None else None)
+        return (leaf_keys, _global_state(), self._module_key() if self.module is not None else None, structure)
 
     def _dynamic_dims(self, leaves):
         """Per flattened argument, the dims of a tensor left dynamic or ``SYMBOLIC_INT`` for
@@ -396,7 +447,7 @@ class CompiledFunction:
             return f"the number of tensor and scalar arguments changed ({len(old[0])} -> {len(key[0])})"
         for i, (a, b) in enumerate(zip(old[0], key[0])):
             if a != b:
-                tensors = all(isinstance(k, tuple) and len(k) == 4 and isinstance(k[0], tuple) for k in (a, b))
+                tensors = all(_is_tensor_key(k) for k in (a, b))
                 if tensors and a[1:] == b[1:]:
                     name = self._arg_names[i] if i < len(self._arg_names) else f"arg{i}"
                     if len(a[0]) != len(b[0]):
@@ -411,6 +462,8 @@ class CompiledFunction:
                 return f"{name} changed: {a} -> {b}"
         if old[2] != key[2]:
             return "the module's attributes, training flags or submodules changed"
+        if old[3] != key[3]:
+            return "the structure of the arguments changed (keyword names, dict keys or list lengths)"
         return "a global the code read changed"
 
     def _replay(self, entry: _Recording, leaves, externals, args, kwargs, key):
@@ -438,7 +491,11 @@ class CompiledFunction:
     def _run_segments(self, entry, leaves, env, saved, args, kwargs, key):
         segment = entry.root
         while True:
-            outs = segment.run(*[env[i] for i in segment.inputs])
+            try:
+                outs = segment.run(*[env[i] for i in segment.inputs])
+            except BaseException:  # a graph that failed inside a no_grad block of the program leaves it
+                _capture.set_modes(key[1][0], key[1][1], key[1][4])
+                raise
             for i, v in zip(segment.outputs, outs):
                 env[i] = v
             if segment.brk is None:
@@ -561,6 +618,9 @@ class CompiledFunction:
                            capture._values[i]._requires_grad)) for i, ext in capture.externals.items() if not ext.late]
         recording = _Recording(segments[0], _globals_guards(capture), early, capture, elapsed, names)
         recording.verified = verify is not None or not (capture.symbolic or capture.sym_floats)
+        # the arguments the signature knows by identity live while the recording does: their
+        # ids cannot pass to new objects that would match it
+        recording.held = [x for x, k in zip(leaves, key[0]) if type(k) is tuple and len(k) == 2 and k[0] == "id"]
         entries.append(recording)
         self._recordings += 1
         _TOTAL_RECORDINGS[0] += 1
@@ -669,16 +729,24 @@ def _frozen(a):
 
 
 def _globals_guards(capture: Capture):
+    """Guards on the globals and closure variables the program's functions can read: a
+    Python scalar by value, anything else by identity (a tensor is read at every call)."""
     guards, seen = [], set()
-    for code, globs, _ in capture.frames:
+
+    def guard(where, name, value):
+        if not isinstance(value, Tensor):
+            guards.append((where, name, "eq" if type(value) in _SCALARS else "is", value))
+
+    for code, globs, cells in capture.frames:
         for name in code.co_names:
             if (id(globs), name) in seen or name not in globs:
                 continue
             seen.add((id(globs), name))
-            value = globs[name]
-            if isinstance(value, Tensor):
-                continue  # read through its path at every call
-            guards.append((globs, name, "eq" if type(value) in _SCALARS else "is", value))
+            guard(globs, name, globs[name])
+        for name, cell in cells.items():
+            if type(cell) is _capture.Cell and id(cell.cell) not in seen:
+                seen.add(id(cell.cell))
+                guard(cell, name, cell.get(name, _MISSING))
     return guards
 
 

@@ -14,12 +14,14 @@ import operator
 
 from ..func._pytree import tree_flatten, tree_unflatten
 from ..fx._symbolic_floats import SymFloat
+from ..fx.node import has_side_effect
 from ..fx._symbolic_shapes import SymInt
-from ._capture import Break, Capture, Step, _Ref, same_value
+from ._capture import Break, Capture, Step, _Ref, same_value, set_modes
 
 __all__ = ["Segment", "build_segments", "resolve"]
 
 _LITERALS = (int, float, bool, str, type(None), slice, type(Ellipsis), complex)
+has_side_effect(set_modes)  # a mode switch has no users: dead-code elimination must keep it
 
 
 class Segment:
@@ -188,11 +190,17 @@ def build_segments(capture: Capture, result, names: dict[int, str], traced: bool
                      capture.value_exprs())
         for i in sorted(_reads(items, brk, graph_refs if last else ()) & available):
             b.node_of(i)  # the values read from before first, in order, as torch's graphs list inputs
+        mode = capture.start_mode  # each graph starts and ends in the modes of the call
         for item in items:
             if isinstance(item, Step):
+                if item.mode is not None and item.mode != mode:  # the program entered or left no_grad
+                    mode = item.mode
+                    b.graph.call_function(set_modes, mode)
                 b.step(item)
             elif capture.externals[item[1]].late:  # ("external", index): read where it is first used
                 b.define(item[1], b.graph.call_method("fetch", (b.arg(capture.externals[item[1]]),)))
+        if mode != capture.start_mode:
+            b.graph.call_function(set_modes, capture.start_mode)
         if last:
             outputs = sorted({r.index for r in graph_refs if isinstance(r, _Ref)} | (set(keep) & set(b.defined)))
         else:

@@ -91,8 +91,7 @@ class _BatchNorm(_NormBase):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked._data += 1
-            self.num_batches_tracked._vc[0] += 1
+            self.num_batches_tracked.add_(1)  # an op, so that a compiled module's replay counts too
             if self.momentum is None:
                 factor = 1.0 / float(self.num_batches_tracked.item())
         use_batch = self.training or (self.running_mean is None and self.running_var is None)

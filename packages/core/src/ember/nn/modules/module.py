@@ -39,6 +39,9 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 # Bumped by every change of a module's attributes, submodules, parameters, buffers or hooks
 # made through Module's methods: a compiled module re-reads its state only when it moved.
 STATE_VERSION = [0]
+# called with each module whose __call__ runs while a compiled function records (see
+# ``ember.compiler``): the modules outside its own tree whose state its replays must guard
+CALL_OBSERVER = [None]
 
 
 class RemovableHandle:
@@ -698,6 +701,8 @@ class Module:
         return handle
 
     def __call__(self, *args, **kwargs):
+        if CALL_OBSERVER[0] is not None:
+            CALL_OBSERVER[0](self)
         compiled = self.__dict__.get("_compiled_call_impl")  # set by Module.compile()
         if compiled is not None:
             return compiled(*args, **kwargs)

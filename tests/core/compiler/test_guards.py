@@ -1,0 +1,276 @@
+"""What a compiled function's replays depend on: each case changes something between calls
+(or inside the program) and the compiled result must stay the eager one, computed by the
+same code without compiling."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+
+
+def same(a, b):
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+
+
+# ---- modes the program itself changes ----------------------------------------------------
+
+def _no_grad_inside(x):
+    with ember.no_grad():
+        s = x * 2
+    return (s + x * x).sum()
+
+
+def _set_grad_enabled_inside(x):
+    ember.set_grad_enabled(False)
+    s = x.exp()
+    ember.set_grad_enabled(True)
+    return (s * x).sum()
+
+
+def _enable_grad_inside(x):
+    with ember.no_grad():
+        s = x * 3
+        with ember.enable_grad():
+            t = x * x
+    return (s + t).sum()
+
+
+@pytest.mark.parametrize("program", [_no_grad_inside, _set_grad_enabled_inside, _enable_grad_inside])
+def test_grad_mode_changed_inside_the_program_is_replayed(program):
+    compiled = ember.compile(program)
+    for _ in range(3):  # the first call records, the others replay
+        x, y = ember.randn(5, requires_grad=True), None
+        y = x.detach().clone().requires_grad_()
+        compiled(x).backward()
+        program(y).backward()
+        same(x.grad, y.grad)
+        assert ember.is_grad_enabled()
+
+
+def test_inference_mode_inside_the_program_is_replayed():
+    def program(x):
+        with ember.inference_mode():
+            return x * 2
+
+    compiled = ember.compile(program)
+    x = ember.ones(3, requires_grad=True)
+    for _ in range(3):
+        out = compiled(x)
+        assert not out.requires_grad and out.is_inference()
+        assert ember.is_grad_enabled() and not ember.is_inference_mode_enabled()
+
+
+def test_a_replay_that_fails_inside_no_grad_restores_grad_mode():
+    def program(x, index):
+        with ember.no_grad():
+            return x[index] * 2
+
+    compiled = ember.compile(program, dynamic=False)
+    x = ember.arange(4.0)
+    compiled(x, ember.tensor([1]))
+    with pytest.raises(IndexError):
+        compiled(x, ember.tensor([7]))
+    assert ember.is_grad_enabled()
+
+
+def test_default_dtype_changed_inside_the_program_is_replayed():
+    def program(x):
+        ember.set_default_dtype(ember.float64)
+        y = x + ember.ones(3)
+        ember.set_default_dtype(ember.float32)
+        return y
+
+    compiled = ember.compile(program)
+    x = ember.ones(3)
+    assert [compiled(x).dtype for _ in range(3)] == [ember.float64] * 3
+    assert ember.get_default_dtype() == ember.float32
+
+
+# ---- modules the program calls -----------------------------------------------------------
+
+def test_a_module_outside_the_compiled_tree_is_guarded():
+    model = nn.Dropout(0.5)
+    compiled = ember.compile(lambda x: model(x))
+    x = ember.ones(64)
+    compiled(x)
+    model.eval()
+    same(compiled(x), x)
+    model.train()
+    ember.manual_seed(3)
+    train = compiled(x)
+    ember.manual_seed(3)
+    same(train, model(x))
+
+    by_argument = ember.compile(lambda m, x: m(x))
+    other = nn.Dropout(0.5)
+    by_argument(other, x)
+    other.eval()
+    same(by_argument(other, x), x)
+
+
+def test_a_compiled_training_step_follows_eval_and_train():
+    def make():
+        ember.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 16), nn.Dropout(0.3), nn.ReLU(), nn.Linear(16, 1))
+        return model, ember.optim.AdamW(model.parameters(), lr=1e-2)
+
+    def step_of(model, opt):
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    (m1, o1), (m2, o2) = make(), make()
+    compiled, eager = ember.compile(step_of(m1, o1)), step_of(m2, o2)
+    ember.manual_seed(1)
+    batches = [(ember.randn(8, 6), ember.randn(8, 1)) for _ in range(6)]
+    for k, (x, y) in enumerate(batches):
+        for m in (m1, m2):
+            m.train(k % 3 != 2)  # every third step without dropout
+        ember.manual_seed(10 + k)
+        a = compiled(x, y)
+        ember.manual_seed(10 + k)
+        b = eager(x, y)
+        np.testing.assert_allclose(a.item(), b.item(), rtol=1e-6)
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_hooks_added_or_removed_after_compiling_are_seen():
+    net = nn.Sequential(nn.Linear(3, 3))
+    compiled = ember.compile(net)
+    x = ember.randn(2, 3)
+    compiled(x)
+    handle = net[0].register_forward_hook(lambda mod, args, out: out * 100)
+    same(compiled(x), net(x))
+    handle.remove()
+    same(compiled(x), net(x))
+    pre = net.register_forward_pre_hook(lambda mod, args: (args[0] * 10,))
+    same(compiled(x), net(x))
+    pre.remove()
+    same(compiled(x), net(x))
+
+
+class _Registry(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = nn.ParameterDict({"a": nn.Parameter(ember.ones(3))})
+        self.register_buffer("shift", None)
+        self.act = F.relu
+
+    def forward(self, x):
+        for p in self.table.values():
+            x = x + p
+        x = self.act(x - 2.5)
+        return x if self.shift is None else x + self.shift
+
+
+@pytest.mark.parametrize("change", ["parameter added", "buffer set", "function attribute"])
+def test_registrations_and_function_attributes_changed_after_compiling_are_seen(change):
+    m = _Registry()
+    compiled = ember.compile(m)
+    x = ember.arange(3.0)
+    compiled(x)
+    if change == "parameter added":
+        m.table["b"] = nn.Parameter(ember.full((3,), 2.0))
+    elif change == "buffer set":
+        m.shift = ember.full((3,), 10.0)
+    else:
+        m.act = ember.neg
+    same(compiled(x), m(x))
+
+
+def test_batch_norm_counts_its_batches_on_replay():
+    for momentum in (None, 0.1):
+        ember.manual_seed(0)
+        compiled_bn, eager_bn = nn.BatchNorm1d(4, momentum=momentum), nn.BatchNorm1d(4, momentum=momentum)
+        compiled = ember.compile(compiled_bn)
+        for _ in range(5):
+            x = ember.randn(6, 4)
+            np.testing.assert_allclose(compiled(x).detach().numpy(), eager_bn(x).detach().numpy(), rtol=1e-6)
+        assert compiled_bn.num_batches_tracked.item() == eager_bn.num_batches_tracked.item() == 5
+        np.testing.assert_allclose(compiled_bn.running_mean.numpy(), eager_bn.running_mean.numpy(), rtol=1e-6)
+
+
+# ---- the arguments -----------------------------------------------------------------------
+
+def test_the_structure_of_the_arguments_is_part_of_the_signature():
+    t = ember.full((3,), 3.0)
+    x = ember.ones(3)
+
+    def f(x, y=None, z=None):
+        return x + y if y is not None else x * z
+
+    compiled = ember.compile(f)
+    compiled(x, y=t)
+    same(compiled(x, z=t), f(x, z=t))
+
+    def g(d):
+        return d["a"] * 2 if "a" in d else d["b"] * 10
+
+    compiled = ember.compile(g)
+    compiled({"a": t})
+    same(compiled({"b": t}), g({"b": t}))
+
+    def h(a, b):
+        return sum(a) + len(b)
+
+    compiled = ember.compile(h)
+    compiled([t, t], [])
+    same(compiled([t], [t]), h([t], [t]))
+
+
+def test_a_non_contiguous_argument_is_a_new_signature():
+    def f(x):
+        return x.flatten() * (2.0 if x.is_contiguous() else 3.0) + x.stride(0)
+
+    compiled = ember.compile(f)
+    compiled(ember.arange(6.0).reshape(2, 3))
+    transposed = ember.arange(6.0).reshape(3, 2).t()
+    same(compiled(transposed), f(transposed))
+    view = ember.compile(lambda x: x.view(-1) if x.is_contiguous() else x.reshape(-1))
+    view(ember.arange(6.0).reshape(2, 3))
+    same(view(transposed), transposed.reshape(-1))
+
+
+class _Config:
+    def __init__(self, scale):
+        self.scale = scale
+
+
+def test_an_object_argument_keeps_its_identity_for_the_recording():
+    compiled = ember.compile(lambda x, cfg: x * cfg.scale)
+    x = ember.ones(3)
+    for scale in (2.0, 3.0, 4.0):  # a new object each call: none may take an old one's id
+        cfg = _Config(scale)
+        same(compiled(x, cfg), x * scale)
+        del cfg
+
+
+# ---- closures ----------------------------------------------------------------------------
+
+def test_closure_variables_are_read_at_every_call():
+    def outer():
+        scale, offset = 2.0, ember.ones(3)
+
+        def program(x):
+            return x * scale + offset
+
+        def rebind(new_scale, new_offset):
+            nonlocal scale, offset
+            scale, offset = new_scale, new_offset
+        return program, rebind
+
+    program, rebind = outer()
+    compiled = ember.compile(program)
+    x = ember.ones(3)
+    same(compiled(x), program(x))
+    rebind(9.0, ember.full((3,), 10.0))
+    same(compiled(x), program(x))
+    rebind(9.0, ember.full((3,), -1.0))
+    same(compiled(x), program(x))

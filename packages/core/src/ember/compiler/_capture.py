@@ -53,15 +53,15 @@ import traceback
 
 import numpy
 
-from .._tensor import Tensor
 from .._dtype import _state as _dtype_state
+from .._tensor import Tensor
 from ..autograd.grad_mode import STATE as _GRAD
 from ..autograd.grad_mode import _set_grad_mode
-from ..nn.modules.module import CALL_OBSERVER, STATE_VERSION, Module
 from ..func._pytree import tree_flatten
 from ..fx._dynamic_dims import result_dims
 from ..fx._symbolic_floats import SymFloat
 from ..fx._symbolic_shapes import Guard, SymInt, evaluate, evaluate_sizes
+from ..nn.modules.module import CALL_OBSERVER, STATE_VERSION, Module
 from ..ops import _dispatch
 from . import _math
 from ._specialized import plain, specialize_params
@@ -554,7 +554,8 @@ class Capture:
             frame = frame.f_back
 
     def note_module(self, module: Module) -> None:
-        self.modules_called.setdefault(id(module), module)
+        if _LOCAL.capture is self:  # not a module another thread calls meanwhile
+            self.modules_called.setdefault(id(module), module)
 
     # -- recording -----------------------------------------------------------------
     def prepare(self, args, kwargs, op=None):

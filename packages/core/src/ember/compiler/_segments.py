@@ -14,8 +14,8 @@ import operator
 
 from ..func._pytree import tree_flatten, tree_unflatten
 from ..fx._symbolic_floats import SymFloat
-from ..fx.node import has_side_effect
 from ..fx._symbolic_shapes import SymInt
+from ..fx.node import has_side_effect
 from ._capture import Break, Capture, Step, _Ref, same_value, set_modes
 
 __all__ = ["Segment", "build_segments", "resolve"]

@@ -274,3 +274,100 @@ def test_closure_variables_are_read_at_every_call():
     same(compiled(x), program(x))
     rebind(9.0, ember.full((3,), -1.0))
     same(compiled(x), program(x))
+
+
+# ---- Python state a training step changes --------------------------------------------------
+
+@pytest.mark.parametrize("grads_before", ["none", "set"])
+def test_grads_set_to_none_by_the_program_are_replayed(grads_before):
+    def make():
+        ember.manual_seed(0)
+        return nn.Linear(3, 2)
+
+    def step_of(model):
+        def step(x):
+            for p in model.parameters():
+                p.grad = None
+            model(x).sum().backward()
+        return step
+
+    compiled_model, eager_model = make(), make()
+    if grads_before == "set":
+        for m in (compiled_model, eager_model):
+            m(ember.ones(1, 3)).sum().backward()
+    compiled, eager = ember.compile(step_of(compiled_model)), step_of(eager_model)
+    for k in range(3):
+        x = ember.full((1, 3), float(k + 1))
+        compiled(x)
+        eager(x)
+        for p, q in zip(compiled_model.parameters(), eager_model.parameters()):
+            same(p.grad, q.grad)
+
+
+def test_parameters_unfrozen_between_calls_get_gradients():
+    def make():
+        ember.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 4), nn.SiLU(), nn.Linear(4, 2))
+        return model, ember.optim.SGD(model.parameters(), lr=0.1)
+
+    def step_of(model, opt):
+        def step(x):
+            opt.zero_grad()  # the parameters are first read after this call
+            model(x).sum().backward()
+            opt.step()
+        return step
+
+    (m1, o1), (m2, o2) = make(), make()
+    compiled, eager = ember.compile(step_of(m1, o1)), step_of(m2, o2)
+    x = ember.ones(2, 3)
+    for k in range(4):
+        for m in (m1, m2):
+            m[0].requires_grad_(k >= 2)
+        compiled(x)
+        eager(x)
+        for p, q in zip(m1.parameters(), m2.parameters()):
+            same(p, q)
+
+
+def test_manual_seed_inside_the_program_is_replayed():
+    def program(x):
+        ember.manual_seed(7)
+        return x + ember.randn_like(x)
+
+    compiled = ember.compile(program)
+    x = ember.zeros(3)
+    for _ in range(3):
+        same(compiled(x), program(x))
+    ember.manual_seed(0)
+    compiled(x)
+    after_compiled = ember.randn(2)
+    ember.manual_seed(0)
+    program(x)
+    same(after_compiled, ember.randn(2))
+
+
+def test_a_scheduler_stepped_inside_the_program_steps_on_every_call():
+    def make():
+        ember.manual_seed(0)
+        model = nn.Linear(2, 2)
+        opt = ember.optim.SGD(model.parameters(), lr=1.0)
+        return model, opt, ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+
+    def step_of(model, opt, schedule):
+        def step(x):
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+            schedule.step()
+        return step
+
+    (m1, o1, s1), (m2, o2, s2) = make(), make()
+    compiled, eager = ember.compile(step_of(m1, o1, s1)), step_of(m2, o2, s2)
+    for k in range(4):
+        x = ember.full((3, 2), float(k))
+        compiled(x)
+        eager(x)
+        assert o1.param_groups[0]["lr"] == o2.param_groups[0]["lr"] == 0.5 ** (k + 1)
+        assert s1.last_epoch == s2.last_epoch == k + 1
+        for p, q in zip(m1.parameters(), m2.parameters()):
+            same(p, q)

@@ -23,8 +23,11 @@ one recording serves every size of 2 or more. ``dynamic=False`` specializes ever
 Python int and float arguments are symbolic the same way (torch's unspecialized ints and
 ``specialize_float=False``). New signatures record anew up to
 ``ember._dynamo.config.recompile_limit``, then the function runs eagerly with one warning.
-Python side effects other than ember ops (``print``, appending to a list) happen only on
-recording calls.
+Python side effects other than ember ops (``print``, appending to a list, a counter
+attribute) happen only on recording calls; those a training step relies on are replayed:
+the calls kept whole (``backward``, optimizers' and modules' ``zero_grad``, optimizers' and
+learning-rate schedulers' ``step``, ``manual_seed``), assignments of ``.grad``, and grad
+mode or default dtype changes.
 
 Sources: torch.compile and torch.compiler documentation (PyTorch 2.13).
 """

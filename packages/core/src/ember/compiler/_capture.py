@@ -16,10 +16,13 @@ What the recording depends on besides its inputs is noted as it happens:
   its path from the module or from the globals of the code that ran, and read through
   that path at every call.
 - **calls kept whole**: ``Tensor.backward``, ``ember.autograd.backward``/``grad``,
-  optimizers' ``step`` and ``zero_grad``, modules' ``zero_grad``, ``detach`` and the other
+  optimizers' ``step`` and ``zero_grad``, modules' ``zero_grad``, learning-rate
+  schedulers' ``step``, ``manual_seed``, ``detach`` and the other
   Tensor methods of ``_CALLS``, and functions given to ``ember.compiler.disable`` or
   ``allow_in_graph``: registered on the seam with ``capture=`` meta (which only this
   recorder wants), each is recorded as one node and replayed as a call.
+- **assignments of ``.grad``** by the program (``p.grad = None``): while a capture runs,
+  ``Tensor.grad`` is a descriptor that records them as steps of the graph.
 - **globals**: the global names referred to by the program's functions that called ops
   (found on the stack at each op), so that a changed value records anew.
 - **symbolic sizes** (when some input dims are dynamic): the sizes the program reads
@@ -553,6 +556,23 @@ class Capture:
                     self._paths = None  # new places to find tensors
             frame = frame.f_back
 
+    def record_grad_set(self, t: Tensor, grad, frame) -> None:
+        """``t.grad = grad`` run by the program in ``frame`` (no op: ``_GradWatch`` sees it),
+        recorded as a step of the graph; a gradient no recorded op made cannot be replayed."""
+        if self.unreplayable is not None:
+            return
+        self.note_frames(frame)  # where the program found ``t``
+        if grad is not None and not isinstance(self._index.get(id(grad)), int):
+            self.stop("a tensor's .grad was set to a tensor that no recorded op made")
+            return
+        try:
+            args = (self.arg(t), None if grad is None else self.arg(grad))
+        except Unreplayable as e:
+            self.stop(str(e))
+            return
+        self.items.append(Step(set_grad, "Tensor.grad = ...", args, {}, [None], None, [], True))
+        self.after_opaque("an assignment of .grad")
+
     def note_module(self, module: Module) -> None:
         if _LOCAL.capture is self:  # not a module another thread calls meanwhile
             self.modules_called.setdefault(id(module), module)
@@ -789,6 +809,19 @@ def _register_watched() -> None:
     for fn in (autograd.backward, autograd.grad, Optimizer.zero_grad, Module.zero_grad):
         _dispatch.register(fn, fn.__qualname__ if "." in fn.__qualname__ else "autograd." + fn.__name__,
                            capture="call")
+    # a learning-rate schedule's step and a reseeding change Python state, not tensors
+    # through ops: kept as calls so that every replay makes them
+    from .. import random
+    from ..optim import lr_scheduler
+    _dispatch.register(random.manual_seed, "manual_seed", capture="call")
+    schedulers, stack = set(), [lr_scheduler.LRScheduler]
+    while stack:
+        cls = stack.pop()
+        schedulers.add(cls)
+        stack.extend(cls.__subclasses__())
+    for cls in schedulers:
+        if "step" in cls.__dict__:
+            _dispatch.register(cls.__dict__["step"], f"{cls.__name__}.step", capture="call")
 
 
 _register_watched()
@@ -804,13 +837,41 @@ def run(fn, args, kwargs, capture: Capture):
         capture.numbers = bool(capture.sym_floats) or capture.symbolic
         capture.start_mode = _modes()
         CALL_OBSERVER[0] = capture.note_module
+        type.__setattr__(Tensor, "grad", _GRAD_WATCH)
         try:
             with _Recorder(capture), (_math.recording() if capture.numbers else contextlib.nullcontext()):
                 return fn(*args, **kwargs)
         finally:
+            type.__setattr__(Tensor, "grad", _GRAD_SLOT)
             CALL_OBSERVER[0] = None
             _LOCAL.capture = None
             capture.base_frame = None
+
+
+def set_grad(t: Tensor, grad) -> None:
+    """``t.grad = grad``: a program's assignment of a gradient, as a step of its graph."""
+    t.grad = grad
+
+
+class _GradWatch:
+    """``Tensor.grad`` while a capture runs: the slot, with assignments made by the program
+    (not inside an op or a kept call, which replays make themselves) told to the capture."""
+
+    def __get__(self, t, owner=None):
+        return self if t is None else _GRAD_SLOT.__get__(t, owner)
+
+    def __set__(self, t, value):
+        capture = _LOCAL.capture
+        if capture is not None and not capture._depth:
+            capture.record_grad_set(t, value, sys._getframe(1))
+        _GRAD_SLOT.__set__(t, value)
+
+    def __delete__(self, t):
+        _GRAD_SLOT.__delete__(t)
+
+
+_GRAD_SLOT = Tensor.__dict__["grad"]  # the slot's own descriptor
+_GRAD_WATCH = _GradWatch()
 
 
 def _library_dirs() -> tuple:

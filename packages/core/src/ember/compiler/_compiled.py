@@ -71,6 +71,7 @@ class _Recording:
         self.root = root
         self.guards = guards  # [(globals dict, name, "eq"/"is", value)]
         self.early = early  # [(value index, External, (shape, dtype, requires_grad))]
+        self.late = []  # the same, of the externals the graph reads itself (see ``_record_call``)
         n = capture.num_inputs
         self.sym_args = frozenset(capture.symbolic_args())  # argument positions of the symbolic numbers
         self.pre_guards = [g for g in capture.guards if all(v < n for v in g.values())]
@@ -137,6 +138,10 @@ class _Recording:
             if t._data.shape != shape or t.dtype != dtype or t._requires_grad != requires_grad:
                 return None
             out[index] = t
+        for _, ext, meta in self.late:
+            t = ext.fetch()
+            if isinstance(t, Tensor) and (t._data.shape, t.dtype, t._requires_grad) != meta:
+                return None
         return out
 
 
@@ -616,7 +621,14 @@ class CompiledFunction:
             return result
         early = [(i, ext, (tuple(capture._values[i]._data.shape), capture._values[i].dtype,
                            capture._values[i]._requires_grad)) for i, ext in capture.externals.items() if not ext.late]
+        # a tensor first read after a call (a parameter after zero_grad) is read in the graph,
+        # but it exists before: its metadata is checked with the others' (a .grad is made by
+        # the call and cannot be)
+        late = [(i, ext, (tuple(capture._values[i]._data.shape), capture._values[i].dtype,
+                          capture._values[i]._requires_grad)) for i, ext in capture.externals.items()
+                if ext.late and ext.path[-1] != ("attr", "grad")]
         recording = _Recording(segments[0], _globals_guards(capture), early, capture, elapsed, names)
+        recording.late = late
         recording.verified = verify is not None or not (capture.symbolic or capture.sym_floats)
         # the arguments the signature knows by identity live while the recording does: their
         # ids cannot pass to new objects that would match it

@@ -16,12 +16,13 @@ from ..func._pytree import tree_flatten, tree_unflatten
 from ..fx._symbolic_floats import SymFloat
 from ..fx._symbolic_shapes import SymInt
 from ..fx.node import has_side_effect
-from ._capture import Break, Capture, Step, _Ref, same_value, set_modes
+from ._capture import Break, Capture, Step, _Ref, same_value, set_grad, set_modes
 
 __all__ = ["Segment", "build_segments", "resolve"]
 
 _LITERALS = (int, float, bool, str, type(None), slice, type(Ellipsis), complex)
 has_side_effect(set_modes)  # a mode switch has no users: dead-code elimination must keep it
+has_side_effect(set_grad)
 
 
 class Segment:

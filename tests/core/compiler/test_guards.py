@@ -2,6 +2,9 @@
 (or inside the program) and the compiled result must stay the eager one, computed by the
 same code without compiling."""
 
+import collections
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -371,3 +374,65 @@ def test_a_scheduler_stepped_inside_the_program_steps_on_every_call():
         assert s1.last_epoch == s2.last_epoch == k + 1
         for p, q in zip(m1.parameters(), m2.parameters()):
             same(p, q)
+
+
+# ---- what the program returns and takes ---------------------------------------------------
+
+class _Output(dict):
+    """A model output as Hugging Face's: a dict whose keys read as attributes."""
+
+    def __getattr__(self, name):
+        return self[name]
+
+
+@dataclasses.dataclass
+class _Logits:
+    logits: ember.Tensor
+    label: str = "scores"
+
+
+def test_returned_dict_subclasses_and_dataclasses_are_rebuilt_on_every_replay():
+    lin = nn.Linear(3, 2)
+    as_dict = ember.compile(lambda x: _Output(logits=lin(x)))
+    as_ordered = ember.compile(lambda x: collections.OrderedDict(logits=lin(x)))
+    as_defaultdict = ember.compile(lambda x: collections.defaultdict(list, logits=lin(x)))
+    as_dataclass = ember.compile(lambda x: _Logits(lin(x)))
+    for k in range(3):
+        x = ember.full((2, 3), float(k))
+        for compiled, cls in ((as_dict, _Output), (as_ordered, collections.OrderedDict),
+                              (as_defaultdict, collections.defaultdict), (as_dataclass, _Logits)):
+            out = compiled(x)
+            assert type(out) is cls
+            same(out.logits if cls in (_Output, _Logits) else out["logits"], lin(x))
+        assert as_defaultdict(x)["missing"] == []
+        assert as_dataclass(x) is not as_dataclass(x)
+
+
+def test_a_dict_subclass_argument_keeps_its_type():
+    lin = nn.Linear(3, 2)
+
+    class Batch(dict):
+        __getattr__ = dict.__getitem__
+
+    def program(batch):
+        return lin(batch.x) * batch.scale
+
+    compiled = ember.compile(program)
+    for scale in (0.5, 2.0, 3.0):  # the float becomes symbolic: the arguments are rebuilt around it
+        batch = Batch(x=ember.ones(2, 3), scale=scale)
+        same(compiled(batch), program(batch))
+
+
+def test_a_program_whose_forward_hooks_run_python_code_runs_eagerly():
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+    seen, calls = {}, []
+    net[1].register_forward_hook(lambda mod, args, out: seen.__setitem__("relu", out.detach()))
+    net[0].register_forward_pre_hook(lambda mod, args: calls.append(1))
+    compiled = ember.compile(net)
+    for k in range(3):
+        x = ember.full((1, 4), k + 1.0)
+        out = compiled(x)
+        assert len(calls) == k + 1
+        same(seen["relu"], out)
+    report = ember._dynamo.explain(net)(x)
+    assert report.graph_count == 0 and "forward hook" in report.eager_reasons[0]

@@ -47,6 +47,7 @@ and later calls with the same signature run eagerly, with the reason in ``explai
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import math
 import operator
@@ -574,8 +575,16 @@ class Capture:
         self.after_opaque("an assignment of .grad")
 
     def note_module(self, module: Module) -> None:
-        if _LOCAL.capture is self:  # not a module another thread calls meanwhile
-            self.modules_called.setdefault(id(module), module)
+        if _LOCAL.capture is not self or id(module) in self.modules_called:  # another thread's call; known
+            return
+        self.modules_called[id(module)] = module
+        d = module.__dict__
+        for hooks in (d.get("_forward_pre_hooks"), d.get("_forward_hooks")):
+            for hook in (hooks or {}).values():
+                if not _library_code(hook):  # ember's own hooks (weight_norm, pruning) only call ops
+                    self.stop(f"a forward hook of a {type(module).__name__} runs Python code (its writes to "
+                              f"lists, dicts or attributes) that a replay would skip")
+                    return
 
     # -- recording -----------------------------------------------------------------
     def prepare(self, args, kwargs, op=None):
@@ -872,6 +881,15 @@ class _GradWatch:
 
 _GRAD_SLOT = Tensor.__dict__["grad"]  # the slot's own descriptor
 _GRAD_WATCH = _GradWatch()
+
+
+def _library_code(fn) -> bool:
+    """Whether the callable ``fn`` is ember's, the standard library's or an installed
+    package's (its code's file), not the program's."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    code = getattr(fn, "__code__", None) or getattr(getattr(type(fn), "__call__", None), "__code__", None)
+    return code is not None and code.co_filename.startswith(_LIBRARY_DIRS)
 
 
 def _library_dirs() -> tuple:

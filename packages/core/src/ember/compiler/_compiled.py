@@ -139,7 +139,10 @@ class _Recording:
                 return None
             out[index] = t
         for _, ext, meta in self.late:
-            t = ext.fetch()
+            try:
+                t = ext.fetch()
+            except (AttributeError, LookupError):  # gone from where the program found it
+                return None
             if isinstance(t, Tensor) and (t._data.shape, t.dtype, t._requires_grad) != meta:
                 return None
         return out
@@ -535,7 +538,7 @@ class CompiledFunction:
         and, when it recorded the same, only marks ``verify`` as serving every size.
         Returns the program's result, its symbolic sizes as plain ints (as a replay's are)."""
         result = self._record_call(key, leaves, args, kwargs, reason, attach, verify)
-        leaves, spec = tree_flatten(result)
+        leaves, spec = tree_flatten(result, dataclasses=True)
         if any(isinstance(x, (SymInt, SymFloat)) for x in leaves):
             result = tree_unflatten([int.__int__(x) if isinstance(x, SymInt) else float.__float__(x)
                                      if isinstance(x, SymFloat) else x for x in leaves], spec)
@@ -678,7 +681,7 @@ def _record_result_sizes(capture: Capture, result) -> None:
     """Record the nodes of the symbolic sizes the program returns (``n + 1``) now, so that
     two recordings of one program compare equal (``_fingerprint``) before they are built."""
     if capture.unreplayable is None:
-        for leaf in tree_flatten(result)[0]:
+        for leaf in tree_flatten(result, dataclasses=True)[0]:
             if isinstance(leaf, (SymInt, SymFloat)) and leaf.owner is capture:
                 capture.expr_value(leaf.expr)
 

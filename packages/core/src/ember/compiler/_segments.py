@@ -174,7 +174,7 @@ def build_segments(capture: Capture, result, names: dict[int, str], traced: bool
     (``get_attr``: parameters and buffers by their path) instead of inputs, and the graph
     returns the program's result as it was structured. ``keep``: value indices the last
     segment returns besides the result (the tensors its guards read after a replay)."""
-    leaves, spec = tree_flatten(result)
+    leaves, spec = tree_flatten(result, dataclasses=True)  # a returned dataclass is rebuilt with new tensors
     result_refs = [_Ref(capture.value_of(x)) if _is_tensor(x) else _Ref(capture.expr_value(x.expr))
                    if isinstance(x, (SymInt, SymFloat)) and x.owner is capture else x
                    for x in leaves]  # a size or a symbolic float returned
@@ -250,7 +250,7 @@ def _leaf_paths(spec, prefix=()):
     kind, keys, children = spec
     out = []
     for k, child in enumerate(children):
-        out += _leaf_paths(child, prefix + ((keys[k] if kind == "dict" else k),))
+        out += _leaf_paths(child, prefix + ((keys[k] if keys is not None else k),))
     return out
 
 

@@ -888,7 +888,10 @@ def _library_code(fn) -> bool:
     package's (its code's file), not the program's."""
     while isinstance(fn, functools.partial):
         fn = fn.func
-    code = getattr(fn, "__code__", None) or getattr(getattr(type(fn), "__call__", None), "__code__", None)
+    code = getattr(fn, "__code__", None)
+    if code is None:  # a callable object: its class's __call__
+        call = next((vars(k)["__call__"] for k in type(fn).__mro__ if "__call__" in vars(k)), None)
+        code = getattr(call, "__code__", None)
     return code is not None and code.co_filename.startswith(_LIBRARY_DIRS)
 
 

@@ -214,6 +214,9 @@ def _out_of_place(target, op: str):
     return getattr(ember, op[:-1], None) or getattr(ember.Tensor, op[:-1], target)
 
 
+_BATCH_NORM_STATISTICS = ("num_batches_tracked", "running_mean", "running_var")
+
+
 def _rebind(ctx, node, out, env, op):
     from ..fx import Node
     target = node.args[0] if node.args else None
@@ -224,6 +227,10 @@ def _rebind(ctx, node, out, env, op):
                                 f"({target.name!r}); the exported graph cannot change the viewed tensor: "
                                 f"write the op out of place")
     if target.op == "get_attr":
+        if target.target.rpartition(".")[2] in _BATCH_NORM_STATISTICS:
+            raise OnnxExporterError(f"batch norm in training mode updates its running statistics "
+                                    f"({target.target!r}, node {node.name!r}), which an ONNX file's weights cannot: "
+                                    "export the model in eval mode (model.eval())")
         raise OnnxExporterError(f"the in-place op {op!r} (node {node.name!r}) changes the module's "
                                 f"{target.target!r}; an ONNX file's weights cannot change")
     before = env[target.name]

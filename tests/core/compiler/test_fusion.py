@@ -671,7 +671,7 @@ def test_a_number_read_from_the_regions_own_values_ends_it():
     (out,) = gm(x, 2.6)
     np.testing.assert_allclose(out.numpy(), f(x, 2.6).numpy(), rtol=1e-6)
     calls = [n for n in gm.graph.nodes if n.op == "call_function" and n.target is fusion._call_region]
-    assert len(calls) == FUSED and all(product in c.args for c in calls)
+    assert len(calls) == 1 and product in calls[0].args  # fuse() called directly: with EMBER_NUMBA=0 too
 
 
 def test_a_region_whose_backward_cannot_be_generated_stays_as_its_ops(monkeypatch):

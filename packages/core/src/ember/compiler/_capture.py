@@ -559,13 +559,11 @@ class Capture:
 
     def record_grad_set(self, t: Tensor, grad, frame) -> None:
         """``t.grad = grad`` run by the program in ``frame`` (no op: ``_GradWatch`` sees it),
-        recorded as a step of the graph; a gradient no recorded op made cannot be replayed."""
+        recorded as a step of the graph; a gradient that is neither a recorded value nor
+        reachable from the program (``value_of``) cannot be replayed."""
         if self.unreplayable is not None:
             return
         self.note_frames(frame)  # where the program found ``t``
-        if grad is not None and not isinstance(self._index.get(id(grad)), int):
-            self.stop("a tensor's .grad was set to a tensor that no recorded op made")
-            return
         try:
             args = (self.arg(t), None if grad is None else self.arg(grad))
         except Unreplayable as e:

@@ -622,13 +622,13 @@ class CompiledFunction:
             else:
                 self.log.append(("graphs", added, elapsed))
             return result
-        early = [(i, ext, (tuple(capture._values[i]._data.shape), capture._values[i].dtype,
-                           capture._values[i]._requires_grad)) for i, ext in capture.externals.items() if not ext.late]
+        meta = {i: (tuple(t._data.shape), t.dtype, t._requires_grad)
+                for i, t in ((i, capture._values[i]) for i in capture.externals)}
+        early = [(i, ext, meta[i]) for i, ext in capture.externals.items() if not ext.late]
         # a tensor first read after a call (a parameter after zero_grad) is read in the graph,
         # but it exists before: its metadata is checked with the others' (a .grad is made by
         # the call and cannot be)
-        late = [(i, ext, (tuple(capture._values[i]._data.shape), capture._values[i].dtype,
-                          capture._values[i]._requires_grad)) for i, ext in capture.externals.items()
+        late = [(i, ext, meta[i]) for i, ext in capture.externals.items()
                 if ext.late and ext.path[-1] != ("attr", "grad")]
         recording = _Recording(segments[0], _globals_guards(capture), early, capture, elapsed, names)
         recording.late = late

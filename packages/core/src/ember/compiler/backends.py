@@ -73,5 +73,7 @@ def _default(gm, example_inputs):
         from ..cpu.kernels import _runtime
         if not _runtime.enabled():
             return gm.forward
+    from ._joint import partition
     from .fusion import fuse
-    return fuse(gm, device=device).forward
+    gm = fuse(gm, device=device)
+    return partition(gm, example_inputs) or gm.forward

@@ -10,14 +10,14 @@ import pytest
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
-from ember.compiler._joint import _Joint
+from ember.compiler._joint import _JointForward, _JointStep
 
 
-def _joint_of(compiled):
+def _joint_of(compiled, kind=_JointForward):
     inner = compiled._compiled if isinstance(compiled, nn.Module) else compiled._ember_compiled
     (entries,) = inner._signatures.values()
     run = entries[0].root.run
-    return run if isinstance(run, _Joint) else None
+    return run if isinstance(run, kind) else None
 
 
 def _twin_grads(model, x, loss=lambda out: out.square().sum(), calls=3, seed=None):
@@ -146,23 +146,6 @@ def test_an_input_that_needs_a_gradient_gets_it():
         np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6)
 
 
-def test_a_training_step_with_backward_inside_keeps_the_ops_own_nodes():
-    model = nn.Linear(3, 1)
-    opt = ember.optim.SGD(model.parameters(), lr=0.1)
-
-    def step(x):
-        opt.zero_grad()
-        loss = model(x).square().mean()
-        loss.backward()
-        opt.step()
-        return loss
-
-    compiled = ember.compile(step)
-    for _ in range(2):
-        compiled(ember.randn(4, 3))
-    assert _joint_of(compiled) is None
-
-
 def test_a_result_that_is_its_own_input_keeps_the_input_a_leaf():
     w = ember.randn(3, 3, requires_grad=True)
 
@@ -177,3 +160,131 @@ def test_a_result_that_is_its_own_input_keeps_the_input_a_leaf():
     assert w.is_leaf and w.grad_fn is None and same.grad_fn is not None
     (product.sum() + same.sum()).backward()
     np.testing.assert_allclose(w.grad.numpy(), (x.sum(0, keepdim=True).t() + 1).expand(3, 3).numpy(), rtol=1e-6)
+
+
+def _training_step(model, opt, clip=None):
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        if clip:
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        return loss
+    return step
+
+
+@pytest.mark.parametrize("make_opt,clip", [
+    (lambda p: ember.optim.AdamW(p, lr=1e-2), None),
+    (lambda p: ember.optim.SGD(p, lr=0.05, momentum=0.9), 0.5),
+], ids=["adamw", "sgd momentum, clipped"])
+def test_a_training_step_runs_its_backward_graph_where_backward_was_called(make_opt, clip):
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(12, 32), nn.GELU(), nn.LayerNorm(32), nn.Dropout(0.2), nn.Linear(32, 5))
+    twin = copy.deepcopy(model)
+    compiled = ember.compile(_training_step(model, make_opt(model.parameters()), clip))
+    eager = _training_step(twin, make_opt(twin.parameters()), clip)
+    x, y = ember.randn(16, 12), ember.randint(0, 5, (16,))
+    for step in range(5):
+        ember.manual_seed(step)
+        loss = compiled(x, y)
+        ember.manual_seed(step)
+        expected = eager(x, y)
+        np.testing.assert_allclose(loss.item(), expected.item(), rtol=1e-5)
+    assert _joint_of(compiled, _JointStep) is not None
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6)
+    # the returned loss's graph was used up by backward(), as in eager
+    assert loss.requires_grad
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+
+
+def test_gradient_hooks_and_their_callbacks_run_in_a_compiled_step():
+    from ember.autograd.engine import queue_callback
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+    twin = copy.deepcopy(model)
+    seen = {"compiled": [], "eager": []}
+    for m, key in ((model, "compiled"), (twin, "eager")):
+        m[0].weight.register_hook(lambda g: g * 2)  # a tensor hook changes the gradient
+        m[2].bias.register_post_accumulate_grad_hook(
+            lambda p, key=key: queue_callback(lambda: seen[key].append(float(p.grad.sum()))))
+
+    def step(m):
+        def run(x):
+            m.zero_grad()
+            m(x).square().mean().backward()
+        return run
+
+    compiled = ember.compile(step(model))
+    x = ember.randn(5, 4)
+    for _ in range(3):
+        compiled(x)
+        step(twin)(x)
+    assert _joint_of(compiled, _JointStep) is not None
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(seen["compiled"], seen["eager"], rtol=1e-6)
+    assert len(seen["compiled"]) == 3
+
+
+def test_a_step_sends_the_gradient_of_an_input_with_history_on_into_its_graph():
+    w = ember.randn(3, 3, requires_grad=True)
+
+    def step(h):
+        (h @ h).tanh().sum().backward()
+
+    compiled = ember.compile(step)
+    for _ in range(2):
+        compiled(w * 2)  # an input made by an op: its gradient goes on to w
+    got, w.grad = w.grad, None
+    for _ in range(2):
+        step(w * 2)
+    assert _joint_of(compiled, _JointStep) is not None
+    # the two products' gradients are summed in another order than the engine's
+    np.testing.assert_allclose(got.numpy(), w.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_step_whose_backward_keeps_its_graph_runs_the_engine():
+    model = nn.Linear(3, 2)
+
+    def step(x):
+        loss = model(x).sum()
+        loss.backward(retain_graph=True)
+        return loss
+
+    compiled = ember.compile(step)
+    for _ in range(2):
+        loss = compiled(ember.randn(4, 3))
+    assert _joint_of(compiled, _JointStep) is None
+    loss.backward()  # the graph was kept, as asked
+
+
+def test_in_place_activations_on_intermediate_results_run_out_of_place():
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(2, 4, 3), nn.BatchNorm2d(4), nn.ReLU(inplace=True), nn.Conv2d(4, 4, 3),
+                          nn.Hardswish(inplace=True), nn.Flatten(), nn.Dropout(0.5, inplace=True), nn.Linear(16, 3))
+    compiled, out, ref, grads, expected = _twin_grads(model, ember.randn(2, 2, 6, 6), seed=3)
+    assert _joint_of(compiled) is not None
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+    for g, e in zip(grads, expected):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_an_in_place_op_on_an_argument_still_changes_it():
+    w = ember.randn(3, requires_grad=True)
+
+    def f(x):
+        x.relu_()  # the caller's tensor: written in place, as in eager
+        return (x * w).sum()
+
+    compiled = ember.compile(f)
+    xs = [ember.randn(4, 3) for _ in range(2)]
+    before = [x.clone() for x in xs]
+    for x in xs:  # the recording call, then a replay
+        compiled(x).backward()
+    assert _joint_of(compiled) is not None
+    for x, b in zip(xs, before):
+        np.testing.assert_array_equal(x.numpy(), b.relu().numpy())
+    np.testing.assert_allclose(w.grad.numpy(), (xs[0].sum(0) + xs[1].sum(0)).numpy(), rtol=1e-6)

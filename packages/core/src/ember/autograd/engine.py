@@ -82,13 +82,19 @@ def _dependencies(roots) -> dict:
 
 def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool,
                  inputs=None, accumulate: bool = True):
-    """Backpropagate (see ``_backward``), then run the callbacks queued during it, in order
-    (callbacks may queue more)."""
+    """Backpropagate (see ``_backward``), then run the callbacks queued during it."""
+    return with_callbacks(lambda: _backward(tensors, grad_tensors, retain_graph, create_graph, inputs, accumulate))
+
+
+def with_callbacks(run):
+    """``run()`` as a backward: the callbacks queued while it runs (``queue_callback``) run
+    after it, in order (callbacks may queue more). A compiled training step's gradients
+    are applied this way."""
     stack = _CALLBACKS.__dict__.setdefault("stack", [])
     callbacks = []
     stack.append(callbacks)
     try:
-        result = _backward(tensors, grad_tensors, retain_graph, create_graph, inputs, accumulate)
+        result = run()
     finally:
         stack.pop()
     i = 0

@@ -288,3 +288,91 @@ def test_an_in_place_op_on_an_argument_still_changes_it():
     for x, b in zip(xs, before):
         np.testing.assert_array_equal(x.numpy(), b.relu().numpy())
     np.testing.assert_allclose(w.grad.numpy(), (xs[0].sum(0) + xs[1].sum(0)).numpy(), rtol=1e-6)
+
+
+class _Tail(nn.Module):
+    """A linear layer, then ``tail(h, p)`` with a parameter ``p`` of the layer's width."""
+
+    def __init__(self, tail):
+        super().__init__()
+        self.fc, self.p, self.tail = nn.Linear(4, 3), nn.Parameter(ember.randn(3)), tail
+
+    def forward(self, x):
+        return self.tail(self.fc(x), self.p)
+
+
+TAILS = {
+    "where on a comparison": lambda h, p: ember.where(h > 0, h, p),
+    "masked_fill": lambda h, p: h.masked_fill(h > 0.3, 0.0) * p,
+    "max(dim).values": lambda h, p: (h * p).max(-1).values,
+    "float() of float32": lambda h, p: h.float() * p,
+    "expand_as": lambda h, p: p.expand_as(h) * h,
+    "type_as a parameter": lambda h, p: h.type_as(p).tanh(),  # p takes no gradient, as in eager
+    "a float64 factor": lambda h, p: (h * p.double()).float(),
+}
+
+
+@pytest.mark.parametrize("whole_step", [False, True], ids=["forward", "training step"])
+@pytest.mark.parametrize("tail", list(TAILS.values()), ids=list(TAILS))
+def test_op_tails_give_eager_gradients_and_updates(tail, whole_step):
+    ember.manual_seed(0)
+    model = _Tail(tail)
+    twin = copy.deepcopy(model)
+
+    def step_of(m, forward):
+        opt = ember.optim.SGD(m.parameters(), lr=0.1, weight_decay=0.01)
+
+        def step(x):
+            opt.zero_grad()
+            loss = forward(x).square().sum()
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    compiled_model = None if whole_step else ember.compile(model)
+    compiled = ember.compile(step_of(model, model)) if whole_step else step_of(model, compiled_model)
+    eager = step_of(twin, twin)
+    for _ in range(3):  # the recording call, then replays
+        x = ember.randn(3, 4)
+        compiled(x)
+        eager(x)
+        for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+            assert (p.grad is None) == (q.grad is None), name
+            if q.grad is not None:
+                np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert (_joint_of(compiled, _JointStep) if whole_step else _joint_of(compiled_model)) is not None
+
+
+@pytest.mark.parametrize("whole_step", [False, True], ids=["forward", "training step"])
+def test_a_result_left_out_of_the_loss_gives_its_layer_no_gradient(whole_step):
+    class TwoHeads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(4, 3), nn.Linear(4, 3)
+
+        def forward(self, x):
+            return (self.a(x).tanh() * 2), (self.b(x).tanh() * 2)
+
+    ember.manual_seed(0)
+    model = TwoHeads()
+    opt = ember.optim.SGD(model.parameters(), lr=0.1, weight_decay=0.1)
+    before = model.b.weight.detach().clone()
+
+    def step(forward):
+        def run(x):
+            opt.zero_grad()
+            loss = forward(x)[0].sum()
+            loss.backward()
+            opt.step()
+            return loss
+        return run
+
+    compiled_model = None if whole_step else ember.compile(model)
+    compiled = ember.compile(step(model)) if whole_step else step(compiled_model)
+    for _ in range(3):
+        compiled(ember.randn(5, 4))
+    assert model.b.weight.grad is None  # eager's: no gradient reached it, so weight decay skipped it too
+    np.testing.assert_array_equal(model.b.weight.detach().numpy(), before.numpy())
+    assert (_joint_of(compiled, _JointStep) if whole_step else _joint_of(compiled_model)) is not None

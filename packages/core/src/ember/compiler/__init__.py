@@ -29,6 +29,12 @@ the calls kept whole (``backward``, optimizers' and modules' ``zero_grad``, opti
 learning-rate schedulers' ``step``, ``manual_seed``), assignments of ``.grad``, and grad
 mode or default dtype changes.
 
+The default backend fuses runs of elementwise ops into generated loops (``fusion``) and
+takes gradients through the graph's joint forward/backward graph (``_joint``, as torch's
+AOTAutograd): the backward derived as a second graph, the forward run without autograd
+keeping only what that graph reads; a training step's ``backward()`` runs the backward graph
+in its place.
+
 Sources: torch.compile and torch.compiler documentation (PyTorch 2.13).
 """
 

@@ -64,6 +64,23 @@ class Backward:
         self._saved_at: dict = {}
         self._first_op = None
         self.locals: dict = {}  # forward node -> the Local call that replaces its target
+        self.maybe_none: set = set()  # gradient nodes that are None on a call where a rule gives none
+
+    def add(self, a, c):
+        """The sum of two gradient nodes; None on a call where both are."""
+        if a in self.maybe_none or c in self.maybe_none:
+            total = self.call(_sum_optional, a, c)
+            if a in self.maybe_none and c in self.maybe_none:
+                self.maybe_none.add(total)
+            return total
+        return self.call(ember.add, a, c)
+
+    def definite(self, g, like):
+        """``g`` as a tensor a rule can take: zeros where it may be None (what reaches an
+        operand through it only then ends with zeros where eager has None)."""
+        if g not in self.maybe_none:
+            return g
+        return self.call(_zeros_if_none, g, shape_of(like), meta(like).dtype)
 
     def forward(self, x):
         """The forward value ``x`` as the backward reads it: ``x`` a node, a constant, or
@@ -255,7 +272,12 @@ def _region(b, node, grads, needs):
     extra = b.forward(("extra", node))
     computed = b.call(_region_backward, b.forward(holder), extra, len(operands),
                       *[b.forward(a) for a in operands], *grads)
-    return {a: b.call(operator.getitem, computed, i) for i, a in enumerate(operands) if needs(a)}
+    unreached = region._unreached(tuple(g is None for g in grads))  # these take None, as in eager
+    found = {a: b.call(operator.getitem, computed, i) for i, a in enumerate(operands)
+             if needs(a) and i not in unreached}
+    if any(g in b.maybe_none for g in grads):  # a result whose gradient may be None on a call: so may these
+        b.maybe_none.update(found.values())
+    return found
 
 
 def _region_backward(region, extra, n, *operands_and_grads):
@@ -304,15 +326,35 @@ class Local:
             args = leaves
         with grad_mode.enable_grad():
             made = self.fn(*args, **kwargs)
-        if isinstance(made, Tensor):
-            return made.detach(), (made, operands)
-        return type(made)(x.detach() if isinstance(x, Tensor) else x for x in made), (made, operands)
+            if isinstance(made, Tensor):
+                made = _own(made, operands)
+                return made.detach(), (made, operands)
+            made = _rebuild(made, [_own(x, operands) if isinstance(x, Tensor) else x for x in made])
+        return _rebuild(made, [x.detach() if isinstance(x, Tensor) else x for x in made]), (made, operands)
+
+
+def _own(t, operands):
+    """``t``, or a view of it where the op returned an operand itself (``float()`` of a
+    float32 tensor): the view's node carries the gradient back to that operand."""
+    return t.view_as(t) if any(t is o for o in operands) else t
+
+
+def _rebuild(like, items):
+    """A tuple (or named tuple, as ``max(dim)`` returns) of ``like``'s type holding ``items``."""
+    return type(like)(*items) if hasattr(like, "_fields") else type(like)(items)
 
 
 def _local_backward(ctx, *grads):
-    """The gradients of a ``Local`` call's operands, by its node's own rule where one node
-    made all its results from those operands (the engine's work done here: each gradient
-    brought to its operand's shape and dtype), else by ``autograd.grad``."""
+    """The gradients of a ``Local`` call's operands: None for one its rule gives none (the
+    shape argument of ``expand_as``), which the backward graph carries as eager does."""
+    return _rule_gradients(ctx, grads)
+
+
+def _rule_gradients(ctx, grads):
+    """The gradients of a ``Local`` call's operands (None for one that takes none), by its
+    node's own rule where one node made all its results from those operands (the engine's
+    work done here: each gradient brought to its operand's shape and dtype), else by
+    ``autograd.grad``."""
     from ..autograd.graph import AccumulateGrad
     from ..ops._helpers import fit_grad, fit_grad_array
     made, operands = ctx
@@ -348,6 +390,8 @@ def _local_backward(ctx, *grads):
                 out[k] = g if out[k] is None else out[k] + g
         return tuple(out)
     pairs = [(o, g) for o, g in pairs if g is not None]
+    if not pairs:
+        return tuple([None] * len(operands))
     return ember.autograd.grad([o for o, _ in pairs], operands, [g for _, g in pairs], retain_graph=True,
                                allow_unused=True)
 
@@ -370,7 +414,9 @@ def _local(b, node, grads, needs):
         b.locals[node] = Local(node.target, positions, flat=True)
         needed = [leaves[i] for i in positions]
     computed = b.call(_local_backward, b.forward(("ctx", node)), *grads)
-    return _merge(b, [(x, b.call(operator.getitem, computed, k)) for k, x in enumerate(needed)])
+    pairs = [(x, b.call(operator.getitem, computed, k)) for k, x in enumerate(needed)]
+    b.maybe_none.update(g for _, g in pairs)
+    return _merge(b, pairs)
 
 
 def _pure_op(node) -> bool:
@@ -406,8 +452,18 @@ def _merge(b, pairs) -> dict:
     """{input: gradient} from (input, gradient) pairs, an input met twice summed."""
     out = {}
     for x, g in pairs:
-        out[x] = g if x not in out else b.call(ember.add, out[x], g)
+        out[x] = g if x not in out else b.add(out[x], g)
     return out
+
+
+def _sum_optional(a, b):
+    """``a + b`` where either may be None (no gradient): the other, or None."""
+    return b if a is None else a if b is None else a + b
+
+
+def _zeros_if_none(g, shape, dtype):
+    """``g``, or zeros where no gradient came (an op's rule takes a tensor)."""
+    return ember.zeros(shape, dtype=dtype) if g is None else g
 
 
 _DERIVATIVES = {
@@ -417,6 +473,15 @@ _DERIVATIVES = {
     "t": _t, "dropout": _identity_dropout,
 }
 _MULTI = {"region": _region, "chunk": _chunk_or_split, "split": _chunk_or_split}
+
+
+def _as_dtype_of(b, g, x, node):
+    """``g`` cast to the dtype of the operand ``x`` where the op's result has another one
+    (``h * p.double()``), as the engine brings a gradient to its input's dtype."""
+    mx, mn = meta(x), meta(node)
+    if mx is None or mn is None or mx.dtype == mn.dtype:
+        return g
+    return b.call(ember.Tensor.to, g, mx.dtype)
 
 
 def derive(gm, nodes, back: Backward, grads: dict, needs_grad: set) -> dict:
@@ -443,6 +508,9 @@ def derive(gm, nodes, back: Backward, grads: dict, needs_grad: set) -> dict:
             got = pieces.pop(node, None)
             if got is None:
                 continue
+            if name in ("chunk", "split"):  # pieces concatenated: each one a tensor
+                got = {i: back.definite(g, u) for i, g in got.items()
+                       for u in node.users if u.target is operator.getitem and u.args[1] == i}
             n = len(getattr(gm, node.args[0].target).outputs) if name == "region" else \
                 len(_piece_sizes(node)) if name in _MULTI else len(_result_indices(node))
             found = _MULTI.get(name, _local)(back, node, [got.get(i) for i in range(n)], needs)
@@ -450,10 +518,12 @@ def derive(gm, nodes, back: Backward, grads: dict, needs_grad: set) -> dict:
             g = grads.pop(node, None)
             if g is None:
                 continue
+            g = back.definite(g, node)
             try:
                 found = _DERIVATIVES[name](back, node, g, needs)
+                found = {x: _as_dtype_of(back, gx, x, node) for x, gx in found.items()}
             except (KeyError, NoDerivative):  # the op's own rule
                 found = _local(back, node, [g], needs)
         for x, gx in found.items():
-            grads[x] = gx if x not in grads else back.call(ember.add, grads[x], gx)
+            grads[x] = gx if x not in grads else back.add(grads[x], gx)
     return grads

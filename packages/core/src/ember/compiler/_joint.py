@@ -122,12 +122,18 @@ def _leaf(node) -> bool:
     return reads and tm is not None and tm.requires_grad and tm.dtype.is_floating_point
 
 
-def _dependents(nodes, leaves) -> set:
-    """``leaves`` and the nodes whose values depend on one of them."""
-    found = set(leaves)
+def _needing_grad(nodes) -> set:
+    """The nodes whose values needed a gradient when the graph was recorded (their tensor
+    metadata says so: a comparison, an index or ``zeros_like`` of a parameter does not), and
+    the nodes with several results one of which did."""
+    found = set()
     for node in nodes:
-        if node.op == "call_function" and any(a in found for a in node.all_input_nodes):
+        tm = meta(node)
+        if tm is not None and tm.requires_grad and (tm.dtype.is_floating_point or tm.dtype.is_complex):
             found.add(node)
+            parent = node.args[0] if node.target is operator.getitem and node.args else None
+            if is_node(parent) and meta(parent) is None:
+                found.add(parent)
     return found
 
 
@@ -190,7 +196,7 @@ class _JointForward:
         placeholders = [n for n in nodes if n.op == "placeholder"]
         _check_nodes(nodes)
         self.diff = [k for k, n in enumerate(placeholders) if _leaf(n)]
-        needs_grad = _dependents(nodes, [placeholders[k] for k in self.diff])
+        needs_grad = _needing_grad(nodes)
         results = graph.output_node().args[0]
         tensors = [r for r in results if is_node(r)] if isinstance(results, tuple) else None
         if tensors is None or any(r in placeholders for r in tensors) or len(set(tensors)) != len(tensors):
@@ -199,13 +205,10 @@ class _JointForward:
                              and meta(r) is not None and meta(r).dtype.is_floating_point]
         if not self.diff_results:
             raise NoDerivative("no result needs a gradient")
-        self.result_meta = [(shape_of(results[k]), meta(results[k]).dtype) for k in self.diff_results]
-
-        back = Backward(gm, len(self.diff_results))
-        grads = derive(gm, nodes, back, {results[k]: g for k, g in zip(self.diff_results, back.grad_inputs)},
-                       needs_grad)
-        back.graph.output(tuple(grads.get(placeholders[k]) for k in self.diff))
-        self.backward = fx.GraphModule(back.attrs, back.graph)
+        self._derivation = (gm, nodes, needs_grad, [placeholders[k] for k in self.diff], results)
+        self.backward, back = self._derive(tuple(False for _ in self.diff_results))
+        self.saved_keys = back.saved
+        self._pruned: dict = {}  # which results lack a gradient -> (backward graph, positions of its saved values)
 
         forward, value = _forward_graph(gm, back)
         forward.output(tuple(value(r) for r in results) + tuple(value(s) for s in back.saved))
@@ -213,6 +216,24 @@ class _JointForward:
         self.forward_module = fx.GraphModule(gm, forward)
         self.forward = self.forward_module.forward
         self.saved_at = len(results)
+
+    def _derive(self, missing):
+        """The backward graph for the results whose gradients are not ``missing``."""
+        gm, nodes, needs_grad, leaves, results = self._derivation
+        present = [k for k, m in zip(self.diff_results, missing) if not m]
+        back = Backward(gm, len(present))
+        grads = derive(gm, nodes, back, {results[k]: g for k, g in zip(present, back.grad_inputs)}, needs_grad)
+        back.graph.output(tuple(grads.get(leaf) for leaf in leaves))
+        return fx.GraphModule(back.attrs, back.graph), back
+
+    def backward_without(self, missing):
+        """(backward graph, positions of the saved values it reads) where some results got
+        no gradient: what reaches only them gets none, as in eager (not a zero gradient)."""
+        found = self._pruned.get(missing)
+        if found is None:
+            graph, back = self._derive(missing)
+            found = self._pruned[missing] = (graph, [self.saved_keys.index(key) for key in back.saved])
+        return found
 
     def __call__(self, *args):
         with grad_mode.no_grad():
@@ -247,14 +268,15 @@ class _Rule:
         self.joint = joint
 
     def __call__(self, grads, *saved):
-        import ember
         joint = self.joint
         grads = [grads] if isinstance(grads, Tensor) or grads is None else list(grads)
-        grads = [ember.zeros(shape, dtype=dtype) if g is None else g
-                 for g, (shape, dtype) in zip(grads, joint.result_meta)]
+        backward = joint.backward
+        if any(g is None for g in grads):
+            backward, positions = joint.backward_without(tuple(g is None for g in grads))
+            grads, saved = [g for g in grads if g is not None], tuple(saved[i] for i in positions)
         create_graph = grad_mode.STATE.enabled
         with grad_mode.no_grad():
-            out = joint.backward(*grads, *saved)
+            out = backward(*grads, *saved)
         if create_graph:
             made = tuple(g for g in out if g is not None)
             if made:
@@ -280,7 +302,7 @@ class _JointStep:
             raise NoDerivative("backward() with a gradient, retain_graph, create_graph or inputs")
         _check_nodes(before, allowed=_ZERO_GRAD + ("set_grad",))
         leaves = [n for n in before if _leaf(n)]
-        needs_grad = _dependents(nodes, [n for n in nodes if _leaf(n)])
+        needs_grad = _needing_grad(nodes)
         if any(n in needs_grad for n in after if n.op == "call_function"):
             raise NoDerivative("a value that needs a gradient computed after backward()")
         if loss not in needs_grad:

@@ -3,12 +3,14 @@ backend interface, so a user's own backend receives the captured ``ember.fx`` gr
 
 ``"eager"`` and ``"aot_eager"`` run the captured graph as recorded (no code generation).
 The default backend (``None``; ``"inductor"``, the name torch's scripts pass, means the
-same) is ember's code generator: runs of elementwise ops and the row reductions they feed
-become one generated kernel forward and one backward (``compiler/fusion``): numba loops
-for CPU tensors, CUDA kernels (cupy) for cuda tensors; the rest of the graph runs as
-recorded. A graph whose example inputs include a cuda tensor is fused whether or not numba
-is there; otherwise, with the CPU kernels off (``EMBER_NUMBA=0``, or numba missing), it
-runs the graph as ``"aot_eager"`` does.
+same) is ember's code generator: runs of elementwise ops and the row reductions they
+feed become one generated kernel forward and one backward (``compiler/fusion``): numba
+loops for CPU tensors, CUDA kernels (cupy) for cuda tensors; the rest of the graph runs
+as recorded. Its gradient comes from the joint forward/backward graph (``_joint``): the
+backward derived as a second graph, the forward keeping only what that graph reads. A
+graph whose example inputs include a cuda tensor is fused whether or not numba is there;
+otherwise, with the CPU kernels off (``EMBER_NUMBA=0``, or numba missing), it runs the
+graph as ``"aot_eager"`` does.
 """
 
 from __future__ import annotations

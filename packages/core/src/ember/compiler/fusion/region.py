@@ -84,6 +84,7 @@ class Region:
         self._lock = threading.Lock()
         self._cuda: dict = {}  # dtype name -> (forward, backward) generated CUDA kernels
         self._bounds: dict = {}  # (rows, parts) -> the parts' first rows, as the kernels take them (static regions)
+        self._unreached_by: dict = {}  # which results lack a gradient -> the operands that then take none
         if device == "cpu":
             self._numba()
 
@@ -268,8 +269,10 @@ class Region:
 
     def backward_arrays(self, operands, grads, extra):
         """Per operand, its gradient in its own shape and the region's dtype (None for an
-        operand that takes none), from ``grads``, one array (or None) per result."""
+        operand that takes none, or whose value reaches only results without a gradient,
+        as the engine leaves them), from ``grads``, one array (or None) per result."""
         xp, dt, cuda = self._backend(operands)
+        unreached = self._unreached(tuple(g is None for g in grads)) if any(g is None for g in grads) else ()
         totals, saved, rows, shapes = extra
         totals = iter(totals)
         adjoints = []
@@ -285,7 +288,9 @@ class Region:
         out = []
         for k, a in enumerate(operands):
             zero = wrt.get(k)
-            if zero is None:
+            if zero is None or k in unreached:
+                if zero is not None and not zero:
+                    next(computed)  # computed all the same: the kernel writes every gradient
                 out.append(None)
                 continue
             g, shape = None if zero else next(computed), numpy.shape(a)
@@ -296,6 +301,15 @@ class Region:
                 g = g.astype(self.np_dtype)
             out.append(g if g.shape == shape else g.reshape(shape))
         return out
+
+    def _unreached(self, missing: tuple) -> frozenset:
+        """The operand positions whose values reach none of the results that have a
+        gradient (``missing``: per result, whether its gradient is None)."""
+        found = self._unreached_by.get(missing)
+        if found is None:
+            live = self.p.ancestors([o.value for o, m in zip(self.outputs, missing) if not m])
+            found = self._unreached_by[missing] = frozenset(k for k, v in enumerate(self.inputs) if v.id not in live)
+        return found
 
     def __call__(self, *tensors):
         operands = [t._data if isinstance(t, Tensor) else t for t in tensors]

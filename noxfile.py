@@ -68,6 +68,7 @@ DATA_PACKAGES = {
 # Debian packages the tests and examples need: real data sets, tools (curl, mpiexec).
 DEBIAN_PACKAGES = {
     "core": ["openmpi-bin", "libopenmpi-dev"],  # mpiexec for the tests of ember.distributed
+    "vision": ["dataset-fashion-mnist"],  # the Fashion-MNIST classifier's accuracy on the real test set
     "integration": ["dataset-fashion-mnist", "openmpi-bin", "libopenmpi-dev"],  # mpiexec: the DDP example
     "demo": ["dataset-fashion-mnist"],
     "text": ["fortunes"],

@@ -436,3 +436,86 @@ def test_a_program_whose_forward_hooks_run_python_code_runs_eagerly():
         same(seen["relu"], out)
     report = ember._dynamo.explain(net)(x)
     assert report.graph_count == 0 and "forward hook" in report.eager_reasons[0]
+
+
+# ---- autograd the program drives itself --------------------------------------------------
+
+def _checkpointed_program(use_reentrant):
+    from ember.utils.checkpoint import checkpoint
+    ember.manual_seed(0)
+    layer = nn.Linear(4, 4)
+
+    def program(x):
+        h = checkpoint(lambda t: layer(t).tanh(), x, use_reentrant=use_reentrant)
+        return (h * x).sum()
+    return layer, program
+
+
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_checkpoint_inside_the_program_is_recorded_as_its_function(use_reentrant):
+    # the checkpoint's recomputation was a node the replay lost: the weight got no gradient
+    layer, program = _checkpointed_program(use_reentrant)
+    compiled = ember.compile(program)
+    for _ in range(3):  # the first call records, the others replay
+        x = ember.randn(3, 4, requires_grad=True)
+        y = x.detach().clone().requires_grad_()
+        compiled(x).backward()
+        got = layer.weight.grad.clone()
+        layer.weight.grad = None
+        program(y).backward()
+        np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(got.numpy(), layer.weight.grad.numpy(), rtol=1e-6, atol=1e-7)
+        layer.weight.grad = None
+    assert ember._dynamo.explain(program)(x).graph_count == 1
+
+
+class _TripleGradient(ember.autograd.Function):
+    """clamp forward; the gradient times 3, whatever the clamp did (straight through)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clamp(-1, 1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 3.0
+
+
+def test_a_custom_function_runs_the_signature_eagerly():
+    # its backward is the user's code: replaying its forward's ops lost it
+    w = ember.tensor([2.0, -0.5], requires_grad=True)
+
+    def program(x):
+        return _TripleGradient.apply(x * w).sum()
+
+    compiled = ember.compile(program)
+    for k in range(3):
+        x = ember.tensor([1.0, k + 1.0])
+        compiled(x).backward()
+        np.testing.assert_array_equal(w.grad.numpy(), [3.0, 3.0 * (k + 1)])  # d/dw of 3 * (x * w)
+        w.grad = None
+    report = ember._dynamo.explain(program)(x)
+    assert report.graph_count == 0 and "custom autograd.Function" in report.eager_reasons[0]
+
+
+def test_a_gradient_with_create_graph_runs_the_signature_eagerly():
+    # a gradient penalty: the replay's backward is not differentiable
+    w = ember.tensor([[0.5, -1.0], [2.0, 0.3]], requires_grad=True)
+
+    def program(x):
+        xi = x.detach().requires_grad_(True)
+        out = (xi @ w).tanh().sum()
+        g, = ember.autograd.grad(out, xi, create_graph=True)
+        return out + (g ** 2).sum()
+
+    compiled = ember.compile(program)
+    for k in range(3):
+        x = ember.tensor([[1.0, k + 2.0]])
+        compiled(x).backward()
+        got = w.grad.clone()
+        w.grad = None
+        program(x).backward()
+        same(got, w.grad)
+        w.grad = None
+    report = ember._dynamo.explain(program)(x)
+    assert report.graph_count == 0 and "create_graph=True" in report.eager_reasons[0]

@@ -21,6 +21,10 @@ What the recording depends on besides its inputs is noted as it happens:
   Tensor methods of ``_CALLS``, and functions given to ``ember.compiler.disable`` or
   ``allow_in_graph``: registered on the seam with ``capture=`` meta (which only this
   recorder wants), each is recorded as one node and replayed as a call.
+- **autograd the program drives itself**: a custom ``autograd.Function``'s ``apply`` and a
+  gradient call with ``create_graph=True`` end the recording (``capture="stop"``: the call
+  runs eagerly); ``utils.checkpoint.checkpoint`` is recorded as the ops of its function
+  (``capture="inline"``), without checkpointing.
 - **assignments of ``.grad``** by the program (``p.grad = None``): while a capture runs,
   ``Tensor.grad`` is a descriptor that records them as steps of the graph.
 - **globals**: the global names referred to by the program's functions that called ops
@@ -49,6 +53,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import inspect
 import math
 import operator
 import sys
@@ -765,6 +770,11 @@ class _Recorder(_dispatch.Mode):
         if kind == "size":
             result = proceed(args, kwargs)
             return result if cap.unreplayable is not None else cap.symbolic_size(op.meta["size"], args, kwargs, result)
+        if kind == "inline":  # a wrapper whose body is recorded as the program's own ops
+            return op.meta["inline"](*args, **kwargs)
+        if kind == "stop" or (kind == "call" and _create_graph(op, args, kwargs)):
+            cap.stop(op.meta.get("reason", _DOUBLE_BACKWARD))
+            return proceed(args, kwargs)
         cap.note_frames(sys._getframe(1))
         prepared = cap.prepare(args, kwargs, op)
         cap._depth += 1
@@ -802,10 +812,25 @@ _CALLS = {"backward": "call", "detach": "pure", "detach_": "pure", "requires_gra
           "retain_grad": "pure", "register_hook": "pure"}
 
 
+_DOUBLE_BACKWARD = ("a gradient taken with create_graph=True (a replay's backward is not itself "
+                    "differentiable)")
+
+
+def _create_graph(op, args, kwargs) -> bool:
+    """Whether a gradient call (``backward``, ``autograd.grad``) asks for a differentiable
+    backward."""
+    try:
+        bound = inspect.signature(op.impl).bind(*args, **kwargs).arguments
+    except TypeError:
+        return False
+    return bool(bound.get("create_graph"))
+
+
 def _register_watched() -> None:
     from .. import autograd
     from ..nn.modules.module import Module
     from ..optim.optimizer import Optimizer
+    from ..utils import checkpoint
     for name, reason in _BREAKS.items():
         _dispatch.register(getattr(Tensor, name), f"Tensor.{name}", capture="break", reason=reason)
     for name, kind in _CALLS.items():
@@ -821,6 +846,13 @@ def _register_watched() -> None:
     from .. import random
     from ..optim import lr_scheduler
     _dispatch.register(random.manual_seed, "manual_seed", capture="call")
+    # a custom Function's backward is the user's Python code, which no recorded op carries
+    _dispatch.register(autograd.Function.apply.__func__, "autograd.Function.apply", capture="stop",
+                       reason="a custom autograd.Function (its backward is Python code a replay would not run)")
+    # activation checkpointing's recomputation is an autograd node of its own: its function
+    # is recorded as ordinary ops instead (values are kept, as without checkpointing)
+    _dispatch.register(checkpoint.checkpoint, "utils.checkpoint.checkpoint", capture="inline",
+                       inline=checkpoint.run_unchecked)
     schedulers, stack = set(), [lr_scheduler.LRScheduler]
     while stack:
         cls = stack.pop()

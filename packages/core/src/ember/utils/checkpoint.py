@@ -67,6 +67,13 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     return outs[0] if single else outputs
 
 
+def run_unchecked(function, *args, use_reentrant=None, context_fn=None, determinism_check="default", debug=False,
+                  preserve_rng_state=True, **kwargs):
+    """``function(*args, **kwargs)`` with ``checkpoint``'s signature and no checkpointing:
+    how ``ember.compile`` records a checkpointed call (its activations are kept)."""
+    return function(*args, **kwargs)
+
+
 def _rng_states(args):
     """The CPU default generator's state and ``(generator, state)`` of the default generator
     of each CUDA device among the tensor arguments (torch's ``get_device_states``)."""

@@ -494,3 +494,17 @@ def test_cosine_similarity_of_integers_raises_and_of_mixed_dtypes_computes_as_to
     got = ember.nn.functional.cosine_similarity(ember.tensor([[1, 2]]), ember.tensor([[3.0, 4.5]]))
     assert got.dtype is ember.float32
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("fn,smoothing", [("cross_entropy", 0.0), ("cross_entropy", 0.2), ("nll_loss", None)])
+def test_an_ignored_target_adds_nothing_whatever_its_row_holds(fn, smoothing, reduction):
+    # padding rows may hold NaN or inf logits: torch's kernels skip them
+    z = torch.tensor([[0.5, 0.2, 1.0], [float("nan"), 2.0, 0.1], [float("inf"), 0.0, 1.0], [0.3, -1.0, 0.0]])
+    t = torch.tensor([0, -1, -1, 2])
+    kwargs = dict(ignore_index=-1, reduction=reduction)
+    if smoothing is not None:
+        kwargs["label_smoothing"] = smoothing
+    want = getattr(TF, fn)(z, t, **kwargs)
+    got = getattr(F, fn)(to_ember(z), to_ember(t), **kwargs)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

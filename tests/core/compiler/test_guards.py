@@ -4,6 +4,7 @@ same code without compiling."""
 
 import collections
 import dataclasses
+import types
 
 import numpy as np
 import pytest
@@ -519,3 +520,53 @@ def test_a_gradient_with_create_graph_runs_the_signature_eagerly():
         w.grad = None
     report = ember._dynamo.explain(program)(x)
     assert report.graph_count == 0 and "create_graph=True" in report.eager_reasons[0]
+
+
+# ---- values read through a global or a closure variable ------------------------------------
+
+class _Width:
+    scale = 1.0
+
+
+_CFG = types.SimpleNamespace(temperature=1.0, inner=types.SimpleNamespace(shift=0.0))
+_OPTS = {"scale": 1.0, "act": ember.tanh}
+
+
+def _reads_config(x):
+    y = _OPTS["act"](x / _CFG.temperature) * _OPTS["scale"] + _CFG.inner.shift
+    return y * _Width.scale
+
+
+@pytest.mark.parametrize("change", [
+    lambda: setattr(_CFG, "temperature", 2.0),
+    lambda: setattr(_CFG.inner, "shift", 0.5),
+    lambda: _OPTS.__setitem__("scale", 3.0),
+    lambda: _OPTS.__setitem__("act", ember.sigmoid),
+    lambda: setattr(_Width, "scale", -1.0),
+], ids=["attribute", "nested attribute", "dict item", "function in a dict", "class attribute"])
+def test_a_config_read_through_a_global_is_guarded(change):
+    saved = (_CFG.temperature, _CFG.inner.shift, dict(_OPTS), _Width.scale)
+    try:
+        compiled = ember.compile(_reads_config)
+        x = ember.tensor([1.0, -2.0])
+        for _ in range(2):  # recorded, then replayed
+            same(compiled(x), _reads_config(x))
+        change()
+        same(compiled(x), _reads_config(x))
+    finally:
+        _CFG.temperature, _CFG.inner.shift, _Width.scale = saved[0], saved[1], saved[3]
+        _OPTS.clear()
+        _OPTS.update(saved[2])
+
+
+def test_a_config_read_through_a_closure_is_guarded():
+    cfg = {"eps": 1e-3}
+
+    def program(x):
+        return x / (x.abs() + cfg["eps"])
+
+    compiled = ember.compile(program)
+    x = ember.tensor([0.5, -0.01])
+    for eps in (1e-3, 1e-3, 0.1, 0.1):
+        cfg["eps"] = eps
+        same(compiled(x), program(x))

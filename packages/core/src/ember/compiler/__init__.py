@@ -13,11 +13,13 @@ requires_grad; Python scalars' values, a float's only where the program uses it;
 objects' identity), grad/inference/autocast mode and the default dtype, the compiled
 module's submodules, ``training`` flags and plain attributes, the metadata of the
 parameters and buffers it reads (read afresh at every call), and the globals the code
-refers to (scalars by value, other objects by identity; a mutable global container's
-contents are not guarded). Shapes: a tensor's dims are specialized unless dynamic:
-``dynamic=True`` (every dim), ``ember._dynamo.mark_dynamic``, or torch's automatic dynamic
-shapes (``dynamic=None``, the default: the first size change that would record anew
-records with that dim dynamic instead); a dynamic dim's sizes are symbolic in the
+refers to (scalars by value, other objects by identity) with what the code reads through
+them by attribute or constant key (``cfg.temperature``, ``opts["scale"]``); a container
+read otherwise (a loop over a global list) is guarded by identity only. Shapes: a
+tensor's dims are specialized unless dynamic: ``dynamic=True`` (every dim),
+``ember._dynamo.mark_dynamic``, or torch's automatic dynamic shapes (``dynamic=None``, the
+default: the first size change that would record anew records with that dim dynamic
+instead); a dynamic dim's sizes are symbolic in the
 recording (``size()`` and its arithmetic are graph nodes, decisions on them guards), so
 one recording serves every size of 2 or more. ``dynamic=False`` specializes every size.
 Python int and float arguments are symbolic the same way (torch's unspecialized ints and

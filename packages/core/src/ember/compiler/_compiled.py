@@ -45,7 +45,7 @@ from ..func._pytree import tree_flatten, tree_unflatten
 from ..fx._symbolic_floats import SymFloat, value_guard
 from ..fx._symbolic_shapes import Guard, SymInt
 from ..nn.modules.module import STATE_VERSION, Module
-from . import _capture, _state
+from . import _capture, _reads, _state
 from ._capture import STATIC_FLOAT, SYMBOLIC_FLOAT, SYMBOLIC_INT, Capture
 from ._segments import build_segments, resolve
 
@@ -744,12 +744,13 @@ def _frozen(a):
 
 
 def _globals_guards(capture: Capture):
-    """Guards on the globals and closure variables the program's functions can read: a
-    Python scalar by value, anything else by identity (a tensor is read at every call)."""
+    """Guards on the globals and closure variables the program's functions can read, and on
+    the attributes and constant items the code reads through them (``_reads``): a Python
+    scalar by value, anything else by identity (a tensor is read at every call)."""
     guards, seen = [], set()
 
     def guard(where, name, value):
-        if not isinstance(value, Tensor):
+        if not isinstance(value, Tensor) and value is not _reads.MISSING:
             guards.append((where, name, "eq" if type(value) in _SCALARS else "is", value))
 
     for code, globs, cells in capture.frames:
@@ -762,6 +763,13 @@ def _globals_guards(capture: Capture):
             if type(cell) is _capture.Cell and id(cell.cell) not in seen:
                 seen.add(id(cell.cell))
                 guard(cell, name, cell.get(name, _MISSING))
+        for root, name, path in _reads.chains(code):
+            where = globs if root == "global" else cells.get(name)
+            if where is None or (id(where), name, path) in seen:
+                continue
+            seen.add((id(where), name, path))
+            reader = _reads.PathRoot(where, path)
+            guard(reader, name, reader.get(name, _reads.MISSING))
     return guards
 
 

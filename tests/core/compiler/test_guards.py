@@ -570,3 +570,16 @@ def test_a_config_read_through_a_closure_is_guarded():
     for eps in (1e-3, 1e-3, 0.1, 0.1):
         cfg["eps"] = eps
         same(compiled(x), program(x))
+
+
+def test_a_custom_function_without_gradients_is_replayed():
+    # under no_grad its forward's ops are all there is: they are recorded and replayed
+    def program(x):
+        return _TripleGradient.apply(x * 2) + 1
+
+    compiled = ember.compile(program)
+    with ember.no_grad():
+        for v in (0.25, 3.0, -0.1):
+            same(compiled(ember.tensor([v, -v])), program(ember.tensor([v, -v])))
+        report = ember._dynamo.explain(program)(ember.tensor([1.0]))
+    assert report.graph_count == 1 and not report.eager_reasons

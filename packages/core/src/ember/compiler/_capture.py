@@ -21,10 +21,10 @@ What the recording depends on besides its inputs is noted as it happens:
   Tensor methods of ``_CALLS``, and functions given to ``ember.compiler.disable`` or
   ``allow_in_graph``: registered on the seam with ``capture=`` meta (which only this
   recorder wants), each is recorded as one node and replayed as a call.
-- **autograd the program drives itself**: a custom ``autograd.Function``'s ``apply`` and a
-  gradient call with ``create_graph=True`` end the recording (``capture="stop"``: the call
-  runs eagerly); ``utils.checkpoint.checkpoint`` is recorded as the ops of its function
-  (``capture="inline"``), without checkpointing.
+- **autograd the program drives itself**: a custom ``autograd.Function``'s ``apply`` with
+  gradients on (``capture="stop"``) and a gradient call with ``create_graph=True`` end the
+  recording (the call runs eagerly); ``utils.checkpoint.checkpoint`` is recorded as the ops
+  of its function (``capture="inline"``), without checkpointing.
 - **assignments of ``.grad``** by the program (``p.grad = None``): while a capture runs,
   ``Tensor.grad`` is a descriptor that records them as steps of the graph.
 - **globals**: the global names referred to by the program's functions that called ops
@@ -772,8 +772,12 @@ class _Recorder(_dispatch.Mode):
             return result if cap.unreplayable is not None else cap.symbolic_size(op.meta["size"], args, kwargs, result)
         if kind == "inline":  # a wrapper whose body is recorded as the program's own ops
             return op.meta["inline"](*args, **kwargs)
-        if kind == "stop" or (kind == "call" and _create_graph(op, args, kwargs)):
-            cap.stop(op.meta.get("reason", _DOUBLE_BACKWARD))
+        if kind == "stop":  # not an op: what it calls is recorded, unless it ends the recording
+            if op.meta["stop_if"](args, kwargs):
+                cap.stop(op.meta["reason"])
+            return proceed(args, kwargs)
+        if kind == "call" and _create_graph(op, args, kwargs):
+            cap.stop(_DOUBLE_BACKWARD)
             return proceed(args, kwargs)
         cap.note_frames(sys._getframe(1))
         prepared = cap.prepare(args, kwargs, op)
@@ -826,6 +830,13 @@ def _create_graph(op, args, kwargs) -> bool:
     return bool(bound.get("create_graph"))
 
 
+def _builds_a_graph(args, kwargs) -> bool:
+    """Whether a custom Function's call records its node: grad mode on and a tensor
+    argument that requires grad (otherwise its forward's ops are all there is to replay)."""
+    return _GRAD.enabled and any(isinstance(a, Tensor) and a.requires_grad
+                                 for a in (*args, *kwargs.values()))
+
+
 def _register_watched() -> None:
     from .. import autograd
     from ..nn.modules.module import Module
@@ -848,11 +859,12 @@ def _register_watched() -> None:
     _dispatch.register(random.manual_seed, "manual_seed", capture="call")
     # a custom Function's backward is the user's Python code, which no recorded op carries
     _dispatch.register(autograd.Function.apply.__func__, "autograd.Function.apply", capture="stop",
+                       stop_if=_builds_a_graph,
                        reason="a custom autograd.Function (its backward is Python code a replay would not run)")
     # activation checkpointing's recomputation is an autograd node of its own: its function
     # is recorded as ordinary ops instead (values are kept, as without checkpointing)
     _dispatch.register(checkpoint.checkpoint, "utils.checkpoint.checkpoint", capture="inline",
-                       inline=checkpoint.run_unchecked)
+                       inline=checkpoint._run_unchecked)
     schedulers, stack = set(), [lr_scheduler.LRScheduler]
     while stack:
         cls = stack.pop()

@@ -67,8 +67,8 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     return outs[0] if single else outputs
 
 
-def run_unchecked(function, *args, use_reentrant=None, context_fn=None, determinism_check="default", debug=False,
-                  preserve_rng_state=True, **kwargs):
+def _run_unchecked(function, *args, use_reentrant=None, context_fn=None, determinism_check="default", debug=False,
+                   preserve_rng_state=True, **kwargs):
     """``function(*args, **kwargs)`` with ``checkpoint``'s signature and no checkpointing:
     how ``ember.compile`` records a checkpointed call (its activations are kept)."""
     return function(*args, **kwargs)

@@ -169,3 +169,22 @@ def test_out_is_written_as_torch(call):
     e_out, t_out = ember.empty(2), torch.empty(2)
     assert call(ember, e_out) is e_out and call(torch, t_out) is t_out
     assert e_out.tolist() == t_out.tolist()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int64", "bool"])
+def test_sign_and_the_gradient_of_abs_at_nan_infinity_and_zero(dtype):
+    # torch's sign is (x > 0) - (x < 0): 0 at NaN, where numpy's sign gives NaN
+    values = [float("nan"), float("-inf"), -2.0, -0.0, 0.0, 3.0, float("inf")]
+    if dtype == "int64":
+        values = [-3, 0, 5]
+    elif dtype == "bool":
+        values = [True, False]
+    t = torch.tensor(values, dtype=getattr(torch, dtype))
+    e = to_ember(t)
+    assert_same(e.sign(), t.sign())
+    assert_same(ember.sgn(e), torch.sgn(t))
+    if dtype in ("float32", "float64"):
+        tx, ex = t.clone().requires_grad_(), e.clone().requires_grad_()
+        tx.abs().sum().backward()
+        ex.abs().sum().backward()
+        assert_same(ex.grad, tx.grad)

@@ -906,7 +906,7 @@ def _tanh_rule(g, r): return g * (1 - r * r)
 def _sigmoid_rule(g, r): return g * r * (1 - r)
 @on_arrays()
 def _reciprocal_rule(g, r): return -g * r * r
-@on_arrays(lambda g, x: g * _NP.sign(x))
+@on_arrays(lambda g, x: g * _sign_array(_NP, x, True))
 def _abs_rule(g, x): return g * sign(x)
 @on_arrays(lambda g, x: g * _NP.cos(x))
 def _sin_rule(g, x): return g * cos(x)
@@ -1090,10 +1090,19 @@ def _relu_rule(g, r):
     return where(r > 0, g, 0.0)
 
 
+def _sign_array(xp, a, floating: bool):
+    """-1, 0 or 1 as torch's ``(a > 0) - (a < 0)``: 0 at NaN, where the array libraries' sign
+    gives NaN."""
+    s = xp.sign(a)
+    return xp.where(xp.isnan(s), xp.zeros_like(s), s) if floating else s
+
+
 def sign(input, *, out=None):
     """The sign of ``input`` elementwise: -1, 0 or 1 in its dtype (torch.sign). The gradient is
     zero. ``out`` receives the result when given."""
-    r = wrap(be(input).xp.sign(input._data), input.dtype)
+    if input.dtype == D.bool_:  # its own sign (the array libraries have no bool sign)
+        return _out(wrap(input._data != False, input.dtype), out)  # noqa: E712  (a new array)
+    r = wrap(_sign_array(be(input).xp, input._data, input.dtype.is_floating_point), input.dtype)
     if needs_grad(input):
         record("SignBackward0", lambda g: g * 0, (input,), r)
     return _out(r, out)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 
 import numpy
 
@@ -127,7 +128,12 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     dims = _dims(dim, input.ndim)
     bk = be(input)
     x = bk.astype(input._data, D.float32 if dt.name in _LOW_FLOATS else dt)
-    arr = bk.xp.mean(x, axis=_axis(dims), keepdims=keepdim)
+    if x.size:
+        arr = bk.xp.mean(x, axis=_axis(dims), keepdims=keepdim)
+    else:  # NaN, as torch, without numpy's "Mean of empty slice" warning
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            arr = bk.xp.mean(x, axis=_axis(dims), keepdims=keepdim)
     r = wrap(arr, dt)
     if needs_grad(input):
         n = _count(input._data.shape, dims)

@@ -205,3 +205,15 @@ def test_nan_and_inf_results_come_without_numpy_warnings():
         assert_same(ember.tensor([1.0, 0.0]) / ember.tensor([0.0, 0.0]),
                     torch.tensor([1.0, 0.0]) / torch.tensor([0.0, 0.0]))
     assert [str(w.message) for w in caught] == []
+
+
+@pytest.mark.parametrize("n", [7, 300 * 301])  # numpy's path, and the kernel's
+def test_relu_passes_the_gradient_where_its_input_is_nan(n):
+    # torch's threshold_backward zeroes the gradient only where the result is <= 0
+    values = torch.tensor([float("nan"), -1.0, -0.0, 0.0, 2.0, float("inf"), float("-inf")] * (n // 7 + 1))[:n]
+    t = values.clone().requires_grad_()
+    e = to_ember(values).requires_grad_()
+    g = torch.arange(n, dtype=torch.float32)
+    t.relu().backward(g)
+    e.relu().backward(to_ember(g))
+    assert_same(e.grad, t.grad)

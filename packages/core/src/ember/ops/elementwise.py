@@ -1082,12 +1082,13 @@ def relu_(self):
 def _relu_grad_arrays(g, r):
     if _big(r) and kernels.accepts(g, r):
         return kernels.activation.relu_grad(g, r)  # one pass: a select, no mask array
-    return masked_grad(g, r > 0)
+    return masked_grad(g, ~(r <= 0))
 
 
+# torch's threshold_backward: 0 where the result is <= 0, the gradient elsewhere (NaN included)
 @on_arrays(_relu_grad_arrays)
 def _relu_rule(g, r):
-    return where(r > 0, g, 0.0)
+    return where(r <= 0, 0.0, g)
 
 
 def _sign_array(xp, a, floating: bool):

@@ -91,7 +91,7 @@ def gradients(p: Program, outputs: list[Value], adjoints: list[Value], wrt: list
         elif op == "sigmoid":
             acc(a[0], p.mul(g, p.mul(v, p.sub(1.0, v))), s)
         elif op == "relu":
-            acc(a[0], p.mul(g, p.op("gt", a[0], 0.0)), s)
+            acc(a[0], p.mul(g, p.sub(1.0, p.op("le", a[0], 0.0))), s)  # a NaN passes g, as torch's
         elif op == "erf":
             acc(a[0], p.mul(g, p.mul(p.op("exp", p.neg(p.mul(a[0], a[0]))), 2.0 / math.sqrt(math.pi))), s)
         elif op == "gelu":

@@ -429,12 +429,12 @@ def _relu_b(start, stop, g, scalar, y, out):
     if scalar:
         g0 = g[0]
         for i in range(stop - start):
-            out[i] = g0 if y[i] > _c(0.0, g0) else _c(0.0, g0)
+            out[i] = _c(0.0, g0) if y[i] <= _c(0.0, g0) else g0  # a NaN passes its gradient, as torch's
     else:
         g = g[start:stop]
         for i in range(stop - start):
             gi = g[i]
-            out[i] = gi if y[i] > _c(0.0, gi) else _c(0.0, gi)
+            out[i] = _c(0.0, gi) if y[i] <= _c(0.0, gi) else gi
 
 
 # ---- drivers -----------------------------------------------------------------------------

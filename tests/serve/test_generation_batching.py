@@ -4,7 +4,6 @@ the text ember-text's generate gives the same model here (greedy)."""
 
 import re
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import openai
@@ -73,18 +72,25 @@ def test_concurrent_streams_share_steps_and_match_sequential(client, text_server
 def test_a_request_joins_a_running_batch(client, text_server):
     folder = text_server.folders["plain"]
     tok = ember_text.AutoTokenizer.from_pretrained(folder)
-    want = [local_continuation(folder, list(tok(p)["input_ids"]), n)
-            for p, n in ((PROMPTS[0], 60), (PROMPTS[1], 8), (PROMPTS[2], 8))]
+    lengths = (80, 8, 8)  # the long one as long as the model's 96 positions allow
+    want = [local_continuation(folder, list(tok(p)["input_ids"]), n) for p, n in zip(PROMPTS, lengths)]
     want = [(text, len(ids)) for text, ids in want]
-    steps0, rows0, ones0 = batch_histogram(text_server, "plain")
-    started = threading.Event()
-    with ThreadPoolExecutor(3) as pool:
-        long_run = pool.submit(stream_text, client, "plain", PROMPTS[0], 60, started)
-        assert started.wait(60)
-        time.sleep(0.05)
-        late = [pool.submit(stream_text, client, "plain", p, 8) for p in PROMPTS[1:3]]
-        got = [long_run.result()] + [f.result() for f in late]
-    steps1, rows1, ones1 = batch_histogram(text_server, "plain")
-    assert got == want
-    assert rows1 - rows0 == sum(count - 1 for _, count in got)
-    assert steps1 - steps0 < rows1 - rows0  # the late ones rode along with the long one
+    # the late requests go out when the long one's first token arrives; on a fast machine the
+    # long one can still finish first (a step of this tiny model takes well under a
+    # millisecond), so the experiment runs up to three times and must see them join once
+    joined = []
+    for _ in range(3):
+        steps0, rows0, _ = batch_histogram(text_server, "plain")
+        started = threading.Event()
+        with ThreadPoolExecutor(3) as pool:
+            long_run = pool.submit(stream_text, client, "plain", PROMPTS[0], lengths[0], started)
+            assert started.wait(60)
+            late = [pool.submit(stream_text, client, "plain", p, n) for p, n in zip(PROMPTS[1:3], lengths[1:])]
+            got = [long_run.result()] + [f.result() for f in late]
+        steps1, rows1, _ = batch_histogram(text_server, "plain")
+        assert got == want  # joining or not, each gets the text it gets alone
+        assert rows1 - rows0 == sum(count - 1 for _, count in got)
+        joined.append(steps1 - steps0 < rows1 - rows0)  # the late ones rode along with the long one
+        if joined[-1]:
+            break
+    assert any(joined), joined

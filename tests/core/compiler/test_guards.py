@@ -583,3 +583,32 @@ def test_a_custom_function_without_gradients_is_replayed():
             same(compiled(ember.tensor([v, -v])), program(ember.tensor([v, -v])))
         report = ember._dynamo.explain(program)(ember.tensor([1.0]))
     assert report.graph_count == 1 and not report.eager_reasons
+
+
+class _Slotted:
+    """No instance ``__dict__``; ``__getattr__`` counts the lookups that miss."""
+
+    __slots__ = ("scale", "misses")
+
+    def __init__(self):
+        self.scale, self.misses = 2.0, 0
+
+    def __getattr__(self, name):
+        object.__setattr__(self, "misses", self.misses + 1)
+        raise AttributeError(name)
+
+
+_SLOTTED = _Slotted()
+
+
+def test_a_guard_never_runs_the_programs_attribute_hooks():
+    # the guards read namespaces directly: no __getattr__, no property of the user's classes
+    _SLOTTED.misses = 0  # (pytest's collection probed the module's globals)
+
+    def program(x):
+        return x * _SLOTTED.scale
+
+    compiled = ember.compile(program)
+    for _ in range(3):
+        same(compiled(ember.tensor([1.0, 2.0])), program(ember.tensor([1.0, 2.0])))
+    assert _SLOTTED.misses == 0

@@ -345,16 +345,11 @@ def _rebuild(like, items):
 
 
 def _local_backward(ctx, *grads):
-    """The gradients of a ``Local`` call's operands: None for one its rule gives none (the
-    shape argument of ``expand_as``), which the backward graph carries as eager does."""
-    return _rule_gradients(ctx, grads)
-
-
-def _rule_gradients(ctx, grads):
-    """The gradients of a ``Local`` call's operands (None for one that takes none), by its
-    node's own rule where one node made all its results from those operands (the engine's
-    work done here: each gradient brought to its operand's shape and dtype), else by
-    ``autograd.grad``."""
+    """The gradients of a ``Local`` call's operands, by its node's own rule where one node
+    made all its results from those operands (the engine's work done here: each gradient
+    brought to its operand's shape and dtype), else by ``autograd.grad``. None for an
+    operand its rule gives none (the shape argument of ``expand_as``), which the backward
+    graph carries as eager does."""
     from ..autograd.graph import AccumulateGrad
     from ..ops._helpers import fit_grad, fit_grad_array
     made, operands = ctx

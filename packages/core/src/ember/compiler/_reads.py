@@ -66,8 +66,9 @@ def _step(obj, step):
     if kind == "attr":
         if isinstance(obj, (types.ModuleType, Tensor)):
             return MISSING
-        own = obj.__dict__ if isinstance(obj, type) else getattr(obj, "__dict__", None)
-        if own is None:
+        try:  # an instance's or a class's own namespace, never through __getattr__
+            own = object.__getattribute__(obj, "__dict__")
+        except AttributeError:
             return MISSING
         return own.get(key, MISSING) if isinstance(own, (dict, types.MappingProxyType)) else MISSING
     if type(obj) is dict:

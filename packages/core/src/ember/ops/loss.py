@@ -305,7 +305,7 @@ def _nll(input, target, weight, ignore_index, reduction, n_classes):
     safe, wt, valid = _target_weights(xp, t, n_classes, None if weight is None else weight._data, ignore_index,
                                       arr.dtype)
     # an ignored target adds 0, whatever its row holds (NaN or inf logits at padding)
-    per = xp.where(valid, -(wt * xp.take_along_axis(arr, safe[:, None], axis=1)[:, 0]), 0).astype(arr.dtype, copy=False)
+    per = xp.where(valid, -(wt * xp.take_along_axis(arr, safe[:, None], axis=1)[:, 0]), 0)
     denom = None
     if reduction == "none":
         out = per.reshape(()) if unbatched else per

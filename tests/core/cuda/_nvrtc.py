@@ -1,7 +1,8 @@
-"""NVRTC through ctypes, from the ``nvidia-cuda-nvrtc-cu12`` wheel: compiles CUDA C++ to
-PTX on a machine without a GPU (no driver is needed to compile), as cupy does at launch,
-and on to machine code (NVRTC runs ptxas for a real architecture), whose resource report
-tells registers, spills and shared memory per kernel."""
+"""NVRTC through ctypes, from NVIDIA's wheel (``nvidia-cuda-nvrtc-cu12``, whose library lies
+in ``nvidia/cuda_nvrtc/lib``, or CUDA 13's ``nvidia-cuda-nvrtc``, in ``nvidia/cu13/lib``):
+compiles CUDA C++ to PTX on a machine without a GPU (no driver is needed to compile), as
+cupy does at launch, and on to machine code (NVRTC runs ptxas for a real architecture),
+whose resource report tells registers, spills and shared memory per kernel."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import glob
 import os
 import re
 
-import nvidia.cuda_nvrtc
+import nvidia
 
 # the machine the project's GPU runs are measured on (H200: compute capability 9.0)
 ARCH = "compute_90"
@@ -19,8 +20,13 @@ OPTIONS = ("-std=c++17",)  # what ember.cuda.kernels.function passes to cupy
 
 
 def _library():
-    folder = os.path.join(list(nvidia.cuda_nvrtc.__path__)[0], "lib")
-    return ctypes.CDLL(sorted(glob.glob(os.path.join(folder, "libnvrtc.so.*")))[0])
+    """The newest libnvrtc any installed NVIDIA wheel holds."""
+    found = [path for folder in nvidia.__path__
+             for path in glob.glob(os.path.join(folder, "*", "lib", "libnvrtc.so.*"))]
+    if not found:
+        raise ImportError(f"no libnvrtc.so in the nvidia wheels at {list(nvidia.__path__)}: "
+                          f"install nvidia-cuda-nvrtc-cu12")
+    return ctypes.CDLL(max(found, key=lambda path: int(re.search(r"libnvrtc\.so\.(\d+)", path).group(1))))
 
 
 _NVRTC = _library()

@@ -6,6 +6,8 @@ import numpy
 
 from .._device import CPU
 
+_RESHAPE_TAKES_COPY = numpy.lib.NumpyVersion(numpy.__version__) >= "2.1.0"
+
 
 class NumpyBackend:
     """Arrays on the CPU through numpy."""
@@ -43,7 +45,8 @@ class NumpyBackend:
     def fft(self):
         return numpy.fft
 
-    def new_bit_generator(self, seed: int):
+    def new_bit_generator(self, seed: int, reserve=None):
+        """numpy's PCG64 from ``seed``; ``reserve`` (a counter-based stream's) is unused."""
         return numpy.random.Generator(numpy.random.PCG64(seed))
 
     def storage_dtype(self, d):
@@ -68,12 +71,17 @@ class NumpyBackend:
     # ---- memory layout -----------------------------------------------------------
     def reshape_view(self, arr, shape):
         """``arr`` reshaped as a view, or None when its strides do not allow one."""
-        out = arr.view()
+        if not _RESHAPE_TAKES_COPY:
+            out = arr.view()
+            try:
+                out.shape = shape  # deprecated from numpy 2.5, the only way before 2.1
+            except AttributeError:
+                return None
+            return out
         try:
-            out.shape = shape
-        except AttributeError:
+            return numpy.reshape(arr, shape, copy=False)
+        except ValueError:  # the strides allow no view
             return None
-        return out
 
     def byte_strides(self, arr):
         return arr.strides

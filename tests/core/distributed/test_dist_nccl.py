@@ -88,7 +88,7 @@ def test_a_cpu_tensor_in_a_nccl_group_raises_torchs_error():
 # reduction plan only views, multiplies and reshapes)
 _NCCL = SimpleNamespace(NCCL_SUM=0, NCCL_PROD=1, NCCL_MAX=2, NCCL_MIN=3, NCCL_UINT8=1, NCCL_FLOAT32=7,
                         NCCL_FLOAT64=8, NCCL_INT64=4)
-_PG = SimpleNamespace(_nccl=SimpleNamespace(nccl=_NCCL, type_of=lambda name: getattr(_NCCL, _nccl._TYPES[name])))
+_PG = SimpleNamespace(_nccl=SimpleNamespace(nccl=_NCCL, type_of=lambda name: getattr(_NCCL, _nccl.TYPES[name])))
 
 
 def test_reductions_nccl_lacks_are_composed():

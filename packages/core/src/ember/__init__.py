@@ -26,6 +26,7 @@ from ._dtype import (
     uint8,
 )
 from ._dtype import bool_ as bool  # noqa: A001  (torch.bool)
+from ._errors import OutOfMemoryError
 from ._layout import layout, sparse_coo, strided
 from ._legacy import TENSOR_TYPES as _TENSOR_TYPES
 from ._memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format

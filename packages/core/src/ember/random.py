@@ -23,14 +23,14 @@ class Generator:
     """A random stream on one device (torch.Generator): ``ember.Generator(device="cpu")``.
 
     ``device`` (a string or a device) is where the random ops that take this generator draw
-    their values; it starts from torch's documented default seed 67280421310721. The values
-    come from numpy's (or cupy's) bit generators, so a seed gives other numbers than
-    torch's.
+    their values; it starts from torch's documented default seed 67280421310721. On the CPU
+    the values come from numpy's PCG64, so a seed gives other numbers than torch's.
 
-    Beside the bit generator it holds a Philox offset (torch's CUDA generator state: seed
-    and offset): counter-based kernels (cuda dropout) draw from ``(initial_seed(),
-    offset)`` and advance the offset by the counters they use, through
-    ``philox_seed_offset``. ``manual_seed`` and ``seed`` reset it to 0; the state saves it."""
+    Beside it the generator holds a Philox offset (torch's CUDA generator state: seed and
+    offset): counter-based draws take ``(initial_seed(), offset)`` and advance the offset by
+    the blocks they use, through ``philox_seed_offset``. Every draw of a cuda generator is
+    one (``ember.cuda._philox``), so its seed and offset are its whole state. ``manual_seed``
+    and ``seed`` reset the offset to 0; the state saves it."""
 
     def __init__(self, device="cpu"):
         from .backends import backend_for_device
@@ -45,7 +45,7 @@ class Generator:
         if not -0x8000_0000_0000_0000 <= seed <= 0xFFFF_FFFF_FFFF_FFFF:
             raise RuntimeError(f"Overflow when unpacking long long: {seed}")
         self._initial_seed = seed & 0xFFFF_FFFF_FFFF_FFFF
-        self.bit_generator = self._backend.new_bit_generator(self._initial_seed)
+        self.bit_generator = self._backend.new_bit_generator(self._initial_seed, self.philox_seed_offset)
         self._philox_offset = 0
         return self
 
@@ -70,9 +70,8 @@ class Generator:
 
     def get_state(self):
         """The generator's state as a uint8 tensor (opaque; pass it back to set_state): the
-        seed, the bit generator's state where it has one to read (numpy's do; cupy's keep
-        theirs on the device, unread, so a cuda state restores the seed and the Philox
-        offset, not the draws of cupy's generator) and the Philox offset once it moved."""
+        seed, numpy's bit generator state on the CPU, and the Philox offset once it moved
+        (all a cuda generator's draws depend on)."""
         from . import _dtype as D
         from .ops.creation import tensor
         inner = getattr(self.bit_generator.bit_generator, "state", None)
@@ -126,6 +125,9 @@ _generators: dict = {}
 def default_generator(device=None) -> Generator:
     """The default Generator of ``device`` (cpu when None)."""
     dev = to_device(device) if device is not None else to_device("cpu")
+    if dev.type == "cuda" and dev.index is None:  # a bare "cuda": the current device
+        from .backends import cuda_index
+        dev = to_device(f"cuda:{cuda_index(dev)}")
     key = (dev.type, dev.index or 0)
     gen = _generators.get(key)
     if gen is None:

@@ -24,8 +24,7 @@ def ops_for(dtype):
     return ["SUM", "AVG", "PRODUCT", "MIN", "MAX", "PREMUL_SUM"]
 
 
-
-NCCL_DTYPES = [d for d in DTYPES if d != "bfloat16"]  # cupy has no bfloat16
+NCCL_DTYPES = DTYPES  # bfloat16 as cupy 14 stores it (ml_dtypes), NCCL_BFLOAT16 on the wire
 
 
 def nccl_ops(dtype):

@@ -47,7 +47,8 @@ class autocast:
 
     Raises:
         ValueError: ``device_type`` is not a string.
-        RuntimeError: an unsupported ``device_type``.
+        RuntimeError: an unsupported ``device_type``; bfloat16 on 'cuda' where
+            ``ember.cuda.is_bf16_supported()`` is False.
 
     Warns (UserWarning, and disables itself): a dtype other than bfloat16/float16, or
     'cuda' when CUDA is not available.
@@ -64,6 +65,8 @@ class autocast:
                 if not cuda.is_available():
                     warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", stacklevel=2)
                     enabled = False
+                elif self.fast_dtype == D.bfloat16 and not cuda.is_bf16_supported():
+                    raise RuntimeError("Current CUDA Device does not support bfloat16. Please switch dtype to float16.")
             elif self.fast_dtype not in (D.bfloat16, D.float16):
                 name = device_type.upper()
                 warnings.warn(f"In {name} autocast, but the target dtype is not supported. Disabling autocast.\n"

@@ -59,13 +59,22 @@ def cpu_backend(name: str):
         set_cpu_backend(prev)
 
 
+def cuda_index(dev) -> int:
+    """The CUDA device ``dev`` names: its index, or the current device for a bare "cuda" (0
+    where no GPU answers, so that making its backend raises torch's error)."""
+    if dev.index is not None:
+        return dev.index
+    from .. import cuda as ember_cuda  # this package's own ``cuda`` is torch.backends.cuda's flags
+    return ember_cuda.current_device() if ember_cuda.is_available() else 0
+
+
 def backend_for_device(dev):
     """The backend that stores tensors on ``dev`` (an ember.device)."""
     if dev.type == "cpu":
         return _cpu
     if dev.type == "meta":
         return _meta()
-    index = dev.index or 0
+    index = dev.index if dev.index is not None else cuda_index(dev)
     be = _cuda_backends.get(index)
     if be is None:
         from .cupy_backend import CupyBackend

@@ -90,7 +90,7 @@ class ArrayApiStrictBackend:
     def fft(self):
         return array_api_strict.fft
 
-    def new_bit_generator(self, seed: int):
+    def new_bit_generator(self, seed: int, reserve=None):
         return numpy.random.Generator(numpy.random.PCG64(seed))
 
     def storage_dtype(self, d):

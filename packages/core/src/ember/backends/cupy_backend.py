@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import numpy
+
 from .._device import device
+
+
+def bfloat16_supported(cupy) -> bool:
+    """Whether this cupy stores bfloat16 arrays: from CuPy 14 on, as ml_dtypes' bfloat16, with
+    numpy 2.1.2 or later (CuPy's upgrade guide, "Minimal support for bfloat16")."""
+    return (int(cupy.__version__.split(".")[0]) >= 14
+            and numpy.lib.NumpyVersion(numpy.__version__) >= "2.1.2")
 
 
 class CupyBackend:
     """Arrays on CUDA device ``index`` through cupy."""
 
     def __init__(self, index: int):
-        try:
-            import cupy
-        except ImportError as e:
+        from .. import cuda
+        if cuda._cupy_module() is None:
             # torch's CPU build raises AssertionError here, in these words, which programs match
             raise AssertionError("Torch not compiled with CUDA enabled (ember was installed without CUDA support: "
-                                 "install the 'cuda' extra, cupy-cuda12x)") from e
+                                 "install the 'cuda' extra, cupy-cuda12x)")
+        cupy = cuda._require()  # torch's RuntimeError where cupy finds no GPU
         if index >= cupy.cuda.runtime.getDeviceCount():
             raise RuntimeError(f"CUDA error: invalid device ordinal {index}")
+        from ..cuda import memory
+        memory.install(cupy)
         self.xp = cupy
         self.index = index
         self.name = f"cuda:{index}"
@@ -56,12 +67,16 @@ class CupyBackend:
     def fft(self):
         return self.xp.fft
 
-    def new_bit_generator(self, seed: int):
-        return self.xp.random.Generator(self.xp.random.XORWOW(seed))
+    def new_bit_generator(self, seed: int, reserve):
+        """The draws of a cuda Generator: counter-based (Philox), taking their blocks from
+        ``reserve`` (the Generator's ``philox_seed_offset``); ``seed`` is the Generator's."""
+        from ..cuda._philox import CurandPhilox, PhiloxDraws
+        return PhiloxDraws(CurandPhilox.on(self.xp, self.index), reserve, self.xp)
 
     def storage_dtype(self, d):
-        if d.name == "bfloat16":
-            raise TypeError("bfloat16 tensors are not supported on cuda by this backend (cupy has no bfloat16)")
+        if d.name == "bfloat16" and not bfloat16_supported(self.xp):
+            raise TypeError(f"bfloat16 cuda tensors need CuPy 14 or later and numpy 2.1.2 or later; this is CuPy "
+                            f"{self.xp.__version__} with numpy {numpy.__version__}")
         return d.np
 
     def dtype_of(self, arr):

@@ -271,7 +271,7 @@ class MetaBackend(NumpyBackend):
         raise NotImplementedError(_NO_DATA + " Please use ember.nn.Module.to_empty() instead of ember.nn.Module.to() "
                                   "when moving module from meta to a different device.")
 
-    def new_bit_generator(self, seed: int):
+    def new_bit_generator(self, seed: int, reserve=None):
         return _MetaGenerator()
 
     def copy(self, arr):

@@ -5,7 +5,8 @@ Without cupy, ember.cuda behaves as torch's CPU build: queries answer False, 0 o
 the memory counters read 0, and calls that need a device raise torch's
 ``AssertionError("Torch not compiled with CUDA enabled")``. With cupy but no GPU, they raise
 RuntimeError("No CUDA GPUs are available"), as torch's CUDA build does. The caching
-allocator is cupy's memory pool, reported through the memory calls.
+allocator is cupy's memory pool, counted by ``ember.cuda.memory``; streams and events are
+cupy's, in ``ember.cuda.streams``.
 """
 
 from __future__ import annotations
@@ -14,13 +15,31 @@ import functools
 
 from .. import _legacy
 from . import amp  # noqa: F401  (torch.cuda.amp, deprecated by torch for ember.amp)
+from ._context import device, device_of
+from ._properties import _CudaDeviceProperties
+from .memory import (
+    OutOfMemoryError,
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    mem_get_info,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    reset_max_memory_allocated,
+    reset_max_memory_cached,
+    reset_peak_memory_stats,
+)
+from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize", "manual_seed",
            "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state", "set_rng_state",
            "get_rng_state_all", "set_rng_state_all", "is_initialized", "init", "is_bf16_supported",
            "get_device_name", "get_device_capability", "get_device_properties", "empty_cache", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats",
-           "memory_stats", "mem_get_info", "get_arch_list"]
+           "reset_max_memory_allocated", "reset_max_memory_cached", "memory_stats", "mem_get_info", "get_arch_list",
+           "OutOfMemoryError", "device", "device_of", "Stream", "Event", "StreamContext", "stream",
+           "current_stream", "default_stream", "set_stream"]
 
 # the legacy typed classes of cuda tensors: ember.cuda.FloatTensor, ...
 globals().update(_legacy.CUDA_TENSOR_TYPES)
@@ -103,18 +122,17 @@ def synchronize(device=None) -> None:
         cp.cuda.runtime.deviceSynchronize()
 
 
-def get_device_properties(device=None):
-    """cupy's property dict of ``device`` (name, totalGlobalMem, major, minor, ...)."""
-    cp = _require()
-    index = device if isinstance(device, int) else getattr(device, "index", None)
-    return cp.cuda.runtime.getDeviceProperties(index if index is not None else current_device())
+def get_device_properties(device=None) -> _CudaDeviceProperties:
+    """The properties of CUDA device ``device`` (an index, a device, or None for the current
+    one): ``name``, ``major``, ``minor``, ``total_memory`` (bytes), ``multi_processor_count``,
+    ``L2_cache_size`` (bytes), ... (torch.cuda.get_device_properties); errors as ``init``."""
+    return _CudaDeviceProperties(_require().cuda.runtime.getDeviceProperties(_index(device)))
 
 
 def get_device_name(device=None) -> str:
     """The name of CUDA device ``device`` (an index or a device; the current one when None)
     (torch.cuda.get_device_name); errors as ``init``."""
-    name = get_device_properties(device)["name"]
-    return name.decode() if isinstance(name, bytes) else name
+    return get_device_properties(device).name
 
 
 def get_device_capability(device=None) -> tuple[int, int]:
@@ -122,88 +140,26 @@ def get_device_capability(device=None) -> tuple[int, int]:
     device; the current one when None) (torch.cuda.get_device_capability); errors as
     ``init``."""
     props = get_device_properties(device)
-    return props["major"], props["minor"]
+    return props.major, props.minor
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
-    """Whether the current GPU runs bfloat16: compute capability 8.0 or later; False without
-    one (torch.cuda.is_bf16_supported). ``including_emulation`` is accepted and unused."""
-    return is_available() and get_device_capability()[0] >= 8
+    """Whether bfloat16 cuda tensors work here (torch.cuda.is_bf16_supported): False without a
+    GPU or with a cupy that stores no bfloat16 (before CuPy 14); True on compute capability
+    8.0 or later, which computes in bfloat16 natively; on older GPUs ``including_emulation``
+    (cupy converts through float32 there)."""
+    if not is_available():
+        return False
+    from ..backends.cupy_backend import bfloat16_supported
+    if not bfloat16_supported(_cupy()):
+        return False
+    return get_device_capability()[0] >= 8 or including_emulation
 
 
 def get_arch_list() -> list:
     """The architectures ember's kernels were built for: none ahead of time (cupy compiles
     them at run time), as torch's CPU build reports."""
     return []
-
-
-# ---- memory: cupy's pool -----------------------------------------------------------
-
-def _pool():
-    return _cupy().get_default_memory_pool() if is_available() and is_initialized() else None
-
-
-def empty_cache() -> None:
-    """Give the pool's unused blocks back to the driver (a no-op without a GPU)."""
-    pool = _pool()
-    if pool is not None:
-        pool.free_all_blocks()
-
-
-def memory_allocated(device=None) -> int:
-    """Bytes held by live cuda tensors in cupy's memory pool: 0 before any GPU use, as torch
-    (torch.cuda.memory_allocated). ``device`` is accepted; the pool is the current device's."""
-    pool = _pool()
-    return pool.used_bytes() if pool is not None else 0
-
-
-def memory_reserved(device=None) -> int:
-    """Bytes cupy's memory pool holds, used or cached (torch.cuda.memory_reserved). ``device``
-    is accepted; the pool is the current device's."""
-    pool = _pool()
-    return pool.total_bytes() if pool is not None else 0
-
-
-def _peak_unsupported():
-    if _pool() is not None:
-        raise RuntimeError("ember does not track the peak of cupy's memory pool yet; memory_allocated() gives the "
-                           "current use")
-    return 0
-
-
-def max_memory_allocated(device=None) -> int:
-    """The peak of ``memory_allocated`` (torch.cuda.max_memory_allocated): 0 before any GPU
-    use; after it RuntimeError, since ember does not track the pool's peak. ``device`` is
-    accepted."""
-    return _peak_unsupported()
-
-
-def max_memory_reserved(device=None) -> int:
-    """The peak of ``memory_reserved`` (torch.cuda.max_memory_reserved): 0 before any GPU use;
-    after it RuntimeError, since ember does not track the pool's peak. ``device`` is
-    accepted."""
-    return _peak_unsupported()
-
-
-def reset_peak_memory_stats(device=None) -> None:
-    """Reset the memory peaks of ``device``: a no-op (torch.cuda.reset_peak_memory_stats).
-    torch's CPU build has no such function and raises AttributeError; ember keeps programs
-    that call it running."""
-
-
-def memory_stats(device=None) -> dict:
-    """Allocator statistics (torch.cuda.memory_stats): empty before any GPU use, as torch;
-    after it ``allocated_bytes.all.current`` and ``reserved_bytes.all.current`` only.
-    ``device`` is accepted; the pool is the current device's."""
-    if _pool() is None:
-        return {}
-    return {"allocated_bytes.all.current": memory_allocated(), "reserved_bytes.all.current": memory_reserved()}
-
-
-def mem_get_info(device=None) -> tuple[int, int]:
-    """``(free, total)`` bytes of the current CUDA device, from the driver
-    (torch.cuda.mem_get_info). ``device`` is accepted and unused; errors as ``init``."""
-    return tuple(_require().cuda.runtime.memGetInfo())
 
 
 # ---- random ------------------------------------------------------------------------

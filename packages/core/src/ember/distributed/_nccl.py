@@ -34,11 +34,11 @@ from ._work import Work
 
 __all__ = ["available", "unavailable_reason", "Communicator", "local_device", "abort_all", "CudaWork"]
 
-# numpy dtype name -> NCCL datatype name (float16 included; int16 and uint16 NCCL lacks)
-_TYPES = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "bool": "NCCL_UINT8", "int32": "NCCL_INT32",
+# numpy dtype name -> NCCL datatype name (the half types included; int16 and uint16 NCCL lacks)
+TYPES = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "bool": "NCCL_UINT8", "int32": "NCCL_INT32",
           "uint32": "NCCL_UINT32", "int64": "NCCL_INT64", "uint64": "NCCL_UINT64", "float16": "NCCL_FLOAT16",
-          "float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64", "complex64": "NCCL_FLOAT32",
-          "complex128": "NCCL_FLOAT64"}
+          "bfloat16": "NCCL_BFLOAT16", "float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64",
+          "complex64": "NCCL_FLOAT32", "complex128": "NCCL_FLOAT64"}
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # communicators to abort when the watchdog ends the job
 
 
@@ -104,7 +104,7 @@ class Communicator:
         _LIVE.add(self)
 
     def type_of(self, name: str) -> int:
-        return getattr(self.nccl, _TYPES[name])
+        return getattr(self.nccl, TYPES[name])
 
     def destroy(self) -> None:
         if self.comm is not None:

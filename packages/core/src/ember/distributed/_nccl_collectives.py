@@ -13,7 +13,7 @@ from any rank: ``tag`` is ignored, and ``src=None`` raises ValueError.
 from __future__ import annotations
 
 from .._tensor import Tensor
-from . import _watchdog
+from . import _nccl, _watchdog
 from ._group import ReduceOp
 from ._nccl import CudaWork
 
@@ -39,8 +39,7 @@ def _array(pg, tensor, what: str):
     if arr.device.id != pg._nccl.device:
         raise ValueError(f"{what} is on cuda:{arr.device.id} but this rank's NCCL communicator is on "
                          f"cuda:{pg._nccl.device}")
-    if arr.dtype.name not in ("int8", "uint8", "bool", "int32", "uint32", "int64", "uint64", "float16", "float32",
-                              "float64", "complex64", "complex128"):
+    if arr.dtype.name not in _nccl.TYPES:
         raise RuntimeError(f"Unsupported data type for NCCL process group: {tensor.dtype}")
     return arr
 

@@ -89,7 +89,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
     import numpy
 
-    from ..ops.creation import _gen
+    from ..ops.creation import _gen, _host
     from ..ops.creation import tensor as _tensor
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may "
@@ -108,11 +108,11 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     count = 0
     while count < n:
         if by_normal:
-            s = numpy.asarray(g.normal(mean, std, size=n))
+            s = _host(g.normal(mean, std, size=n))
             s = s[(s >= lo) & (s <= hi)]
         else:
-            s = numpy.asarray(g.uniform(a, b, size=n))
-            keep = numpy.log(numpy.asarray(g.random(size=n))) <= -0.5 * ((s - mean) / std) ** 2 - log_peak
+            s = _host(g.uniform(a, b, size=n))
+            keep = numpy.log(_host(g.random(size=n))) <= -0.5 * ((s - mean) / std) ** 2 - log_peak
             s = s[keep]
         kept.append(s)
         count += s.size
@@ -253,11 +253,11 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
     import numpy
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
-    from ..ops.creation import _gen
+    from ..ops.creation import _gen, _host
     from ..ops.creation import tensor as _tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = numpy.asarray(_gen(generator, tensor.device).standard_normal((rows, cols)))
+    flat = _host(_gen(generator, tensor.device).standard_normal((rows, cols)))
     if rows < cols:
         flat = flat.T
     q, r = numpy.linalg.qr(flat)

@@ -404,6 +404,12 @@ def _gen(generator, device):
     return (generator or default_generator(to_device(device))).bit_generator
 
 
+def _host(arr) -> numpy.ndarray:
+    """A draw as a numpy array, for the samplers that compute on the host around it."""
+    from ..backends import backend_of_array
+    return backend_of_array(arr).to_host(arr)
+
+
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """Samples uniform on [0, 1) in a tensor of shape ``size`` (torch.rand).
 
@@ -627,10 +633,10 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     if not replacement and num_samples > rows.shape[-1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     if replacement:
-        out = numpy.stack([g.choice(rows.shape[-1], size=num_samples, p=r / r.sum()) for r in rows])
+        out = numpy.stack([_host(g.choice(rows.shape[-1], size=num_samples, p=r / r.sum())) for r in rows])
     else:
         # an exponential race: the first arrivals of Exp(w) clocks are a draw without
         # replacement; zero weights never arrive, so they follow in random order
-        clocks = g.exponential(size=rows.shape) / numpy.where(rows > 0, rows, 1.0)
+        clocks = _host(g.exponential(size=rows.shape)) / numpy.where(rows > 0, rows, 1.0)
         out = numpy.lexsort((clocks, rows == 0), axis=-1)[:, :num_samples]
     return _make(be(input).xp.asarray(out.reshape(w.shape[:-1] + (num_samples,)).astype(numpy.int64)), D.int64)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 from ._fetch import create_fetcher
+from ._pin_memory import pin_memory
 
 __all__ = ["BaseDataLoaderIter", "SingleProcessDataLoaderIter"]
 
@@ -16,6 +17,11 @@ def draw_base_seed(generator) -> int:
     from ...random import default_generator
     g = generator if generator is not None else default_generator()
     return int(g.bit_generator.integers(0, 2 ** 63 - 1))
+
+
+def _cuda_available() -> bool:
+    from ... import cuda
+    return cuda.is_available()
 
 
 class BaseDataLoaderIter:
@@ -32,8 +38,9 @@ class BaseDataLoaderIter:
         self._timeout = loader.timeout
         self._collate_fn = loader.collate_fn
         self._persistent_workers = loader.persistent_workers
-        if loader.pin_memory:
-            # No accelerator memory is pinned on CPU: torch warns the same way.
+        self._pin_memory = loader.pin_memory and _cuda_available()
+        if loader.pin_memory and not self._pin_memory:
+            # without a GPU nothing is pinned: torch warns the same way
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
                           "then device pinned memory won't be used.", stacklevel=3)
         self._sampler_iter = iter(self._index_sampler)
@@ -56,6 +63,8 @@ class BaseDataLoaderIter:
 
     def __next__(self):
         data = self._next_data()
+        if self._pin_memory:
+            data = pin_memory(data)
         self._num_yielded += 1
         if (self._dataset_kind == "iterable" and self._IterableDataset_len_called is not None
                 and self._num_yielded > self._IterableDataset_len_called):

@@ -41,7 +41,9 @@ class DataLoader:
         collate_fn: merges a list of samples (default_collate, or default_convert when
             batching is off).
         drop_last (bool): drop the last incomplete batch.
-        pin_memory (bool): accepted; there is no pinned memory on CPU (a UserWarning, as torch).
+        pin_memory (bool): with a GPU, each batch's tensors are copied to page-locked host memory
+            before the batch is returned (``ember.utils.data._pin_memory``); without one, a
+            UserWarning, as torch.
         pin_memory_device (str): accepted and kept as an attribute (deprecated in torch).
         timeout (float): seconds to wait for a batch from the workers before a RuntimeError.
         worker_init_fn: called as ``worker_init_fn(worker_id)`` in each worker after seeding.

@@ -6,8 +6,6 @@ import numpy
 
 from .._device import CPU
 
-_RESHAPE_TAKES_COPY = numpy.lib.NumpyVersion(numpy.__version__) >= "2.1.0"
-
 
 class NumpyBackend:
     """Arrays on the CPU through numpy."""
@@ -71,13 +69,6 @@ class NumpyBackend:
     # ---- memory layout -----------------------------------------------------------
     def reshape_view(self, arr, shape):
         """``arr`` reshaped as a view, or None when its strides do not allow one."""
-        if not _RESHAPE_TAKES_COPY:
-            out = arr.view()
-            try:
-                out.shape = shape  # deprecated from numpy 2.5, the only way before 2.1
-            except AttributeError:
-                return None
-            return out
         try:
             return numpy.reshape(arr, shape, copy=False)
         except ValueError:  # the strides allow no view

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import collections.abc
 
-from .collate import _copy_mapping, _copy_sequence, _is_namedtuple
+from .collate import _is_namedtuple, rebuild_mapping, rebuild_sequence
 
 __all__ = ["pin_memory"]
 
@@ -21,27 +21,11 @@ def pin_memory(data, device=None):
     if isinstance(data, (str, bytes)):
         return data
     if isinstance(data, collections.abc.Mapping):
-        pinned = {key: pin_memory(value, device) for key, value in data.items()}
-        try:
-            if isinstance(data, collections.abc.MutableMapping):
-                clone = _copy_mapping(data)
-                clone.update(pinned)
-                return clone
-            return type(data)(pinned)
-        except TypeError:
-            return pinned
+        return rebuild_mapping(data, {key: pin_memory(value, device) for key, value in data.items()})
     if _is_namedtuple(data):
         return type(data)(*(pin_memory(item, device) for item in data))
     if isinstance(data, tuple):
         return type(data)(pin_memory(item, device) for item in data)
     if isinstance(data, collections.abc.Sequence):
-        try:
-            if isinstance(data, collections.abc.MutableSequence):
-                clone = _copy_sequence(data)
-                for i, item in enumerate(data):
-                    clone[i] = pin_memory(item, device)
-                return clone
-            return type(data)([pin_memory(item, device) for item in data])
-        except TypeError:
-            return [pin_memory(item, device) for item in data]
+        return rebuild_sequence(data, [pin_memory(item, device) for item in data])
     return data

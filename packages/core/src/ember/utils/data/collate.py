@@ -6,6 +6,7 @@ Source: https://pytorch.org/docs/stable/data.html#working-with-collate-fn
 from __future__ import annotations
 
 import collections.abc
+import copy
 import numbers
 
 import numpy
@@ -39,30 +40,13 @@ def default_convert(data):
     if isinstance(data, numpy.generic) and data.dtype.char not in _NP_STR_KINDS:
         return as_tensor(numpy.asarray(data))
     if isinstance(data, collections.abc.Mapping):
-        converted = {k: default_convert(data[k]) for k in data}
-        try:
-            if isinstance(data, collections.abc.MutableMapping):
-                clone = _copy_mapping(data)  # keeps e.g. a defaultdict's factory
-                clone.update(converted)
-                return clone
-            return type(data)(converted)
-        except TypeError:
-            return converted
+        return rebuild_mapping(data, {k: default_convert(data[k]) for k in data})
     if _is_namedtuple(data):
         return type(data)(*(default_convert(d) for d in data))
     if isinstance(data, tuple):
         return [default_convert(d) for d in data]
     if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
-        converted = [default_convert(d) for d in data]
-        try:
-            if isinstance(data, collections.abc.MutableSequence):
-                clone = _copy_sequence(data)
-                for i, d in enumerate(converted):
-                    clone[i] = d
-                return clone
-            return type(data)(converted)
-        except TypeError:
-            return converted
+        return rebuild_sequence(data, [default_convert(d) for d in data])
     return data
 
 
@@ -105,15 +89,7 @@ def default_collate(batch):
     if isinstance(elem, (str, bytes)):
         return batch
     if isinstance(elem, collections.abc.Mapping):
-        collated = {key: default_collate([d[key] for d in batch]) for key in elem}
-        try:
-            if isinstance(elem, collections.abc.MutableMapping):
-                clone = _copy_mapping(elem)
-                clone.update(collated)
-                return clone
-            return type(elem)(collated)
-        except TypeError:
-            return collated
+        return rebuild_mapping(elem, {key: default_collate([d[key] for d in batch]) for key in elem})
     if _is_namedtuple(elem):
         return type(elem)(*(default_collate(samples) for samples in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
@@ -122,25 +98,34 @@ def default_collate(batch):
         if not all(len(e) == size for e in it):
             raise RuntimeError("each element in list of batch should be of equal size")
         transposed = list(zip(*batch))
-        if isinstance(elem, tuple):
-            return [default_collate(samples) for samples in transposed]
-        try:
-            if isinstance(elem, collections.abc.MutableSequence):
-                clone = _copy_sequence(elem)
-                for i, samples in enumerate(transposed):
-                    clone[i] = default_collate(samples)
-                return clone
-            return type(elem)([default_collate(samples) for samples in transposed])
-        except TypeError:
-            return [default_collate(samples) for samples in transposed]
+        collated = [default_collate(samples) for samples in transposed]
+        return collated if isinstance(elem, tuple) else rebuild_sequence(elem, collated)
     raise TypeError(_ERR.format(type(elem)))
 
 
-def _copy_mapping(m):
-    import copy
-    return copy.copy(m)
+def rebuild_mapping(template, values: dict):
+    """``values`` as a mapping of ``template``'s type: a mutable one is copied and updated
+    (which keeps, say, a defaultdict's factory), another built from the dict, and a type
+    that cannot be built either way gives the plain dict (torch's rule)."""
+    try:
+        if isinstance(template, collections.abc.MutableMapping):
+            clone = copy.copy(template)
+            clone.update(values)
+            return clone
+        return type(template)(values)
+    except TypeError:
+        return values
 
 
-def _copy_sequence(s):
-    import copy
-    return copy.copy(s)
+def rebuild_sequence(template, values: list):
+    """``values`` as a sequence of ``template``'s type, by the same rule as
+    ``rebuild_mapping`` (a plain list where the type cannot be built, such as ``range``)."""
+    try:
+        if isinstance(template, collections.abc.MutableSequence):
+            clone = copy.copy(template)
+            for i, value in enumerate(values):
+                clone[i] = value
+            return clone
+        return type(template)(values)
+    except TypeError:
+        return values

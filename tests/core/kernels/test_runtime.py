@@ -119,6 +119,7 @@ def test_cache_honours_numba_cache_dir(tmp_path):
 
 
 def test_a_second_install_of_the_same_sources_loads_the_compiled_kernel(tmp_path):
+    # with numba 0.68 or later; earlier ones (0.62 to 0.67 were tried) compile it again there
     # the same kernel module in two folders, as ember in two virtual environments
     code = """
         import numpy as np, probe_kernel
@@ -140,7 +141,9 @@ def test_a_second_install_of_the_same_sources_loads_the_compiled_kernel(tmp_path
         assert proc.returncode == 0, proc.stderr
         seen.append(proc.stdout.split())
     # (hits, misses): the first compiles, the second only loads
-    assert seen == [["0", "1"], ["1", "0"]]
+    import numba
+    loads = tuple(int(p) for p in numba.__version__.split(".")[:2]) >= (0, 68)
+    assert seen == [["0", "1"], ["1", "0"] if loads else ["0", "1"]]
 
 
 FEATURES_AFTER_ENABLE = """

@@ -74,7 +74,7 @@ def backend_for_device(dev):
         return _cpu
     if dev.type == "meta":
         return _meta()
-    index = dev.index if dev.index is not None else cuda_index(dev)
+    index = cuda_index(dev)
     be = _cuda_backends.get(index)
     if be is None:
         from .cupy_backend import CupyBackend

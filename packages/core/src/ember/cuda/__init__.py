@@ -122,7 +122,7 @@ def synchronize(device=None) -> None:
         cp.cuda.runtime.deviceSynchronize()
 
 
-def get_device_properties(device=None) -> _CudaDeviceProperties:
+def get_device_properties(device=None):
     """The properties of CUDA device ``device`` (an index, a device, or None for the current
     one): ``name``, ``major``, ``minor``, ``total_memory`` (bytes), ``multi_processor_count``,
     ``L2_cache_size`` (bytes), ... (torch.cuda.get_device_properties); errors as ``init``."""

@@ -15,8 +15,9 @@ class PoolOutOfMemory(MemoryError):
 
 
 class StandInPool:
-    """cupy's pool as the allocator sees it: blocks rounded up to 512 bytes, cached on free,
-    ``used_bytes``/``total_bytes`` of the current device, out of memory past ``capacity``."""
+    """cupy's pool as the allocator sees it: blocks rounded up to 512 bytes that go back to
+    the pool's cache when the last reference to them goes, ``used_bytes``/``total_bytes`` of
+    the current device, out of memory past ``capacity``."""
 
     def __init__(self, capacity):
         self.capacity, self.used, self.cached = capacity, 0, 0
@@ -25,14 +26,9 @@ class StandInPool:
         rounded = -(-size // 512) * 512
         if self.used + rounded > self.capacity:
             raise PoolOutOfMemory(size)
-        reuse = min(self.cached, rounded)
-        self.cached -= reuse
+        self.cached -= min(self.cached, rounded)
         self.used += rounded
-        return SimpleNamespace(mem=SimpleNamespace(size=rounded))
-
-    def free(self, pointer):
-        self.used -= pointer.mem.size
-        self.cached += pointer.mem.size
+        return Block(self, rounded)
 
     def used_bytes(self):
         return self.used
@@ -41,33 +37,50 @@ class StandInPool:
         return self.used + self.cached
 
 
+class Block:
+    def __init__(self, pool, size):
+        self.pool, self.mem = pool, SimpleNamespace(size=size)
+
+    def __del__(self):
+        self.pool.used -= self.mem.size
+        self.pool.cached += self.mem.size
+
+
+def _hand_out(block, owner, device):
+    """The pointer cupy would get: it keeps the owner (and through it the block) alive."""
+    return SimpleNamespace(mem=block.mem, owner=owner, device=device)
+
+
 def _allocator(capacity=1 << 20, device=0):
     pool = StandInPool(capacity)
-    return pool, CountingAllocator(pool, PoolOutOfMemory, lambda: device, lambda: (capacity - pool.used, capacity))
+    return pool, CountingAllocator(pool, PoolOutOfMemory, lambda: device, lambda: (capacity - pool.used, capacity),
+                                   _hand_out)
 
 
 def test_peaks_and_totals_follow_allocations_and_frees():
     pool, alloc = _allocator()
     a = alloc(1000)  # 1024 bytes
     b = alloc(3000)  # 3072
-    pool.free(a)
-    c = alloc(100)  # 512, from the cache
     counts = alloc.counters(0)
+    assert counts.live == 4096 == pool.used_bytes()
+    del a  # its block goes back to the pool's cache
+    assert counts.live == 3072 == pool.used_bytes()
+    c = alloc(100)  # 512, from the cache
     assert (counts.allocations, counts.allocated_bytes) == (3, 1024 + 3072 + 512)
-    assert counts.peak_allocated == 4096 and pool.used_bytes() == 3584
-    assert counts.peak_reserved == 4096 and pool.total_bytes() == 4096
-    pool.free(b)
-    pool.free(c)
+    assert counts.live == 3584 == pool.used_bytes() and pool.total_bytes() == 4096
+    assert alloc.peaks(0) == (4096, 4096)
+    del b, c
+    assert counts.live == 0 == pool.used_bytes()
     alloc.reset_peaks(0)
-    assert (counts.peak_allocated, counts.peak_reserved) == (0, 4096)
-    alloc(512)
-    assert counts.peak_allocated == 512 and counts.allocations == 4
+    assert alloc.peaks(0) == (0, 4096)  # the cache still holds the blocks
+    d = alloc(512)
+    assert alloc.peaks(0) == (512, 4096) and counts.allocations == 4 and d.device == 0
 
 
 def test_each_device_counts_apart():
     pool = StandInPool(1 << 20)
     device = [0]
-    alloc = CountingAllocator(pool, PoolOutOfMemory, lambda: device[0], lambda: (0, 0))
+    alloc = CountingAllocator(pool, PoolOutOfMemory, lambda: device[0], lambda: (0, 0), _hand_out)
     alloc(512)
     device[0] = 1
     alloc(1024)

@@ -38,6 +38,7 @@ class DeviceCounters:
     """What one device's allocations have added up to (bytes as the pool rounds them)."""
 
     def __init__(self):
+        self.live = 0  # bytes of the blocks handed out and not yet given back
         self.peak_allocated = 0
         self.peak_reserved = 0
         self.allocated_bytes = 0  # every allocation's bytes, freed since or not
@@ -45,9 +46,25 @@ class DeviceCounters:
         self.ooms = 0
 
 
+class _Held:
+    """The owner of a pooled block while arrays use it: when the last one goes, its bytes
+    leave the device's live count and the block goes back to the pool."""
+
+    __slots__ = ("block", "counts", "size")
+
+    def __init__(self, block, counts: DeviceCounters, size: int):
+        self.block, self.counts, self.size = block, counts, size
+
+    def __del__(self):
+        self.counts.live -= self.size
+
+
 class CountingAllocator:
     """cupy's allocator interface (``size`` in bytes -> a ``MemoryPointer``) over ``pool``,
-    counting per device.
+    counting per device in constant time: each block is handed out through an owner that
+    takes its bytes off the live count when freed (cupy's ``used_bytes``/``total_bytes``
+    walk every block, too slow for every allocation). The pool's reserved bytes only grow
+    until ``empty_cache``, so their peak is read when asked for and before the cache empties.
 
     Args:
         pool: cupy's ``MemoryPool`` (``malloc``, and ``used_bytes``/``total_bytes`` of the
@@ -55,13 +72,16 @@ class CountingAllocator:
         out_of_memory: the exception type ``pool.malloc`` raises when memory runs out.
         current_device: ``() -> int``, the current CUDA device.
         mem_get_info: ``() -> (free, total)`` bytes of the current device, from the driver.
+        hand_out: ``(block, owner, device) -> pointer``, the pointer given to cupy for a
+            pooled block, keeping ``owner`` alive as long as it lives.
     """
 
-    def __init__(self, pool, out_of_memory, current_device, mem_get_info):
+    def __init__(self, pool, out_of_memory, current_device, mem_get_info, hand_out):
         self.pool = pool
         self.out_of_memory = out_of_memory
         self.current_device = current_device
         self.mem_get_info = mem_get_info
+        self.hand_out = hand_out
         self.devices: dict[int, DeviceCounters] = {}
 
     def counters(self, index: int) -> DeviceCounters:
@@ -71,15 +91,16 @@ class CountingAllocator:
         index = self.current_device()
         counts = self.counters(index)
         try:
-            pointer = self.pool.malloc(size)
+            block = self.pool.malloc(size)
         except self.out_of_memory as e:
             counts.ooms += 1
             raise OutOfMemoryError(self._message(size, index)) from e
+        rounded = block.mem.size
         counts.allocations += 1
-        counts.allocated_bytes += pointer.mem.size
-        counts.peak_allocated = max(counts.peak_allocated, self.pool.used_bytes())
-        counts.peak_reserved = max(counts.peak_reserved, self.pool.total_bytes())
-        return pointer
+        counts.allocated_bytes += rounded
+        counts.live += rounded
+        counts.peak_allocated = max(counts.peak_allocated, counts.live)
+        return self.hand_out(block, _Held(block, counts, rounded), index)
 
     def _message(self, size: int, index: int) -> str:
         free, total = self.mem_get_info()
@@ -89,9 +110,17 @@ class CountingAllocator:
                 f"{format_size(used)} is allocated by ember, and {format_size(reserved - used)} is reserved by ember "
                 f"but unallocated.")
 
+    def peaks(self, index: int) -> tuple[int, int]:
+        """The allocated and reserved peaks of device ``index`` (the current one): blocks
+        made before the allocator was set count from when they are read."""
+        counts = self.counters(index)
+        counts.peak_allocated = max(counts.peak_allocated, self.pool.used_bytes())
+        counts.peak_reserved = max(counts.peak_reserved, self.pool.total_bytes())
+        return counts.peak_allocated, counts.peak_reserved
+
     def reset_peaks(self, index: int) -> None:
         counts = self.counters(index)
-        counts.peak_allocated = self.pool.used_bytes()
+        counts.peak_allocated = counts.live
         counts.peak_reserved = self.pool.total_bytes()
 
 
@@ -104,9 +133,13 @@ def install(cupy) -> None:
     then read only the default pool's current bytes."""
     global _allocator
     if _allocator is None:
-        pool = cupy.get_default_memory_pool()
-        _allocator = CountingAllocator(pool, cupy.cuda.memory.OutOfMemoryError,
-                                       cupy.cuda.runtime.getDevice, cupy.cuda.runtime.memGetInfo)
+        pool, memory = cupy.get_default_memory_pool(), cupy.cuda.memory
+
+        def hand_out(block, owner, index):
+            return memory.MemoryPointer(memory.UnownedMemory(block.ptr, block.mem.size, owner, index), 0)
+
+        _allocator = CountingAllocator(pool, memory.OutOfMemoryError, cupy.cuda.runtime.getDevice,
+                                       cupy.cuda.runtime.memGetInfo, hand_out)
         if cupy.cuda.get_allocator() == pool.malloc:
             cupy.cuda.set_allocator(_allocator)
 
@@ -132,6 +165,7 @@ def empty_cache() -> None:
         cp = _require()
         for index in range(device_count()):
             with cp.cuda.Device(index):
+                _allocator.peaks(index)  # the reserved peak, before the cache shrinks
                 _allocator.pool.free_all_blocks()
 
 
@@ -154,14 +188,14 @@ def max_memory_allocated(device=None) -> int:
     """The peak of ``memory_allocated`` on ``device`` since the start or the last
     ``reset_peak_memory_stats`` (torch.cuda.max_memory_allocated); 0 before any GPU use."""
     with _on(device) as (allocator, index):
-        return allocator.counters(index).peak_allocated if allocator else 0
+        return allocator.peaks(index)[0] if allocator else 0
 
 
 def max_memory_reserved(device=None) -> int:
     """The peak of ``memory_reserved`` on ``device`` since the start or the last
     ``reset_peak_memory_stats`` (torch.cuda.max_memory_reserved); 0 before any GPU use."""
     with _on(device) as (allocator, index):
-        return allocator.counters(index).peak_reserved if allocator else 0
+        return allocator.peaks(index)[1] if allocator else 0
 
 
 def reset_peak_memory_stats(device=None) -> None:
@@ -192,11 +226,11 @@ def memory_stats(device=None) -> dict:
     with _on(device) as (allocator, index):
         if not allocator:
             return {}
-        counts, used = allocator.counters(index), allocator.pool.used_bytes()
-        return {"allocated_bytes.all.current": used, "allocated_bytes.all.peak": counts.peak_allocated,
+        counts, (peak_allocated, peak_reserved) = allocator.counters(index), allocator.peaks(index)
+        return {"allocated_bytes.all.current": allocator.pool.used_bytes(), "allocated_bytes.all.peak": peak_allocated,
                 "allocated_bytes.all.allocated": counts.allocated_bytes,
                 "reserved_bytes.all.current": allocator.pool.total_bytes(),
-                "reserved_bytes.all.peak": counts.peak_reserved,
+                "reserved_bytes.all.peak": peak_reserved,
                 "allocation.all.allocated": counts.allocations, "num_ooms": counts.ooms}
 
 

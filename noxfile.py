@@ -39,9 +39,10 @@ ORACLE = "torch==2.13.0"
 TEST_DEPS = ["pytest>=8", "hypothesis>=6", "array-api-strict>=2.4", "safetensors>=0.4", ORACLE]
 # Test-only references and clients, per package (installed with the oracle).
 TEST_EXTRAS = {
-    # nvrtc: CUDA's runtime compiler, so every kernel source is compiled (to PTX, no GPU needed)
+    # nvrtc: CUDA's runtime compiler, so every kernel source is compiled (to PTX, no GPU needed);
+    # the runtime wheel brings the headers the kernels include (cuda_fp16.h, cuda_bf16.h)
     "core": ["tensorboard>=2.14", "pillow>=10", "matplotlib>=3.7", "onnx>=1.17", "onnxruntime>=1.20", "mpi4py>=4.0",
-             "nvidia-cuda-nvrtc-cu12>=12.4"],
+             "nvidia-cuda-nvrtc-cu12>=12.4", "nvidia-cuda-runtime-cu12>=12.4"],
     "integration": ["tensorboard>=2.14", "pillow>=10", "onnx>=1.17", "onnxruntime>=1.20", "mpi4py>=4.0"],
     "text": ["transformers>=4.46"],
     "audio": ["librosa>=0.11,<0.12", "transformers>=4.46", "pillow>=10"],

@@ -63,6 +63,17 @@ def transformer_step(L):
     return step
 
 
+def transformer_amp_step(L):
+    layer = L.nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.0, batch_first=True).to("cuda")
+    x = L.randn(32, 128, 512, device="cuda", requires_grad=True)
+
+    def step():
+        with L.autocast("cuda", dtype=L.bfloat16):
+            out = layer(x)
+        out.float().sum().backward()
+    return step
+
+
 def resnet18_step(L):
     if L.__name__ == "torch":
         import torchvision.models as models
@@ -103,6 +114,14 @@ def gelu_bandwidth(L):
 
 def attention_step(L):
     q, k, v = (L.randn(16, 16, 1024, 64, device="cuda", requires_grad=True) for _ in range(3))
+
+    def step():
+        L.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
+    return step
+
+
+def attention_half_step(L):
+    q, k, v = (L.randn(16, 16, 1024, 64, device="cuda", dtype=L.float16, requires_grad=True) for _ in range(3))
 
     def step():
         L.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
@@ -178,6 +197,7 @@ BANDWIDTH_BOUND = ("softmax [8192, 8192]", "layer_norm [8192, 8192]", "gelu [819
 
 WORKLOADS = [("MLP AdamW step [512, 1024->4096->1024]", mlp_step),
              ("Transformer layer fwd+bwd [32, 128, 512]", transformer_step),
+             ("Transformer layer, autocast bfloat16", transformer_amp_step),
              ("ResNet18 SGD step, batch 64", resnet18_step),
              ("softmax [8192, 8192]", softmax_bandwidth),
              ("layer_norm [8192, 8192]", layer_norm_bandwidth),
@@ -186,6 +206,7 @@ WORKLOADS = [("MLP AdamW step [512, 1024->4096->1024]", mlp_step),
              ("conv2d 3x3 fwd+bwd [32, 64, 56, 56] -> 64", conv_step),
              ("depthwise conv 3x3 fwd+bwd [32, 128, 56, 56]", depthwise_step),
              ("causal SDPA fwd+bwd [16, 16, 1024, 64]", attention_step),
+             ("causal SDPA float16 [16, 16, 1024, 64]", attention_half_step),
              ("key-padding SDPA fwd+bwd [8, 12, 512, 64]", masked_attention_step),
              ("LSTM(512, 512) fwd+bwd [64, 32, 512]", lstm_step),
              ("cross_entropy fwd+bwd [8192, 32000]", cross_entropy_step),

@@ -388,3 +388,29 @@ def test_recurrent_layers_under_autocast(name):
     for e, t in zip(e_flat, t_flat):
         assert dname(e.dtype) == AUTOCAST_DTYPES[name]
         assert_same(e.float(), t, rtol=3e-2, atol=3e-2)
+
+
+def test_transformer_layer_under_autocast_matches_torch():
+    """A Transformer encoder layer's training step under bfloat16 autocast: attention's
+    products in bfloat16 feeding float32 residuals, the gradients back through the casts.
+    Tolerance: a few bfloat16 roundings (2**-8 each) of values of order one."""
+    torch.manual_seed(0)
+    t_layer = torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    e_layer = ember.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    e_layer.load_state_dict({k: to_ember(v) for k, v in t_layer.state_dict().items()})
+    x = torch.randn(2, 5, 16, requires_grad=True)
+    e_x = to_ember(x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        t_out = t_layer(x)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        e_out = e_layer(e_x)
+    assert e_out.dtype is ember.float32  # the last layer norm runs in float32
+    assert_same(e_out, t_out, rtol=5e-2, atol=5e-2)
+    t_out.square().sum().backward()
+    e_out.square().sum().backward()
+    assert_same(e_x.grad, x.grad, rtol=5e-2, atol=5e-2)
+    t_params = dict(t_layer.named_parameters())
+    for name, p in e_layer.named_parameters():
+        assert p.grad.dtype is ember.float32, name
+        scale = float(t_params[name].grad.abs().max())
+        assert_same(p.grad, t_params[name].grad, rtol=5e-2, atol=5e-2 * max(1.0, scale))

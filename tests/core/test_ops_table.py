@@ -1274,6 +1274,32 @@ def test_errors(name, i):
         _run(ember, op, s, op.grad)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_results_hold_arrays_of_their_dtype(dtype):
+    # numpy multiplies bfloat16 into float32 and scipy answers integers in float64: every
+    # output and gradient of every entry run on half-precision inputs must still hold an
+    # array of the dtype it reports (entries that refuse those inputs are left out)
+    import ml_dtypes
+    np_dtype = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    wrong = []
+    for op in OPS:
+        for s in op.samples:
+            try:
+                args, leaves = build(ember, s, op.grad, dtype=np_dtype)
+                out = op.fn(ember, *args, **s.kwargs)
+            except (RuntimeError, NotImplementedError, ValueError, TypeError, BufferError):
+                continue
+            grads = []
+            outs = [o for o in tensors_of(out) if o.requires_grad]
+            if outs and leaves:
+                total = sum(o.float().sum() for o in outs)
+                grads = [g for g in ember.autograd.grad(total, leaves, allow_unused=True) if g is not None]
+            for t in tensors_of(out) + grads:
+                if t._data.dtype != np.dtype(t.dtype.np):
+                    wrong.append(f"{op.name} {s.name}: {t.dtype} holding {t._data.dtype}")
+    assert not wrong, wrong
+
+
 def test_table_covers_required_ops():
     required = """add sub mul div eq ne lt le gt ge abs neg exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid relu
     clamp where maximum minimum sum mean prod max_dim min_dim argmax var std logsumexp norm all_any view reshape

@@ -7,6 +7,7 @@ with each parameter bound to its element as cupy binds it (``row`` by its row, `
 its column, ``scalar`` to its one value)."""
 
 import ctypes
+import functools
 import hashlib
 import os
 import shutil
@@ -39,15 +40,16 @@ static double host_shared[1 << 16];
 """
 
 
+@functools.lru_cache(maxsize=None)
 def _build(source: str):
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    folder = tempfile.mkdtemp(prefix="ember-host-")
-    cpp, lib = os.path.join(folder, f"{digest}.cpp"), os.path.join(folder, f"{digest}.so")
-    with open(cpp, "w") as f:
-        f.write(source)
-    subprocess.run([COMPILER, "-O1", "-shared", "-fPIC", "-x", "c++", cpp, "-o", lib], check=True,
-                   capture_output=True, text=True)
-    return ctypes.CDLL(lib)
+    with tempfile.TemporaryDirectory(prefix="ember-host-") as folder:
+        cpp, lib = os.path.join(folder, f"{digest}.cpp"), os.path.join(folder, f"{digest}.so")
+        with open(cpp, "w") as f:
+            f.write(source)
+        subprocess.run([COMPILER, "-O1", "-shared", "-fPIC", "-x", "c++", cpp, "-o", lib], check=True,
+                       capture_output=True, text=True)
+        return ctypes.CDLL(lib)  # loaded: the file may go
 
 
 def _row_source(kernel) -> str:

@@ -16,20 +16,44 @@ import nvidia
 # the machine the project's GPU runs are measured on (H200: compute capability 9.0)
 ARCH = "compute_90"
 MACHINE_ARCH = "sm_90"
-OPTIONS = ("-std=c++17",)  # what ember.cuda.kernels.function passes to cupy
 
 
-def _library():
+def _library_path() -> str:
     """The newest libnvrtc any installed NVIDIA wheel holds."""
     found = [path for folder in nvidia.__path__
              for path in glob.glob(os.path.join(folder, "*", "lib", "libnvrtc.so.*"))]
     if not found:
         raise ImportError(f"no libnvrtc.so in the nvidia wheels at {list(nvidia.__path__)}: "
                           f"install nvidia-cuda-nvrtc-cu12")
-    return ctypes.CDLL(max(found, key=lambda path: int(re.search(r"libnvrtc\.so\.(\d+)", path).group(1))))
+    return max(found, key=lambda path: int(re.search(r"libnvrtc\.so\.(\d+)", path).group(1)))
 
 
-_NVRTC = _library()
+def _load(path: str):
+    # libnvrtc opens its builtins library by name at each compile; loaded first, from the same
+    # folder, that name resolves without the folder on the loader's path
+    for builtins in glob.glob(os.path.join(os.path.dirname(path), "libnvrtc-builtins.so.*")):
+        ctypes.CDLL(builtins, mode=ctypes.RTLD_GLOBAL)
+    return ctypes.CDLL(path)
+
+
+def _include_dir(library: str) -> str:
+    """CUDA's headers (cuda_fp16.h, cuda_bf16.h), which cupy puts on NVRTC's include path:
+    beside the library in CUDA 13's ``nvidia/cu13``, else in ``nvidia-cuda-runtime-cu12``'s
+    ``nvidia/cuda_runtime/include``."""
+    beside = os.path.join(os.path.dirname(os.path.dirname(library)), "include")
+    found = [beside] if os.path.exists(os.path.join(beside, "cuda_fp16.h")) else [
+        os.path.dirname(path) for folder in nvidia.__path__
+        for path in glob.glob(os.path.join(folder, "*", "include", "cuda_fp16.h"))]
+    if not found:
+        raise ImportError(f"no cuda_fp16.h in the nvidia wheels at {list(nvidia.__path__)}: "
+                          f"install nvidia-cuda-runtime-cu12")
+    return found[0]
+
+
+_PATH = _library_path()
+_NVRTC = _load(_PATH)
+# what ember.cuda.kernels.function passes to cupy, and the include folder cupy adds
+OPTIONS = ("-std=c++17", f"-I{_include_dir(_PATH)}")
 
 
 class CompileError(Exception):

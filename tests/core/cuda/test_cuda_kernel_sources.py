@@ -42,7 +42,7 @@ def test_machine_code_neither_spills_nor_outgrows_shared_memory(family):
 
 def test_attention_blocks_use_the_shared_memory_and_registers_planned():
     found = _resources("attention")
-    for dtype in ("float32", "float64"):
+    for dtype in attention.TILES:
         for kernel in ("forward", "backward_kv", "backward_q"):
             used = found[f"attention_{kernel}_{dtype}"]
             assert used["shared"] == attention.shared_bytes(kernel, dtype) <= attention.SHARED_LIMIT

@@ -9,6 +9,7 @@ import re
 import sys
 import types
 
+import ml_dtypes  # noqa: F401  (numpy's "bfloat16" dtype)
 import numpy as np
 import pytest
 
@@ -44,12 +45,16 @@ for _name in ("ascontiguousarray", "empty", "empty_like", "zeros", "full", "asar
               "moveaxis", "matmul"):
     setattr(_CUPY, _name, _wrap(getattr(np, _name)))
 _CUPY.empty = _wrap(np.zeros)  # the recorder runs no kernel: products of what it "wrote" stay finite
+# cupy's products keep bfloat16 (cuBLAS's bfloat16 GEMM); ml_dtypes' numpy product gives float32
+_CUPY.matmul = lambda a, b: _fake(np.matmul(a, b).astype(np.result_type(a, b), copy=False))
 
 # C type of a value argument -> numpy scalar type; of a pointer's element -> numpy dtype
 _VALUES = {"long long": np.int64, "int": np.int32, "float": np.float32, "double": np.float64,
            "unsigned long long": np.uint64}
-_ELEMENTS = {"float": "float32", "double": "float64", "long long": "int64", "unsigned long long": "uint64",
-             "short": "int16", "int": "int32", "unsigned int": "uint32", "bool": "bool"}
+_ELEMENTS = {"float": "float32", "double": "float64", "__half": "float16", "__nv_bfloat16": "bfloat16",
+             "long long": "int64", "unsigned long long": "uint64", "short": "int16", "int": "int32",
+             "unsigned int": "uint32", "bool": "bool"}
+DTYPES = ["float32", "float64", "float16", "bfloat16"]
 
 
 def _signatures():
@@ -107,7 +112,7 @@ def _rand(*shape, dtype="float32"):
     return _fake(np.random.default_rng(0).standard_normal(shape).astype(dtype))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_loss_launchers(launches, dtype):
     x = _rand(5, 7, dtype=dtype)
     t = _fake(np.array([0, 6, 2, -100, 3]))
@@ -122,14 +127,15 @@ def test_loss_launchers(launches, dtype):
     assert launches[0][2] == (5,)  # one block per row
 
 
-def test_embedding_launcher(launches):
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_embedding_launcher(launches, dtype):
     for scale, padding in ((False, None), (True, 2)):
-        out = embedding.backward(_rand(4, 3), _fake(np.array([1, 2, 2, 0], np.int32)), 10, padding, scale)
-        assert out.shape == (10, 3)
+        out = embedding.backward(_rand(4, 3, dtype=dtype), _fake(np.array([1, 2, 2, 0], np.int32)), 10, padding, scale)
+        assert out.shape == (10, 3) and out.dtype == np.dtype(dtype)  # summed in float32, rounded once
     assert len(launches) == 2
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_dropout_launchers(launches, dtype):
     x = _rand(3, 5, dtype=dtype)
     dropout.apply(x, 0.3, 1 / 0.7, 2 ** 63 + 5, 17)
@@ -142,7 +148,7 @@ def test_dropout_launchers(launches, dtype):
 
 
 @pytest.mark.parametrize("nd", [1, 2, 3])
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_pool_launchers(launches, nd, dtype):
     size = (7, 6, 5)[:nd]
     geo = _Geom(size, (3,) * nd, (2,) * nd, (1,) * nd, (1,) * nd, True)
@@ -157,7 +163,7 @@ def test_pool_launchers(launches, nd, dtype):
     assert len(launches) == 6
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_rnn_launchers(launches, dtype):
     b, h = 3, 5
 
@@ -172,7 +178,7 @@ def test_rnn_launchers(launches, dtype):
     assert [n for _, n, *_ in launches] == names
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_optimizer_launchers(launches, dtype):
     params = [_rand(3, dtype=dtype), _rand(optim.CHUNK + 1, dtype=dtype), _rand(0, dtype=dtype)]
     optim.adam([(p, _rand(*p.shape, dtype=dtype), _rand(*p.shape, dtype=dtype), _rand(*p.shape, dtype=dtype), None, 2)
@@ -185,7 +191,7 @@ def test_optimizer_launchers(launches, dtype):
     assert [launch[2] for launch in launches] == [(3,)] * 3  # chunks: 1 + 2 (the empty tensor has none)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_softmax_and_norm_launchers(launches, dtype):
     x, g = _rand(4, 6, dtype=dtype), _rand(4, 6, dtype=dtype)
     for log in (False, True):
@@ -199,7 +205,7 @@ def test_softmax_and_norm_launchers(launches, dtype):
     assert len(launches) == 4 + 1 + 2 + 1 + 1
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_conv_launchers(launches, dtype):
     x, b = _rand(2, 4, 7, 6, dtype=dtype), _rand(6, dtype=dtype)
     geo = dict(stride=(2, 1), pad=((1, 1), (0, 1)), dilation=(1, 2), groups=2)
@@ -231,7 +237,7 @@ def test_conv_launchers(launches, dtype):
     assert out.shape == (0, 4, 3, 3) and len(launches) == 1
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_attention_launchers(launches, dtype):
     q, k, v = _rand(2, 3, 19, 8, dtype=dtype), _rand(2, 3, 21, 8, dtype=dtype), _rand(1, 3, 21, 5, dtype=dtype)
     masks = [None, _fake(np.random.default_rng(1).random((19, 21)) > 0.5), _rand(3, 1, 21, dtype=dtype)]
@@ -239,8 +245,9 @@ def test_attention_launchers(launches, dtype):
         float_mask = mask is not None and mask.dtype != np.bool_
         out, lse = attention.forward(q, k, v, mask, mask is None, 0.3)
         assert out.shape == (2, 3, 19, 5) and lse.shape == (2, 3, 19)
+        assert out.dtype == np.dtype(dtype) and lse.dtype == (np.float64 if dtype == "float64" else np.float32)
         dq, dk, dv, ds = attention.backward(_rand(*out.shape, dtype=dtype), q, k, v, _rand(*out.shape, dtype=dtype),
-                                            _rand(2, 3, 19, dtype=dtype), mask, mask is None, 0.3, float_mask)
+                                            lse, mask, mask is None, 0.3, float_mask)
         assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == (2, 3, 21, 5)  # broadcast value
         assert (ds is None) != float_mask and (ds is None or ds.shape == (2, 3, 19, 21))
     bq, bk = attention.TILES[dtype]

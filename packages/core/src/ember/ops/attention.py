@@ -123,13 +123,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             m = attn_mask._data
             scores = xp.where(m, scores, -xp.inf) if attn_mask.dtype is D.bool_ else scores + m
         probs = _softmax_rows(xp, scores)
+    # numpy multiplies bfloat16 into float32: the probabilities and the output are rounded to
+    # the inputs' dtype, as torch's math path computes them in it
+    probs = probs.astype(q.dtype, copy=False)
     keep = None
     if dropout_p > 0.0:  # torch's math path: a contiguous result
         keep = _dropout_multiplier(query, probs.shape, dropout_p)
         out = blas_matmul(probs * keep, v)
     else:
         out = blas_matmul(probs, v, out=_empty_heads(xp, q, q.shape[:-1] + v.shape[-1:], k, v))
-    r = _make(out, query.dtype)
+    r = _make(out.astype(q.dtype, copy=False), query.dtype)
     float_mask = attn_mask if attn_mask is not None and attn_mask.dtype is not D.bool_ else None
     if needs_grad(query, key, value, float_mask):
         mask_grad = float_mask is not None and needs_grad(float_mask)

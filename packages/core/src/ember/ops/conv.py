@@ -412,7 +412,7 @@ def _conv(x, w, b, stride, pad, dilation, groups):
     # the weight gradient multiplies by the same columns: keep them rather than unfold twice
     arr, cols = _conv_fwd(be(x).xp, x._data, w._data, None if b is None else b._data, stride, pad, dilation,
                           groups, keep_cols=grad and w._requires_grad)
-    r = _make(arr, x.dtype)
+    r = _make(arr.astype(x._data.dtype, copy=False), x.dtype)  # numpy multiplies bfloat16 into float32
     if grad:
         record("ConvolutionBackward0", _conv_rule, (x, w, b), r,
                (x, w, b is not None and b._requires_grad, stride, pad, dilation, groups, cols,
@@ -453,7 +453,8 @@ _conv_rule.on_arrays = _conv_rule_arrays
 
 
 def _conv_input_grad(g, w, xshape, stride, pad, dilation, groups, name="ConvolutionBackwardBackward0"):
-    r = _make(_conv_dx(be(g).xp, g._data, w._data, xshape, stride, pad, dilation, groups), g.dtype)
+    r = _make(_conv_dx(be(g).xp, g._data, w._data, xshape, stride, pad, dilation, groups).astype(
+        g._data.dtype, copy=False), g.dtype)
     if needs_grad(g, w):
         record(name, _input_grad_rule, (g, w), r, (g, w, stride, pad, dilation, groups))
     return r
@@ -467,7 +468,8 @@ def _input_grad_rule(gg, g, w, stride, pad, dilation, groups):
 
 
 def _conv_weight_grad(x, g, wshape, stride, pad, dilation, groups, kept_cols=None):
-    r = _make(_conv_dw(be(x).xp, x._data, g._data, wshape, stride, pad, dilation, groups, kept_cols), x.dtype)
+    r = _make(_conv_dw(be(x).xp, x._data, g._data, wshape, stride, pad, dilation, groups, kept_cols).astype(
+        x._data.dtype, copy=False), x.dtype)
     if needs_grad(x, g):
         record("ConvolutionBackwardBackward1", _weight_grad_rule, (x, g), r, (x, g, stride, pad, dilation, groups))
     return r
@@ -486,7 +488,7 @@ def _conv_t(x, w, b, out_shape, stride, pad, dilation, groups):
     arr = _conv_dx(xp, x._data, w._data, out_shape, stride, pad, dilation, groups)
     if b is not None:
         arr += b._data.reshape((-1,) + (1,) * (arr.ndim - 2))
-    r = _make(arr, x.dtype)
+    r = _make(arr.astype(x._data.dtype, copy=False), x.dtype)
     if needs_grad(x, w, b):
         record("ConvolutionBackward0", _conv_t_rule, (x, w, b), r,
                (x, w, b is not None and b._requires_grad, stride, pad, dilation, groups,

@@ -1035,7 +1035,8 @@ def sigmoid(input, *, out=None):
     if dt in _PLAIN_FLOATS and input.dtype is dt and _big(input._data) and kernels.accepts(input._data):
         r = _make(kernels.activation.sigmoid(input._data), dt)  # one pass, over the threads
     elif type(input._data) is _ndarray and dt in _PLAIN_FLOATS:
-        r = _fast_result(_expit(input._data), dt)  # scipy's logistic function: one pass, never overflows
+        # scipy's logistic function: one pass, never overflows (of integers: in the float dtype)
+        r = _fast_result(_expit(operand(input, dt)), dt)
     else:
         bk = be(input)
         xp = bk.xp

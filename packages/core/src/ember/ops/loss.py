@@ -200,7 +200,8 @@ def _cross_entropy_fused(input, target, weight, ignore_index, reduction, smoothi
     elif reduction == "mean":
         total = wt.sum()
         loss = loss.sum() / total  # 0 / 0 is NaN when every target is ignored, as torch
-    r = _make(loss, input.dtype)
+    # summed in the kernels' accumulation dtype, rounded once (torch's half-precision loss)
+    r = _make(loss.astype(input._data.dtype, copy=False), input.dtype)
     if needs_grad(input):
         record("AddBackward0" if smoothing else "NllLossBackward0", _cross_entropy_fused_rule, (input,), r,
                (input, lse, t, w, total, ignore_index, float(smoothing)))

@@ -467,7 +467,9 @@ def _avg_pool(input, nd, kernel_size, stride, padding, ceil_mode, count_include_
             shape = [1] * nd
             shape[i] = -1
             div = div * cnt.reshape(shape)
-        div = div.astype(x._data.dtype)
+        # counts in the type the sums divide in: float32 for the half types (bfloat16 would
+        # round a count above 256)
+        div = div.astype(xp.float32 if x.dtype in (D.float16, D.bfloat16) else x._data.dtype)
     r = _avg_forward(x, geo, div)
     return r.squeeze(0) if unbatched else r
 

@@ -10,9 +10,15 @@ element (or one group of elements) per thread until the grid is full, several be
 
 import numpy
 
-# The C++ types of the dtypes the kernels are instantiated for (float16 and bfloat16 come
-# with cupy's headers, at launch time, where cuda_fp16.h is on the include path).
-CTYPES = {"float32": "float", "float64": "double"}
+# The C++ types of the dtypes the kernels are instantiated for: float16 and bfloat16 are
+# cuda_fp16.h's __half and cuda_bf16.h's __nv_bfloat16 (cupy puts CUDA's include folder on
+# NVRTC's path).
+CTYPES = {"float32": "float", "float64": "double", "float16": "__half", "bfloat16": "__nv_bfloat16"}
+# The dtype each one computes and accumulates in, as torch's CUDA kernels do (its "opmath"
+# type): the half types load into float and round once, on the store. Row statistics that a
+# backward reads again (log-sum-exp, mean, rstd) are kept in this dtype too.
+ACC_DTYPES = {"float32": "float32", "float64": "float64", "float16": "float32", "bfloat16": "float32"}
+ACC_CTYPES = {name: CTYPES[acc] for name, acc in ACC_DTYPES.items()}
 
 PRELUDE = r"""
 template <typename T> struct acc;  // the type a kernel accumulates T in, and its -inf
@@ -52,6 +58,23 @@ template <typename A, bool IS_MAX> __device__ A block_reduce(A v, A* shared, A i
 }
 """
 
+# the half types' accumulation type (each specialization after its type's header)
+HALF = r"""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+template <> struct acc<__half> {
+  typedef float type;
+  static __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+};
+template <> struct acc<__nv_bfloat16> {
+  typedef float type;
+  static __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+};
+"""
+
+# what every family's source starts with
+KERNEL_PRELUDE = PRELUDE + HALF
+
 # for (long long i = first thread's index; i < n; i += threads in the grid): every element once
 GRID_LOOP = r"""
 #define GRID_LOOP(i, n) \
@@ -64,6 +87,16 @@ MAX_BLOCKS = 1 << 20  # beyond this many blocks each thread loops (the grid stay
 
 # a null pointer argument: cupy passes None as 0xffffffff, not as NULL (cupy issue 9046)
 NULL = numpy.uint64(0)
+
+
+def acc_dtype(dtype) -> numpy.dtype:
+    """The dtype a kernel computes ``dtype``'s arrays in (``ACC_DTYPES``)."""
+    return numpy.dtype(ACC_DTYPES[getattr(dtype, "name", dtype)])
+
+
+def acc_scalar(dtype, value):
+    """``value`` as a scalar argument of ``dtype``'s accumulation type (float32 or float64)."""
+    return acc_dtype(dtype).type(value)
 
 
 def pointer(a):

@@ -4,7 +4,8 @@ arXiv:2205.14135, and FlashAttention-2, arXiv:2307.08691): the forward of
 ``ops/attention.py``'s ``scaled_dot_product_attention`` without dropout, and its gradient.
 
 Shapes: ``q`` ``[BH, L, E]``, ``k`` ``[BH, S, E]``, ``v`` ``[BH, S, Ev]`` (``BH = B * H``,
-C-contiguous, ``1 <= E, Ev <= E_MAX``), float32 or float64, accumulated in the same type.
+C-contiguous, ``1 <= E, Ev <= E_MAX``), float32, float64, float16 or bfloat16, the half
+types loaded into float32 tiles and accumulated there (``_common.ACC_DTYPES``).
 Scores ``s_ij = (q_i . k_j) * scale + mask_ij``, ``-inf`` where masked: ``j > i`` under
 ``causal`` (top-left aligned, torch's ``tril(ones(L, S))``), where a boolean mask is
 False; a float mask is added. The mask is one contiguous array read through four element
@@ -28,7 +29,7 @@ strides over ``[B, H, L, S]`` (0 along the dims it broadcasts over: ``plan``).
   written out as ``[BH, L, S]``. Two kernels rather than atomic adds into ``dq``: each
   output element is written by one thread, so results do not depend on scheduling.
 
-Tiles (``TILES``): ``BQ = BK = 16`` for float32, 8 for float64, so that a block's static
+Tiles (``TILES``): ``BQ = BK = 16`` for float32 and the half types, 8 for float64, so that a block's static
 shared memory stays under 48 KiB at ``E = Ev = E_MAX`` (``shared_bytes``). Each thread
 keeps ``ceil(tile rows * E_MAX / THREADS)`` accumulators in registers.
 """
@@ -39,13 +40,14 @@ from typing import NamedTuple
 
 import numpy
 
-from ._common import CTYPES, PRELUDE, is_cupy, on_cupy, pointer
+from ._common import ACC_CTYPES, CTYPES, KERNEL_PRELUDE, acc_dtype, is_cupy, on_cupy, pointer
 
 __all__ = ["E_MAX", "TILES", "THREADS", "Plan", "accepts", "backward", "forward", "plan", "shared_bytes"]
 
 E_MAX = 128  # the largest head dim (query/key and value alike)
 THREADS = 128  # threads per block
-TILES = {"float32": (16, 16), "float64": (8, 8)}  # (query rows, key rows) per tile
+# (query rows, key rows) per tile; the tiles hold the accumulation type
+TILES = {"float32": (16, 16), "float64": (8, 8), "float16": (16, 16), "bfloat16": (16, 16)}
 SHARED_LIMIT = 48 << 10  # static shared memory per block
 _KSTRIDE = E_MAX + 1  # key/value rows in shared memory: threads reading one column of several rows hit distinct banks
 
@@ -94,7 +96,7 @@ __device__ __forceinline__ A prob(A s, A lse) {{
 template <typename T, int BQ, int BK>
 __device__ void attention_forward(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                                   const bool* __restrict__ bmask, const T* __restrict__ fmask, T* __restrict__ out,
-                                  T* __restrict__ lse, PROBLEM) {{
+                                  typename acc<T>::type* __restrict__ lse, PROBLEM) {{
   typedef typename acc<T>::type A;
   const A neg_inf = acc<T>::neg_inf();
   __shared__ A qs[BQ * E_MAX], ks[BK * KSTRIDE], vs[BK * KSTRIDE], ps[BQ * BK];
@@ -166,7 +168,7 @@ __device__ void attention_forward(const T* __restrict__ q, const T* __restrict__
   }}
   if (threadIdx.x < BQ && q0 + threadIdx.x < L) {{
     const A l = row_sum[threadIdx.x];
-    lse[bh * L + q0 + threadIdx.x] = (T)(l == 0 ? neg_inf : row_max[threadIdx.x] + log(l));
+    lse[bh * L + q0 + threadIdx.x] = l == 0 ? neg_inf : row_max[threadIdx.x] + log(l);
   }}
 }}
 
@@ -193,21 +195,22 @@ __device__ __forceinline__ void tile_grads(const A* qs, const A* gs, const A* ks
 
 // the row statistics of query rows [q0, q0 + BQ): lse (-inf past L: no probability) and D
 template <typename T, typename A, int BQ>
-__device__ __forceinline__ void load_row_stats(A* lse_s, A* delta_s, const T* __restrict__ lse,
-                                               const T* __restrict__ delta, long long row0, long long q0,
+__device__ __forceinline__ void load_row_stats(A* lse_s, A* delta_s, const A* __restrict__ lse,
+                                               const A* __restrict__ delta, long long row0, long long q0,
                                                long long L) {{
   if (threadIdx.x < BQ) {{
     const long long i = q0 + threadIdx.x;
-    lse_s[threadIdx.x] = i < L ? (A)lse[row0 + i] : acc<T>::neg_inf();
-    delta_s[threadIdx.x] = i < L ? (A)delta[row0 + i] : A(0);
+    lse_s[threadIdx.x] = i < L ? lse[row0 + i] : acc<T>::neg_inf();
+    delta_s[threadIdx.x] = i < L ? delta[row0 + i] : A(0);
   }}
 }}
 
 template <typename T, int BQ, int BK>
 __device__ void attention_backward_kv(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                                       const bool* __restrict__ bmask, const T* __restrict__ fmask,
-                                      const T* __restrict__ g, const T* __restrict__ lse, const T* __restrict__ delta,
-                                      T* __restrict__ dk, T* __restrict__ dv, PROBLEM) {{
+                                      const T* __restrict__ g, const typename acc<T>::type* __restrict__ lse,
+                                      const typename acc<T>::type* __restrict__ delta, T* __restrict__ dk,
+                                      T* __restrict__ dv, PROBLEM) {{
   typedef typename acc<T>::type A;
   __shared__ A ks[BK * KSTRIDE], vs[BK * KSTRIDE], qs[BQ * E_MAX], gs[BQ * E_MAX], ps[BQ * BK], dss[BQ * BK];
   __shared__ A lse_s[BQ], delta_s[BQ];
@@ -259,8 +262,9 @@ __device__ void attention_backward_kv(const T* __restrict__ q, const T* __restri
 template <typename T, int BQ, int BK>
 __device__ void attention_backward_q(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                                      const bool* __restrict__ bmask, const T* __restrict__ fmask,
-                                     const T* __restrict__ g, const T* __restrict__ lse, const T* __restrict__ delta,
-                                     T* __restrict__ dq, T* __restrict__ ds_out, PROBLEM) {{
+                                     const T* __restrict__ g, const typename acc<T>::type* __restrict__ lse,
+                                     const typename acc<T>::type* __restrict__ delta, T* __restrict__ dq,
+                                     T* __restrict__ ds_out, PROBLEM) {{
   typedef typename acc<T>::type A;
   __shared__ A qs[BQ * E_MAX], gs[BQ * E_MAX], ks[BK * KSTRIDE], vs[BK * KSTRIDE], dss[BQ * BK];
   __shared__ A lse_s[BQ], delta_s[BQ];
@@ -311,26 +315,27 @@ __device__ void attention_backward_q(const T* __restrict__ q, const T* __restric
 
 _ENTRY = r"""
 extern "C" __global__ void attention_forward_{dtype}(const {t}* q, const {t}* k, const {t}* v, const bool* bmask,
-                                                    const {t}* fmask, {t}* out, {t}* lse, {problem}) {{
+                                                    const {t}* fmask, {t}* out, {a}* lse, {problem}) {{
   attention_forward<{t}, {bq}, {bk}>(q, k, v, bmask, fmask, out, lse, {names});
 }}
 extern "C" __global__ void attention_backward_kv_{dtype}(const {t}* q, const {t}* k, const {t}* v, const bool* bmask,
-                                                        const {t}* fmask, const {t}* g, const {t}* lse,
-                                                        const {t}* delta, {t}* dk, {t}* dv, {problem}) {{
+                                                        const {t}* fmask, const {t}* g, const {a}* lse,
+                                                        const {a}* delta, {t}* dk, {t}* dv, {problem}) {{
   attention_backward_kv<{t}, {bq}, {bk}>(q, k, v, bmask, fmask, g, lse, delta, dk, dv, {names});
 }}
 extern "C" __global__ void attention_backward_q_{dtype}(const {t}* q, const {t}* k, const {t}* v, const bool* bmask,
-                                                       const {t}* fmask, const {t}* g, const {t}* lse,
-                                                       const {t}* delta, {t}* dq, {t}* ds, {problem}) {{
+                                                       const {t}* fmask, const {t}* g, const {a}* lse,
+                                                       const {a}* delta, {t}* dq, {t}* ds, {problem}) {{
   attention_backward_q<{t}, {bq}, {bk}>(q, k, v, bmask, fmask, g, lse, delta, dq, ds, {names});
 }}
 """
 
 _KERNELS = ("attention_forward", "attention_backward_kv", "attention_backward_q")
 NAMES = tuple(f"{kernel}_{dtype}" for kernel in _KERNELS for dtype in CTYPES)
-SOURCE = PRELUDE + _TEMPLATES.replace("PROBLEM", _PROBLEM).format(
+SOURCE = KERNEL_PRELUDE + _TEMPLATES.replace("PROBLEM", _PROBLEM).format(
     e_max=E_MAX, kstride=_KSTRIDE, threads=THREADS, names=_PROBLEM_NAMES) + "".join(
-    _ENTRY.format(dtype=dtype, t=t, bq=TILES[dtype][0], bk=TILES[dtype][1], problem=_PROBLEM, names=_PROBLEM_NAMES)
+    _ENTRY.format(dtype=dtype, t=t, a=ACC_CTYPES[dtype], bq=TILES[dtype][0], bk=TILES[dtype][1], problem=_PROBLEM,
+                  names=_PROBLEM_NAMES)
     for dtype, t in CTYPES.items())
 
 
@@ -343,7 +348,7 @@ def shared_bytes(kernel: str, dtype: str) -> int:
     rows = {"forward": bq * E_MAX + 2 * bk * _KSTRIDE + bq * bk + 3 * bq,
             "backward_kv": 2 * bk * _KSTRIDE + 2 * bq * E_MAX + 2 * bq * bk + 2 * bq,
             "backward_q": 2 * bq * E_MAX + 2 * bk * _KSTRIDE + bq * bk + 2 * bq}[kernel]
-    return rows * numpy.dtype(dtype).itemsize
+    return rows * acc_dtype(dtype).itemsize
 
 
 def blocks(rows: int, tile: int, bh: int) -> int:
@@ -432,8 +437,8 @@ def _mask_pointers(mask):
 def forward(q, k, v, mask, causal: bool, scale: float):
     """``(out, lse)``: attention of ``q`` ``[..., L, E]`` over ``k`` ``[..., S, E]`` and ``v``
     ``[..., S, Ev]`` (``accepts`` holds), ``out`` ``[*lead, L, Ev]`` and the per-row
-    log-sum-exp of the scores ``[*lead, L]`` (``-inf`` for a row with every key masked),
-    ``lead`` the broadcast leading dims. ``mask``: bool (True takes part) or additive, or
+    log-sum-exp of the scores ``[*lead, L]`` in the accumulation dtype (``-inf`` for a row
+    with every key masked), ``lead`` the broadcast leading dims. ``mask``: bool (True takes part) or additive, or
     None; ``causal``: top-left aligned."""
     import cupy
 
@@ -443,7 +448,7 @@ def forward(q, k, v, mask, causal: bool, scale: float):
     q3, k3, v3 = (_rows(a, p.lead, bh) for a in (q, k, v))
     bmask, fmask = _mask_pointers(mask)
     out = cupy.empty((bh, p.L, p.Ev), q3.dtype)
-    lse = cupy.empty((bh, p.L), q3.dtype)
+    lse = cupy.empty((bh, p.L), acc_dtype(q3.dtype))
     grid = blocks(p.L, TILES[q3.dtype.name][0], bh)
     if grid:
         function("attention", f"attention_forward_{q3.dtype.name}")((grid,), (THREADS,), (
@@ -466,7 +471,8 @@ def backward(g, q, k, v, out, lse, mask, causal: bool, scale: float, mask_grad: 
     g3 = _rows(g.astype(dtype, copy=False), p.lead, bh)
     o3 = _rows(out, p.lead, bh)
     lse = cupy.ascontiguousarray(lse.reshape(bh, p.L))
-    delta = cupy.ascontiguousarray((g3 * o3).sum(axis=-1))  # D_i = rowsum(dO * O), [bh, L]
+    acc = acc_dtype(dtype)
+    delta = cupy.ascontiguousarray((g3.astype(acc, copy=False) * o3).sum(axis=-1))  # D_i = rowsum(dO * O), [bh, L]
     bmask, fmask = _mask_pointers(mask)
     dq = cupy.empty((bh, p.L, p.E), dtype)
     dk = cupy.empty((bh, p.S, p.E), dtype)

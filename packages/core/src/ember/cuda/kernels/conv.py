@@ -1,6 +1,8 @@
 """2-d convolution on cupy arrays (conv1d runs as conv2d of height 1): the forward, input
 gradient and weight gradient of ``ops/conv.py``'s array kernels (``_conv_fwd``,
-``_conv_dx``, ``_conv_dw``) for float32 and float64, as cupy has no cuDNN to call.
+``_conv_dx``, ``_conv_dw``) for float32, float64, float16 and bfloat16, as cupy has no
+cuDNN to call (the half types' products are cupy.matmul's, on cuBLAS's half-precision
+GEMMs; the kernels around them sum in float32).
 
 Shapes: input ``x`` ``[N, C, H, W]``, weight ``w`` ``[O, C/G, kh, kw]`` (``G`` groups,
 ``og = O / G`` output channels per group), output ``[N, O, OH, OW]`` with
@@ -25,7 +27,7 @@ Dense path (any groups), images in chunks of at most ``CHUNK_BYTES`` of columns:
 
 Depthwise path (``G == C > 1``, ``C/G == 1``, ``O = C * mult``; output channel ``o``
 reads input channel ``o / mult``), direct loops over the taps, accumulating in the
-arrays' dtype:
+accumulation dtype (float64 for float64, float32 otherwise) and rounding once:
 
 - ``depthwise_forward``: one thread per output element, ``sum_ij x * w[o, 0, i, j]`` plus
   the bias.
@@ -46,7 +48,7 @@ from typing import NamedTuple
 
 import numpy
 
-from ._common import BLOCK, CTYPES, GRID_LOOP, PRELUDE, grid, on_cupy, pointer
+from ._common import BLOCK, CTYPES, GRID_LOOP, KERNEL_PRELUDE, acc_dtype, grid, on_cupy, pointer
 
 __all__ = ["Columns", "Geometry", "accepts", "applies", "depthwise", "forward", "geometry", "input_grad",
            "weight_grad"]
@@ -194,7 +196,7 @@ extern "C" __global__ void depthwise_weight_grad_{dtype}(const {t}* x, const {t}
 
 _KERNELS = ("im2col", "col2im", "depthwise_forward", "depthwise_input_grad", "depthwise_weight_grad")
 NAMES = tuple(f"{kernel}_{dtype}" for kernel in _KERNELS for dtype in CTYPES)
-SOURCE = PRELUDE + GRID_LOOP + _TEMPLATES + "".join(
+SOURCE = KERNEL_PRELUDE + GRID_LOOP + _TEMPLATES + "".join(
     _ENTRY.format(dtype=dtype, t=t, geom=_GEOM, names=_GEOM_NAMES) for dtype, t in CTYPES.items())
 
 
@@ -391,10 +393,10 @@ def weight_grad(x, g, wshape, stride, pad, dilation, groups: int, kept=None):
                 x4, g4, dw, numpy.int64(n), numpy.int64(c), numpy.int64(o // c), *geo.args()))
         return dw
     og, plane = o // groups, geo.OH * geo.OW
-    dw = cupy.zeros((groups, og, c // groups * geo.kh * geo.kw), x4.dtype)
+    dw = cupy.zeros((groups, og, c // groups * geo.kh * geo.kw), acc_dtype(x4.dtype))  # chunks' sum
     use_kept = kept is not None and kept.geo == geo and kept.cols.shape[1] == n * plane
     for lo, hi in ((0, n),) if use_kept else chunks(n, _col_bytes(c, geo, x4.itemsize)):
         cols = kept.cols if use_kept else _im2col(x4, geo, lo, hi)
         gm = cupy.ascontiguousarray(g4[lo:hi].transpose(1, 0, 2, 3)).reshape(groups, og, (hi - lo) * plane)
         dw += cupy.matmul(gm, cols.reshape(groups, -1, (hi - lo) * plane).transpose(0, 2, 1))
-    return dw.reshape(wshape)
+    return dw.astype(x4.dtype, copy=False).reshape(wshape)

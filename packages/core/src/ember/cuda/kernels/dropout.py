@@ -21,11 +21,13 @@ Kernels (one thread per group of four elements in a grid-stride loop):
 scale : 0`` and, when ``x`` is given, ``out = x * scaled`` (a product, as the CPU path:
 a dropped inf gives NaN); ``alpha_dropout_{dtype}(x, out, scaled, n, p, a, c1, c2, seed,
 offset)`` writes ``scaled = keep * a`` and ``out = x * scaled + ((keep - 1) * c1 + c2)``.
+The scalars come rounded to the arrays' dtype (as the CPU path rounds them) and the
+arithmetic runs in the accumulation type (float32 for float16 and bfloat16), rounded once.
 """
 
 import numpy
 
-from ._common import BLOCK, CTYPES, GRID_LOOP, NULL, grid, on_cupy
+from ._common import ACC_CTYPES, BLOCK, CTYPES, GRID_LOOP, KERNEL_PRELUDE, NULL, acc_dtype, grid, on_cupy
 
 GROUP = 4  # elements per Philox block (four 32-bit words)
 
@@ -60,48 +62,48 @@ __device__ __forceinline__ void philox_uniform4(unsigned long long seed, unsigne
 """
 
 _TEMPLATES = r"""
-template <typename T>
+template <typename T, typename A>
 __device__ void dropout(const T* __restrict__ x, T* __restrict__ out, T* __restrict__ scaled, long long n, float p,
-                        T scale, unsigned long long seed, unsigned long long offset) {
+                        A scale, unsigned long long seed, unsigned long long offset) {
   GRID_LOOP(group, (n + 3) / 4) {
     float u[4];
     philox_uniform4(seed, offset, (unsigned long long)group, u);
     for (int lane = 0; lane < 4; ++lane) {
       const long long i = group * 4 + lane;
       if (i >= n) break;
-      const T s = u[lane] >= p ? scale : T(0);
-      scaled[i] = s;
-      if (x != nullptr) out[i] = x[i] * s;
+      const A s = u[lane] >= p ? scale : A(0);
+      scaled[i] = (T)s;
+      if (x != nullptr) out[i] = (T)((A)x[i] * s);
     }
   }
 }
 
-template <typename T>
+template <typename T, typename A>
 __device__ void alpha_dropout(const T* __restrict__ x, T* __restrict__ out, T* __restrict__ scaled, long long n,
-                              float p, T a, T c1, T c2, unsigned long long seed, unsigned long long offset) {
+                              float p, A a, A c1, A c2, unsigned long long seed, unsigned long long offset) {
   GRID_LOOP(group, (n + 3) / 4) {
     float u[4];
     philox_uniform4(seed, offset, (unsigned long long)group, u);
     for (int lane = 0; lane < 4; ++lane) {
       const long long i = group * 4 + lane;
       if (i >= n) break;
-      const T keep = u[lane] >= p ? T(1) : T(0);
-      const T s = keep * a;
-      scaled[i] = s;
-      out[i] = x[i] * s + ((keep - T(1)) * c1 + c2);
+      const A keep = u[lane] >= p ? A(1) : A(0);
+      const A s = keep * a;
+      scaled[i] = (T)s;
+      out[i] = (T)((A)x[i] * s + ((keep - A(1)) * c1 + c2));
     }
   }
 }
 """
 
 _ENTRY = r"""
-extern "C" __global__ void dropout_{dtype}(const {t}* x, {t}* out, {t}* scaled, long long n, float p, {t} scale,
+extern "C" __global__ void dropout_{dtype}(const {t}* x, {t}* out, {t}* scaled, long long n, float p, {a} scale,
                                           unsigned long long seed, unsigned long long offset) {{
-  dropout<{t}>(x, out, scaled, n, p, scale, seed, offset);
+  dropout<{t}, {a}>(x, out, scaled, n, p, scale, seed, offset);
 }}
-extern "C" __global__ void alpha_dropout_{dtype}(const {t}* x, {t}* out, {t}* scaled, long long n, float p, {t} a,
-                                                {t} c1, {t} c2, unsigned long long seed, unsigned long long offset) {{
-  alpha_dropout<{t}>(x, out, scaled, n, p, a, c1, c2, seed, offset);
+extern "C" __global__ void alpha_dropout_{dtype}(const {t}* x, {t}* out, {t}* scaled, long long n, float p, {a} a,
+                                                {a} c1, {a} c2, unsigned long long seed, unsigned long long offset) {{
+  alpha_dropout<{t}, {a}>(x, out, scaled, n, p, a, c1, c2, seed, offset);
 }}
 """
 
@@ -122,8 +124,8 @@ extern "C" __global__ void philox_words(unsigned int* out, long long groups, uns
 """
 
 NAMES = tuple(f"{op}_{dtype}" for op in ("dropout", "alpha_dropout") for dtype in CTYPES) + ("philox_words",)
-SOURCE = GRID_LOOP + PHILOX + _TEMPLATES + "".join(_ENTRY.format(dtype=dtype, t=t)
-                                                   for dtype, t in CTYPES.items()) + _WORDS
+SOURCE = KERNEL_PRELUDE + GRID_LOOP + PHILOX + _TEMPLATES + "".join(_ENTRY.format(dtype=dtype, t=t, a=ACC_CTYPES[dtype])
+                                                                    for dtype, t in CTYPES.items()) + _WORDS
 
 
 def accepts(x) -> bool:
@@ -141,6 +143,12 @@ def stream_args(seed: int, offset: int) -> tuple:
     return numpy.uint64(int(seed) & 0xFFFF_FFFF_FFFF_FFFF), numpy.uint64(int(offset) & 0xFFFF_FFFF_FFFF_FFFF)
 
 
+def _scalar(dtype, value):
+    """``value`` rounded to ``dtype`` (as the CPU path's scalars are), as an argument of the
+    accumulation type."""
+    return acc_dtype(dtype).type(dtype.type(value))
+
+
 def _launch(name, n, *args):
     from . import function
     if n:
@@ -154,9 +162,8 @@ def apply(x, p: float, scale: float, seed: int, offset: int):
     import cupy
     x = cupy.ascontiguousarray(x)
     out, scaled = cupy.empty_like(x), cupy.empty_like(x)
-    t = x.dtype.type
-    _launch(f"dropout_{x.dtype.name}", x.size, x, out, scaled, numpy.int64(x.size), numpy.float32(p), t(scale),
-            *stream_args(seed, offset))
+    _launch(f"dropout_{x.dtype.name}", x.size, x, out, scaled, numpy.int64(x.size), numpy.float32(p),
+            _scalar(x.dtype, scale), *stream_args(seed, offset))
     return out, scaled
 
 
@@ -165,9 +172,8 @@ def mask(shape, dtype, p: float, scale: float, seed: int, offset: int):
     the input by the caller); the same draw as ``apply`` of that many elements."""
     import cupy
     scaled = cupy.empty(shape, dtype)
-    t = scaled.dtype.type
     _launch(f"dropout_{scaled.dtype.name}", scaled.size, NULL, NULL, scaled, numpy.int64(scaled.size),
-            numpy.float32(p), t(scale), *stream_args(seed, offset))
+            numpy.float32(p), _scalar(scaled.dtype, scale), *stream_args(seed, offset))
     return scaled
 
 
@@ -177,9 +183,9 @@ def apply_alpha(x, p: float, a: float, c1: float, c2: float, seed: int, offset: 
     import cupy
     x = cupy.ascontiguousarray(x)
     out, scaled = cupy.empty_like(x), cupy.empty_like(x)
-    t = x.dtype.type
-    _launch(f"alpha_dropout_{x.dtype.name}", x.size, x, out, scaled, numpy.int64(x.size), numpy.float32(p), t(a),
-            t(c1), t(c2), *stream_args(seed, offset))
+    d = x.dtype
+    _launch(f"alpha_dropout_{d.name}", x.size, x, out, scaled, numpy.int64(x.size), numpy.float32(p), _scalar(d, a),
+            _scalar(d, c1), _scalar(d, c2), *stream_args(seed, offset))
     return out, scaled
 
 

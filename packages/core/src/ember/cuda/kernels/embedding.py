@@ -7,38 +7,40 @@ rows ``g`` ``[M, D]``; element ``(m, d)`` adds ``g[m, d]`` (times ``factor[m]``,
 ``1 / count`` of ``scale_grad_by_freq``, when given) into ``out[index[m], d]`` with
 ``atomicAdd`` (float64 ``atomicAdd`` exists from compute capability 6.0 on), and skips the
 rows whose index is ``padding_idx`` (torch's: that row gets no gradient, not even a NaN).
-The sums are in the arrays' dtype and their order follows the scheduler, so the last
+The sums are in the accumulation dtype (float32 for float16 and bfloat16, whose result is
+rounded once at the end, as torch's) and their order follows the scheduler, so the last
 bits of a row looked up many times may differ from run to run.
 """
 
 import numpy
 
-from ._common import BLOCK, CTYPES, GRID_LOOP, grid, is_cupy, on_cupy, pointer
+from ._common import ACC_CTYPES, BLOCK, CTYPES, GRID_LOOP, KERNEL_PRELUDE, acc_dtype, grid, is_cupy, on_cupy, pointer
 
 _TEMPLATE = r"""
-template <typename T>
+template <typename T, typename A>
 __device__ void embedding_backward(const T* __restrict__ g, const long long* __restrict__ index,
-                                   const T* __restrict__ factor, T* __restrict__ out, long long rows,
+                                   const A* __restrict__ factor, A* __restrict__ out, long long rows,
                                    long long dim, long long padding_idx) {
   GRID_LOOP(k, rows * dim) {
     const long long m = k / dim, d = k - m * dim;
     const long long row = index[m];
     if (row == padding_idx) continue;
-    const T v = factor != nullptr ? g[k] * factor[m] : g[k];
+    const A v = factor != nullptr ? (A)g[k] * factor[m] : (A)g[k];
     atomicAdd(out + row * dim + d, v);
   }
 }
 """
 
 _ENTRY = r"""
-extern "C" __global__ void embedding_backward_{dtype}(const {t}* g, const long long* index, const {t}* factor,
-                                                     {t}* out, long long rows, long long dim, long long padding_idx) {{
-  embedding_backward<{t}>(g, index, factor, out, rows, dim, padding_idx);
+extern "C" __global__ void embedding_backward_{dtype}(const {t}* g, const long long* index, const {a}* factor,
+                                                     {a}* out, long long rows, long long dim, long long padding_idx) {{
+  embedding_backward<{t}, {a}>(g, index, factor, out, rows, dim, padding_idx);
 }}
 """
 
 NAMES = tuple(f"embedding_backward_{dtype}" for dtype in CTYPES)
-SOURCE = GRID_LOOP + _TEMPLATE + "".join(_ENTRY.format(dtype=dtype, t=t) for dtype, t in CTYPES.items())
+SOURCE = KERNEL_PRELUDE + GRID_LOOP + _TEMPLATE + "".join(_ENTRY.format(dtype=dtype, t=t, a=ACC_CTYPES[dtype])
+                                                          for dtype, t in CTYPES.items())
 
 
 def accepts(g, index) -> bool:
@@ -57,13 +59,14 @@ def backward(g, index, num: int, padding_idx, scale_grad_by_freq: bool):
     dim = g.shape[-1]
     rows = cupy.ascontiguousarray(g).reshape(-1, dim)
     flat = cupy.ascontiguousarray(index).reshape(-1).astype(numpy.int64, copy=False)
-    out = cupy.zeros((num, dim), rows.dtype)
+    acc = acc_dtype(rows.dtype)
+    out = cupy.zeros((num, dim), acc)
     factor = None
     if scale_grad_by_freq:
         counts = cupy.bincount(flat, minlength=num)[flat]
-        factor = (1 / counts.astype(rows.dtype)).astype(rows.dtype, copy=False)
+        factor = (1 / counts.astype(acc)).astype(acc, copy=False)
     if rows.size:
         function("embedding", f"embedding_backward_{rows.dtype.name}")(
             grid(rows.size), (BLOCK,), (rows, flat, pointer(factor), out, numpy.int64(rows.shape[0]),
                                         numpy.int64(dim), numpy.int64(-1 if padding_idx is None else padding_idx)))
-    return out
+    return out.astype(rows.dtype, copy=False)

@@ -20,9 +20,9 @@ gradient (``g_i``, ``g`` or ``g / total``):
 derivatives.yaml), and 0 on ignored rows.
 
 ``cross_entropy_forward``: grid ``(N,)``, one block per row, three sweeps of the row
-(maximum; exponential sum with the smoothing sum; nothing more), accumulating float32 in
-float32 and float64 in float64. It writes ``loss_i``, ``lse_i`` and ``w_t`` (0 where
-ignored, for the 'mean' total) per row, and the first row whose target lies outside
+(maximum; exponential sum with the smoothing sum; nothing more), accumulating float64 in
+float64 and the other dtypes in float32. It writes ``loss_i``, ``lse_i`` and ``w_t`` (0
+where ignored, for the 'mean' total) per row in that accumulation dtype, and the first row whose target lies outside
 ``[0, C)`` (and is not ignored) into a flag through ``atomicMin``; the launcher reads the
 flag and raises torch's IndexError. ``cross_entropy_backward``: a grid-stride loop over the
 ``N * C`` elements. ``nll_grad``: the ``[N, C, *d]`` array that is ``coef`` at the target
@@ -31,14 +31,14 @@ class and 0 elsewhere (the gradient of nll_loss), a grid-stride loop over its el
 
 import numpy
 
-from ._common import BLOCK, CTYPES, GRID_LOOP, PRELUDE, grid, is_cupy, on_cupy, pointer
+from ._common import ACC_CTYPES, BLOCK, CTYPES, GRID_LOOP, KERNEL_PRELUDE, acc_dtype, grid, is_cupy, on_cupy, pointer
 
 _TEMPLATES = r"""
 template <typename T>
 __device__ void ce_forward(const T* __restrict__ x, const long long* __restrict__ target, const T* __restrict__ weight,
-                           T* __restrict__ loss, T* __restrict__ lse_out, T* __restrict__ wt_out,
-                           unsigned long long* __restrict__ bad, long long cols, long long ignore_index,
-                           double smoothing) {
+                           typename acc<T>::type* __restrict__ loss, typename acc<T>::type* __restrict__ lse_out,
+                           typename acc<T>::type* __restrict__ wt_out, unsigned long long* __restrict__ bad,
+                           long long cols, long long ignore_index, double smoothing) {
   typedef typename acc<T>::type A;
   __shared__ A shared[32];
   const long long row = blockIdx.x;
@@ -76,15 +76,16 @@ __device__ void ce_forward(const T* __restrict__ x, const long long* __restrict_
       if (smoothing != 0) out += eps / (A)cols * (sw + log_s * wsum);
     }
   }
-  loss[row] = (T)out;
-  lse_out[row] = (T)lse;
-  wt_out[row] = (T)w_t;
+  loss[row] = out;
+  lse_out[row] = lse;
+  wt_out[row] = w_t;
 }
 
 template <typename T>
-__device__ void ce_backward(const T* __restrict__ x, const T* __restrict__ lse, const long long* __restrict__ target,
-                            const T* __restrict__ weight, const T* __restrict__ wsum, const T* __restrict__ g,
-                            long long g_stride, const T* __restrict__ total, T* __restrict__ dx, long long rows,
+__device__ void ce_backward(const T* __restrict__ x, const typename acc<T>::type* __restrict__ lse,
+                            const long long* __restrict__ target, const T* __restrict__ weight,
+                            const typename acc<T>::type* __restrict__ wsum, const T* __restrict__ g, long long g_stride,
+                            const typename acc<T>::type* __restrict__ total, T* __restrict__ dx, long long rows,
                             long long cols, long long ignore_index, double smoothing) {
   typedef typename acc<T>::type A;
   const A eps = (A)smoothing, one = 1;
@@ -96,10 +97,10 @@ __device__ void ce_backward(const T* __restrict__ x, const T* __restrict__ lse, 
       continue;
     }
     A share = (A)g[i * g_stride];
-    if (total != nullptr) share /= (A)*total;
+    if (total != nullptr) share /= *total;
     const A w_t = weight != nullptr ? (A)weight[t] : one;
-    const A w_sum = weight != nullptr ? (A)*wsum : (A)cols;
-    const A p = exp((A)x[k] - (A)lse[i]);
+    const A w_sum = weight != nullptr ? *wsum : (A)cols;
+    const A p = exp((A)x[k] - lse[i]);
     A d = p * ((one - eps) * w_t + eps * w_sum / (A)cols);
     if (j == t) d -= (one - eps) * w_t;
     if (smoothing != 0) d -= eps * (weight != nullptr ? (A)weight[j] : one) / (A)cols;
@@ -120,13 +121,13 @@ __device__ void nll_grad(const long long* __restrict__ target, const T* __restri
 
 _ENTRY = r"""
 extern "C" __global__ void cross_entropy_forward_{dtype}(const {t}* x, const long long* target, const {t}* weight,
-                                                        {t}* loss, {t}* lse, {t}* wt, unsigned long long* bad,
+                                                        {a}* loss, {a}* lse, {a}* wt, unsigned long long* bad,
                                                         long long cols, long long ignore_index, double smoothing) {{
   ce_forward<{t}>(x, target, weight, loss, lse, wt, bad, cols, ignore_index, smoothing);
 }}
-extern "C" __global__ void cross_entropy_backward_{dtype}(const {t}* x, const {t}* lse, const long long* target,
-                                                         const {t}* weight, const {t}* wsum, const {t}* g,
-                                                         long long g_stride, const {t}* total, {t}* dx, long long rows,
+extern "C" __global__ void cross_entropy_backward_{dtype}(const {t}* x, const {a}* lse, const long long* target,
+                                                         const {t}* weight, const {a}* wsum, const {t}* g,
+                                                         long long g_stride, const {a}* total, {t}* dx, long long rows,
                                                          long long cols, long long ignore_index, double smoothing) {{
   ce_backward<{t}>(x, lse, target, weight, wsum, g, g_stride, total, dx, rows, cols, ignore_index, smoothing);
 }}
@@ -138,7 +139,8 @@ extern "C" __global__ void nll_grad_{dtype}(const long long* target, const {t}* 
 
 NAMES = tuple(f"{op}_{dtype}" for op in ("cross_entropy_forward", "cross_entropy_backward", "nll_grad")
               for dtype in CTYPES)
-SOURCE = PRELUDE + GRID_LOOP + _TEMPLATES + "".join(_ENTRY.format(dtype=dtype, t=t) for dtype, t in CTYPES.items())
+SOURCE = KERNEL_PRELUDE + GRID_LOOP + _TEMPLATES + "".join(_ENTRY.format(dtype=dtype, t=t, a=ACC_CTYPES[dtype])
+                                                           for dtype, t in CTYPES.items())
 
 
 def accepts(x, target, weight=None) -> bool:
@@ -159,7 +161,8 @@ def _targets(target):
 def cross_entropy_forward(x, target, weight, ignore_index: int, smoothing: float):
     """``(loss, lse, wt)`` per row of ``x`` ``[N, C]`` (C >= 1) at the class indices ``target``
     ``[N]``: the unreduced loss, the row's log-sum-exp and the weight its target counts
-    with (0 where ignored), each ``[N]`` in ``x``'s dtype. ``weight``: ``[C]`` or None.
+    with (0 where ignored), each ``[N]`` in the accumulation dtype (``_common.ACC_DTYPES``).
+    ``weight``: ``[C]`` or None.
     Raises torch's IndexError for a target outside ``[0, C)`` that is not ``ignore_index``
     (reading the flag waits for the kernel)."""
     import cupy
@@ -169,7 +172,7 @@ def cross_entropy_forward(x, target, weight, ignore_index: int, smoothing: float
     t = _targets(target)
     w = None if weight is None else cupy.ascontiguousarray(weight)
     rows, cols = x.shape
-    loss, lse, wt = (cupy.empty(rows, x.dtype) for _ in range(3))
+    loss, lse, wt = (cupy.empty(rows, acc_dtype(x.dtype)) for _ in range(3))
     if rows:
         bad = cupy.full(1, rows, numpy.uint64)
         function("loss", f"cross_entropy_forward_{x.dtype.name}")(
@@ -193,8 +196,9 @@ def cross_entropy_backward(g, x, lse, target, weight, total, ignore_index: int, 
     dtype = x.dtype
     g = cupy.ascontiguousarray(g.reshape(-1)).astype(dtype, copy=False)  # one entry: the same for every row
     w = None if weight is None else cupy.ascontiguousarray(weight)
-    wsum = None if w is None else w.sum(dtype=dtype).reshape(1)
-    total = None if total is None else cupy.ascontiguousarray(total).astype(dtype, copy=False).reshape(1)
+    acc = acc_dtype(dtype)
+    wsum = None if w is None else w.sum(dtype=acc).reshape(1)
+    total = None if total is None else cupy.ascontiguousarray(total).astype(acc, copy=False).reshape(1)
     dx = cupy.empty_like(x)
     if dx.size:
         function("loss", f"cross_entropy_backward_{dtype.name}")(

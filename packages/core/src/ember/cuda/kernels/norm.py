@@ -3,8 +3,8 @@ forward and backward (torch.nn.functional.layer_norm / rms_norm).
 
 The same functions, arguments and results as the CPU kernels (``ember/cpu/kernels/norm.py``:
 ``rows_forward``, ``rows_backward``, ``rms_forward``, ``rms_backward``), on cupy arrays.
-Rows: one block each, statistics accumulated in the accumulation type (float32 for
-float32, float64 for float64), the variance biased and computed from the mean in a second
+Rows: one block each, statistics accumulated in the accumulation type (float64 for
+float64, float32 for the others) and returned in it, the variance biased and computed from the mean in a second
 pass over the row. Forward: ``x_hat = (x - mean) * rstd`` with ``rstd = 1 / sqrt(var + eps)``
 (rms: ``x * rstd``, ``rstd = 1 / sqrt(mean(x^2) + eps)``), then ``* w + b``.
 Backward, ``gy = g * w``: ``gx = rstd * (gy - mean(gy) - x_hat * mean(gy * x_hat))`` (rms:
@@ -14,13 +14,14 @@ second kernel, one thread per column.
 
 import numpy
 
-from ._common import CTYPES, PRELUDE
+from ._common import ACC_CTYPES, CTYPES, KERNEL_PRELUDE, acc_dtype
 
 _TEMPLATES = r"""
 template <typename T, bool RMS>
 __device__ void norm_forward(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
-                             T* __restrict__ y, T* __restrict__ mean_out, T* __restrict__ var_out,
-                             T* __restrict__ rstd_out, long long cols, double eps) {
+                             T* __restrict__ y, typename acc<T>::type* __restrict__ mean_out,
+                             typename acc<T>::type* __restrict__ var_out, typename acc<T>::type* __restrict__ rstd_out,
+                             long long cols, double eps) {
   typedef typename acc<T>::type A;
   __shared__ A shared[32];
   const long long base = (long long)blockIdx.x * cols;
@@ -44,20 +45,21 @@ __device__ void norm_forward(const T* __restrict__ x, const T* __restrict__ w, c
     y[base + j] = (T)v;
   }
   if (threadIdx.x == 0) {
-    if (mean_out != nullptr) mean_out[blockIdx.x] = (T)mean;
-    if (var_out != nullptr) var_out[blockIdx.x] = (T)var;
-    rstd_out[blockIdx.x] = (T)rstd;
+    if (mean_out != nullptr) mean_out[blockIdx.x] = mean;
+    if (var_out != nullptr) var_out[blockIdx.x] = var;
+    rstd_out[blockIdx.x] = rstd;
   }
 }
 
 template <typename T, bool RMS>
 __device__ void norm_backward_rows(const T* __restrict__ g, const T* __restrict__ x, const T* __restrict__ w,
-                                   const T* __restrict__ mean_in, const T* __restrict__ rstd_in,
-                                   T* __restrict__ gx, long long cols) {
+                                   const typename acc<T>::type* __restrict__ mean_in,
+                                   const typename acc<T>::type* __restrict__ rstd_in, T* __restrict__ gx,
+                                   long long cols) {
   typedef typename acc<T>::type A;
   __shared__ A shared[32];
   const long long base = (long long)blockIdx.x * cols;
-  const A mean = RMS ? A(0) : (A)mean_in[blockIdx.x], rstd = (A)rstd_in[blockIdx.x];
+  const A mean = RMS ? A(0) : mean_in[blockIdx.x], rstd = rstd_in[blockIdx.x];
   A s_gy = 0, s_gyx = 0;
   for (long long j = threadIdx.x; j < cols; j += blockDim.x) {
     const A gy = w != nullptr ? (A)g[base + j] * (A)w[j] : (A)g[base + j];
@@ -76,16 +78,17 @@ __device__ void norm_backward_rows(const T* __restrict__ g, const T* __restrict_
 // one thread per column: gw = sum over rows of g * x_hat, gb = sum of g (either may be null)
 template <typename T, bool RMS>
 __device__ void norm_backward_columns(const T* __restrict__ g, const T* __restrict__ x,
-                                      const T* __restrict__ mean_in, const T* __restrict__ rstd_in,
-                                      T* __restrict__ gw, T* __restrict__ gb, long long rows, long long cols) {
+                                      const typename acc<T>::type* __restrict__ mean_in,
+                                      const typename acc<T>::type* __restrict__ rstd_in, T* __restrict__ gw,
+                                      T* __restrict__ gb, long long rows, long long cols) {
   typedef typename acc<T>::type A;
   const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= cols) return;
   A sw = 0, sb = 0;
   for (long long i = 0; i < rows; ++i) {
     const A gi = g[i * cols + j];
-    const A mean = RMS ? A(0) : (A)mean_in[i];
-    sw += gi * ((A)x[i * cols + j] - mean) * (A)rstd_in[i];
+    const A mean = RMS ? A(0) : mean_in[i];
+    sw += gi * ((A)x[i * cols + j] - mean) * rstd_in[i];
     sb += gi;
   }
   if (gw != nullptr) gw[j] = (T)sw;
@@ -94,16 +97,16 @@ __device__ void norm_backward_columns(const T* __restrict__ g, const T* __restri
 """
 
 _ENTRY = r"""
-extern "C" __global__ void {op}_forward_{dtype}(const {t}* x, const {t}* w, const {t}* b, {t}* y, {t}* mean,
-                                               {t}* var, {t}* rstd, long long cols, double eps) {{
+extern "C" __global__ void {op}_forward_{dtype}(const {t}* x, const {t}* w, const {t}* b, {t}* y, {a}* mean,
+                                               {a}* var, {a}* rstd, long long cols, double eps) {{
   norm_forward<{t}, {rms}>(x, w, b, y, mean, var, rstd, cols, eps);
 }}
-extern "C" __global__ void {op}_backward_rows_{dtype}(const {t}* g, const {t}* x, const {t}* w, const {t}* mean,
-                                                     const {t}* rstd, {t}* gx, long long cols) {{
+extern "C" __global__ void {op}_backward_rows_{dtype}(const {t}* g, const {t}* x, const {t}* w, const {a}* mean,
+                                                     const {a}* rstd, {t}* gx, long long cols) {{
   norm_backward_rows<{t}, {rms}>(g, x, w, mean, rstd, gx, cols);
 }}
-extern "C" __global__ void {op}_backward_columns_{dtype}(const {t}* g, const {t}* x, const {t}* mean,
-                                                        const {t}* rstd, {t}* gw, {t}* gb, long long rows,
+extern "C" __global__ void {op}_backward_columns_{dtype}(const {t}* g, const {t}* x, const {a}* mean,
+                                                        const {a}* rstd, {t}* gw, {t}* gb, long long rows,
                                                         long long cols) {{
   norm_backward_columns<{t}, {rms}>(g, x, mean, rstd, gw, gb, rows, cols);
 }}
@@ -112,8 +115,8 @@ extern "C" __global__ void {op}_backward_columns_{dtype}(const {t}* g, const {t}
 _OPS = {"layer_norm": "false", "rms_norm": "true"}
 NAMES = tuple(f"{op}_{part}_{dtype}" for op in _OPS for part in ("forward", "backward_rows", "backward_columns")
               for dtype in CTYPES)
-SOURCE = PRELUDE + _TEMPLATES + "".join(_ENTRY.format(op=op, dtype=dtype, t=t, rms=rms)
-                                        for op, rms in _OPS.items() for dtype, t in CTYPES.items())
+SOURCE = KERNEL_PRELUDE + _TEMPLATES + "".join(_ENTRY.format(op=op, dtype=dtype, t=t, a=ACC_CTYPES[dtype], rms=rms)
+                                               for op, rms in _OPS.items() for dtype, t in CTYPES.items())
 
 
 def accepts(*arrays) -> bool:
@@ -147,9 +150,10 @@ def _forward(op, x, w, b, eps, with_stats):
     x, w, b = _contiguous(x), _contiguous(w), _contiguous(b)
     rows, cols = x.shape
     out = cupy.empty_like(x)
-    mean = cupy.empty(rows, x.dtype) if with_stats else None
-    var = cupy.empty(rows, x.dtype) if with_stats else None
-    rstd = cupy.empty(rows, x.dtype)
+    stats = acc_dtype(x.dtype)
+    mean = cupy.empty(rows, stats) if with_stats else None
+    var = cupy.empty(rows, stats) if with_stats else None
+    rstd = cupy.empty(rows, stats)
     if rows and cols:
         function("norm", f"{op}_forward_{x.dtype.name}")(
             (rows,), (_block(cols),), (x, _arg(w), _arg(b), out, _arg(mean), _arg(var), rstd, numpy.int64(cols),
@@ -179,7 +183,8 @@ def _backward(op, g, x, w, mean, rstd, need_x, need_w, need_b, gx_out):
 
 def rows_forward(x, w, b, eps):
     """``(out, mean, var, rstd)`` of layer norm over the rows of ``x`` ``[R, K]`` (``w``/``b``
-    ``[K]`` or None); ``mean``, ``var`` (biased) and ``rstd`` ``[R]``."""
+    ``[K]`` or None); ``mean``, ``var`` (biased) and ``rstd`` ``[R]`` in the accumulation
+    dtype (``_common.ACC_DTYPES``)."""
     return _forward("layer_norm", x, w, b, eps, True)
 
 

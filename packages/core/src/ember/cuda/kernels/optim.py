@@ -5,7 +5,9 @@ multi-tensor form of torch's fused optimizers), each block one chunk of one tens
 kernel (``ember/cpu/kernels/optim.py``): weight decay, ``exp_avg.lerp_(g, 1 - beta1)``
 (lerp's two forms by the weight), ``exp_avg_sq * beta2 + (1 - beta2) * g * g``, the
 amsgrad maximum (NaN propagating), ``denom = sqrt(v) / bc2 + eps`` and
-``param + (-step_size * exp_avg) / denom``; scalars are rounded to the arrays' dtype.
+``param + (-step_size * exp_avg) / denom``; the arithmetic runs in the accumulation type
+(float64 for float64, float32 otherwise: torch's fused optimizers' opmath type), whose
+values the scalars are rounded to, and each state is stored back in its tensor's dtype.
 Launch: grid ``(total chunks,)``, block 256; a table of device pointers per tensor
 ``[param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq]``, their sizes, the first chunk of
 each tensor (``n + 1`` entries, the last the total) and per tensor ``(bc2, -step_size)``
@@ -21,11 +23,12 @@ then with momentum ``buf = d`` on the parameter's first step, else ``buf = momen
 tensor (``buf`` null without momentum) and a per-tensor int flags the first step.
 """
 
+import functools
 import math
 
 import numpy
 
-from ._common import CTYPES
+from ._common import ACC_CTYPES, CTYPES, KERNEL_PRELUDE, acc_scalar
 
 CHUNK = 4096  # elements per block
 
@@ -42,10 +45,10 @@ __device__ __forceinline__ int chunk_owner(const long long* __restrict__ chunk_s
   return lo;
 }
 
-template <typename T>
+template <typename T, typename A>
 __device__ void adam_multi(const long long* __restrict__ pointers, const long long* __restrict__ numels,
                            const long long* __restrict__ chunk_starts, const double* __restrict__ per_tensor,
-                           int n, int amsgrad, T decay, int l2, T wd, T w, T beta2, T c2, T eps) {
+                           int n, int amsgrad, A decay, int l2, A wd, A w, A beta2, A c2, A eps) {
   const long long block = blockIdx.x;
   const int t = chunk_owner(chunk_starts, n, block);
   T* p = (T*)pointers[5 * t];
@@ -53,33 +56,33 @@ __device__ void adam_multi(const long long* __restrict__ pointers, const long lo
   T* m = (T*)pointers[5 * t + 2];
   T* v = (T*)pointers[5 * t + 3];
   T* vmax = (T*)pointers[5 * t + 4];
-  const T bc2 = (T)per_tensor[2 * t], neg_step = (T)per_tensor[2 * t + 1];
+  const A bc2 = (A)per_tensor[2 * t], neg_step = (A)per_tensor[2 * t + 1];
   const long long begin = (block - chunk_starts[t]) * CHUNK;
   const long long end = min(numels[t], begin + CHUNK);
   const bool lerp_low = fabs((double)w) < 0.5;
   for (long long i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const T pi = p[i] * decay;  // 1 unless decoupled: exact
-    const T gi = l2 ? g[i] + wd * pi : g[i];
-    T mi = m[i];
-    const T d = gi - mi;
-    mi = lerp_low ? mi + w * d : gi - d * (T(1) - w);
-    const T vi = v[i] * beta2 + c2 * gi * gi;
-    T h = vi;
+    const A pi = (A)p[i] * decay;  // 1 unless decoupled: exact
+    const A gi = l2 ? (A)g[i] + wd * pi : (A)g[i];
+    A mi = m[i];
+    const A d = gi - mi;
+    mi = lerp_low ? mi + w * d : gi - d * (A(1) - w);
+    const A vi = (A)v[i] * beta2 + c2 * gi * gi;
+    A h = vi;
     if (amsgrad) {
-      const T old = vmax[i];
+      const A old = vmax[i];
       h = old != old ? old : (old > vi ? old : vi);
-      vmax[i] = h;
+      vmax[i] = (T)h;
     }
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = pi + neg_step * mi / (sqrt(h) / bc2 + eps);
+    m[i] = (T)mi;
+    v[i] = (T)vi;
+    p[i] = (T)(pi + neg_step * mi / (sqrt(h) / bc2 + eps));
   }
 }
 
-template <typename T>
+template <typename T, typename A>
 __device__ void sgd_multi(const long long* __restrict__ pointers, const long long* __restrict__ numels,
                           const long long* __restrict__ chunk_starts, const int* __restrict__ first, int n,
-                          T neg_lr, T momentum, T keep, T wd, int nesterov, int maximize) {
+                          A neg_lr, A momentum, A keep, A wd, int nesterov, int maximize) {
   const long long block = blockIdx.x;
   const int t = chunk_owner(chunk_starts, n, block);
   T* p = (T*)pointers[3 * t];
@@ -89,15 +92,15 @@ __device__ void sgd_multi(const long long* __restrict__ pointers, const long lon
   const long long begin = (block - chunk_starts[t]) * CHUNK;
   const long long end = min(numels[t], begin + CHUNK);
   for (long long i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const T pi = p[i];
-    T d = maximize ? -g[i] : g[i];
-    if (wd != T(0)) d = d + wd * pi;
+    const A pi = p[i];
+    A d = maximize ? -(A)g[i] : (A)g[i];
+    if (wd != A(0)) d = d + wd * pi;
     if (buf != nullptr) {
-      const T b = start ? d : momentum * buf[i] + keep * d;
-      buf[i] = b;
+      const A b = start ? d : momentum * (A)buf[i] + keep * d;
+      buf[i] = (T)b;
       d = nesterov ? d + momentum * b : b;
     }
-    p[i] = pi + neg_lr * d;
+    p[i] = (T)(pi + neg_lr * d);
   }
 }
 """
@@ -105,22 +108,22 @@ __device__ void sgd_multi(const long long* __restrict__ pointers, const long lon
 _ENTRY = r"""
 extern "C" __global__ void adam_{dtype}(const long long* pointers, const long long* numels,
                                         const long long* chunk_starts, const double* per_tensor, int n,
-                                        int amsgrad, {t} decay, int l2, {t} wd, {t} w, {t} beta2, {t} c2, {t} eps) {{
-  adam_multi<{t}>(pointers, numels, chunk_starts, per_tensor, n, amsgrad, decay, l2, wd, w, beta2, c2, eps);
+                                        int amsgrad, {a} decay, int l2, {a} wd, {a} w, {a} beta2, {a} c2, {a} eps) {{
+  adam_multi<{t}, {a}>(pointers, numels, chunk_starts, per_tensor, n, amsgrad, decay, l2, wd, w, beta2, c2, eps);
 }}
 """
 
 _SGD_ENTRY = r"""
 extern "C" __global__ void sgd_{dtype}(const long long* pointers, const long long* numels,
-                                       const long long* chunk_starts, const int* first, int n, {t} neg_lr,
-                                       {t} momentum, {t} keep, {t} wd, int nesterov, int maximize) {{
-  sgd_multi<{t}>(pointers, numels, chunk_starts, first, n, neg_lr, momentum, keep, wd, nesterov, maximize);
+                                       const long long* chunk_starts, const int* first, int n, {a} neg_lr,
+                                       {a} momentum, {a} keep, {a} wd, int nesterov, int maximize) {{
+  sgd_multi<{t}, {a}>(pointers, numels, chunk_starts, first, n, neg_lr, momentum, keep, wd, nesterov, maximize);
 }}
 """
 
 NAMES = tuple(f"{op}_{dtype}" for op in ("adam", "sgd") for dtype in CTYPES)
-SOURCE = _TEMPLATE + "".join(entry.format(dtype=dtype, t=t) for entry in (_ENTRY, _SGD_ENTRY)
-                             for dtype, t in CTYPES.items())
+SOURCE = KERNEL_PRELUDE + _TEMPLATE + "".join(entry.format(dtype=dtype, t=t, a=ACC_CTYPES[dtype])
+                                              for entry in (_ENTRY, _SGD_ENTRY) for dtype, t in CTYPES.items())
 
 
 def accepts(*arrays) -> bool:
@@ -143,7 +146,7 @@ def adam(items, *, lr, beta1, beta2, eps, weight_decay, amsgrad, decoupled_weigh
         group = [it for it in group if it[0].size]
         if not group:
             continue
-        t = dtype.type
+        t = functools.partial(acc_scalar, dtype)  # scalars in the accumulation type
         pointers = numpy.array([[a.data.ptr for a in (p, g, m, v, vmax if amsgrad else v)]
                                 for p, g, m, v, vmax, _ in group], numpy.int64)
         numels, starts = chunk_table([it[0].size for it in group])
@@ -181,7 +184,7 @@ def sgd(items, *, lr, momentum, dampening, weight_decay, nesterov, maximize) -> 
         group = [it for it in group if it[0].size]
         if not group:
             continue
-        t = dtype.type
+        t = functools.partial(acc_scalar, dtype)  # scalars in the accumulation type
         pointers = numpy.array([[p.data.ptr, g.data.ptr, 0 if buf is None else buf.data.ptr]
                                 for p, g, buf, _ in group], numpy.int64)
         numels, starts = chunk_table([it[0].size for it in group])

@@ -16,19 +16,20 @@ inputs get unit leading spatial dims with kernel 1), with the geometry of ember'
   saved form, int16 or int64) and, when asked, the int64 index flat into the input plane
   (return_indices).
 - ``max_pool_backward``: one thread per output cell adds its gradient at the input cell its
-  offset names, into a zeroed gradient; with ``atomicAdd`` when windows overlap
+  offset names, into a zeroed gradient of the accumulation dtype (float32 for float16 and
+  bfloat16, rounded once at the end); with ``atomicAdd`` when windows overlap
   (``(k - 1) * d + 1 > s`` in some dim: two cells may pick the same input), a plain add
   otherwise.
 - ``avg_pool_forward``: one thread per output cell sums its window's cells inside the input
-  (zero padding adds nothing) in the arrays' dtype and divides by ``div[o]``, the divisor
-  per output cell (count_include_pad and divisor_override decided by the op).
+  (zero padding adds nothing) in the accumulation dtype and divides by ``div[o]``, the
+  divisor per output cell (in that dtype too) (count_include_pad and divisor_override decided by the op).
 - ``avg_pool_backward``: one thread per input cell gathers ``g[o] / div[o]`` over the output
   cells whose windows hold it (no atomics: deterministic).
 """
 
 import numpy
 
-from ._common import BLOCK, CTYPES, GRID_LOOP, NULL, grid, on_cupy
+from ._common import ACC_CTYPES, BLOCK, CTYPES, GRID_LOOP, KERNEL_PRELUDE, NULL, acc_dtype, grid, on_cupy
 
 INDEX_TYPES = {"int16": "short", "int64": "long long"}  # the kernel offsets' dtypes (the op's rank dtype)
 
@@ -46,12 +47,13 @@ _TEMPLATES = r"""
 template <typename T, typename I>
 __device__ void max_pool_forward(const T* __restrict__ x, T* __restrict__ out, I* __restrict__ arg,
                                  long long* __restrict__ idx, long long planes, GEOM) {
+  typedef typename acc<T>::type A;
   const long long in_plane = nd * nh * nw;
   GRID_LOOP(e, planes * od_n * oh_n * ow_n) {
     SPLIT_OUT(e)
     const long long d0 = od * sd - pd, h0 = oh * sh - ph, w0 = ow * sw - pw;
     const T* xp = x + pl * in_plane;
-    T best = (T)acc<T>::neg_inf();
+    A best = acc<T>::neg_inf();
     long long code = -1, where = 0;
     for (long long i = 0; i < kd; ++i) {
       const long long zd = d0 + i * dd;
@@ -63,7 +65,7 @@ __device__ void max_pool_forward(const T* __restrict__ x, T* __restrict__ out, I
           const long long zw = w0 + m * dw;
           if (zw < 0 || zw >= nw) continue;
           const long long c = (i * kh + j) * kw + m, pos = (zd * nh + zh) * nw + zw;
-          const T v = xp[pos];
+          const A v = xp[pos];
           if (code < 0) {  // the first cell inside: kept by a window of -inf only
             code = c;
             where = pos;
@@ -76,15 +78,16 @@ __device__ void max_pool_forward(const T* __restrict__ x, T* __restrict__ out, I
         }
       }
     }
-    out[e] = best;
+    out[e] = (T)best;  // one of the inputs: exact
     arg[e] = (I)code;
     if (idx != nullptr) idx[e] = where;
   }
 }
 
 template <typename T, typename I>
-__device__ void max_pool_backward(const T* __restrict__ g, const I* __restrict__ arg, T* __restrict__ gx,
-                                  int atomic, long long planes, GEOM) {
+__device__ void max_pool_backward(const T* __restrict__ g, const I* __restrict__ arg,
+                                  typename acc<T>::type* __restrict__ gx, int atomic, long long planes, GEOM) {
+  typedef typename acc<T>::type A;
   const long long in_plane = nd * nh * nw;
   GRID_LOOP(e, planes * od_n * oh_n * ow_n) {
     SPLIT_OUT(e)
@@ -92,15 +95,15 @@ __device__ void max_pool_backward(const T* __restrict__ g, const I* __restrict__
     if (c < 0) continue;
     const long long m = c % kw, j = (c / kw) % kh, i = c / (kw * kh);
     const long long pos = ((od * sd - pd + i * dd) * nh + (oh * sh - ph + j * dh)) * nw + (ow * sw - pw + m * dw);
-    T* dst = gx + pl * in_plane + pos;
-    if (atomic) atomicAdd(dst, g[e]);
-    else *dst += g[e];
+    A* dst = gx + pl * in_plane + pos;
+    if (atomic) atomicAdd(dst, (A)g[e]);
+    else *dst += (A)g[e];
   }
 }
 
 template <typename T>
-__device__ void avg_pool_forward(const T* __restrict__ x, T* __restrict__ out, const T* __restrict__ div,
-                                 long long planes, GEOM) {
+__device__ void avg_pool_forward(const T* __restrict__ x, T* __restrict__ out,
+                                 const typename acc<T>::type* __restrict__ div, long long planes, GEOM) {
   typedef typename acc<T>::type A;
   const long long in_plane = nd * nh * nw, out_plane = od_n * oh_n * ow_n;
   GRID_LOOP(e, planes * out_plane) {
@@ -120,7 +123,7 @@ __device__ void avg_pool_forward(const T* __restrict__ x, T* __restrict__ out, c
         }
       }
     }
-    out[e] = (T)(sum / (A)div[e % out_plane]);
+    out[e] = (T)(sum / div[e % out_plane]);
   }
 }
 
@@ -134,8 +137,8 @@ __device__ __forceinline__ void covering(long long z, long long k, long long s, 
 }
 
 template <typename T>
-__device__ void avg_pool_backward(const T* __restrict__ g, T* __restrict__ gx, const T* __restrict__ div,
-                                  long long planes, GEOM) {
+__device__ void avg_pool_backward(const T* __restrict__ g, T* __restrict__ gx,
+                                  const typename acc<T>::type* __restrict__ div, long long planes, GEOM) {
   typedef typename acc<T>::type A;
   const long long in_plane = nd * nh * nw, out_plane = od_n * oh_n * ow_n;
   GRID_LOOP(e, planes * in_plane) {
@@ -150,7 +153,7 @@ __device__ void avg_pool_backward(const T* __restrict__ g, T* __restrict__ gx, c
       for (long long oh = h_lo; oh <= h_hi; ++oh)
         for (long long ow = w_lo; ow <= w_hi; ++ow) {
           const long long o = (od * oh_n + oh) * ow_n + ow;
-          sum += (A)(gp[o] / div[o]);
+          sum += (A)gp[o] / div[o];
         }
     gx[e] = (T)sum;
   }
@@ -162,18 +165,18 @@ extern "C" __global__ void max_pool_forward_{dtype}_{index}(const {t}* x, {t}* o
                                                            long long planes, {geom}) {{
   max_pool_forward<{t}, {i}>(x, out, arg, idx, planes, {names});
 }}
-extern "C" __global__ void max_pool_backward_{dtype}_{index}(const {t}* g, const {i}* arg, {t}* gx, int atomic,
+extern "C" __global__ void max_pool_backward_{dtype}_{index}(const {t}* g, const {i}* arg, {a}* gx, int atomic,
                                                             long long planes, {geom}) {{
   max_pool_backward<{t}, {i}>(g, arg, gx, atomic, planes, {names});
 }}
 """
 
 _AVG_ENTRY = r"""
-extern "C" __global__ void avg_pool_forward_{dtype}(const {t}* x, {t}* out, const {t}* div, long long planes,
+extern "C" __global__ void avg_pool_forward_{dtype}(const {t}* x, {t}* out, const {a}* div, long long planes,
                                                    {geom}) {{
   avg_pool_forward<{t}>(x, out, div, planes, {names});
 }}
-extern "C" __global__ void avg_pool_backward_{dtype}(const {t}* g, {t}* gx, const {t}* div, long long planes,
+extern "C" __global__ void avg_pool_backward_{dtype}(const {t}* g, {t}* gx, const {a}* div, long long planes,
                                                     {geom}) {{
   avg_pool_backward<{t}>(g, gx, div, planes, {names});
 }}
@@ -185,12 +188,12 @@ NAMES = tuple(f"max_pool_{direction}_{dtype}_{index}" for direction in ("forward
 
 
 def _source():
-    from ._common import PRELUDE
-    parts = [PRELUDE, GRID_LOOP, _TEMPLATES]
+    parts = [KERNEL_PRELUDE, GRID_LOOP, _TEMPLATES]
     for dtype, t in CTYPES.items():
+        a = ACC_CTYPES[dtype]
         for index, i in INDEX_TYPES.items():
-            parts.append(_MAX_ENTRY.format(dtype=dtype, t=t, index=index, i=i, geom=_GEOM, names=_GEOM_NAMES))
-        parts.append(_AVG_ENTRY.format(dtype=dtype, t=t, geom=_GEOM, names=_GEOM_NAMES))
+            parts.append(_MAX_ENTRY.format(dtype=dtype, t=t, a=a, index=index, i=i, geom=_GEOM, names=_GEOM_NAMES))
+        parts.append(_AVG_ENTRY.format(dtype=dtype, t=t, a=a, geom=_GEOM, names=_GEOM_NAMES))
     return "".join(parts)
 
 
@@ -225,8 +228,9 @@ def _planes(a, spatial):
 
 
 def _divisor(div, geo, dtype):
+    """``div`` as a contiguous ``out``-shaped array of ``dtype``'s accumulation dtype."""
     import cupy
-    return cupy.ascontiguousarray(cupy.broadcast_to(cupy.asarray(div, dtype), tuple(geo.out)))
+    return cupy.ascontiguousarray(cupy.broadcast_to(cupy.asarray(div, acc_dtype(dtype)), tuple(geo.out)))
 
 
 def max_forward(x, geo, arg_dtype, want_idx: bool):
@@ -258,11 +262,11 @@ def max_backward(g, arg, geo):
     arg = cupy.ascontiguousarray(arg)
     if arg.dtype.name not in INDEX_TYPES:
         arg = arg.astype(numpy.int64)
-    gx = cupy.zeros(shape, g.dtype)
+    gx = cupy.zeros(shape, acc_dtype(g.dtype))
     if g.size:
         function("pool", f"max_pool_backward_{g.dtype.name}_{arg.dtype.name}")(
             grid(g.size), (BLOCK,), (g, arg, gx, numpy.int32(overlapping(geo)), numpy.int64(planes), *geometry(geo)))
-    return gx
+    return gx.astype(g.dtype, copy=False)
 
 
 def avg_forward(x, geo, div):

@@ -9,38 +9,43 @@ rows, ``c' = f*c + i*g``, ``h' = o*tanh(c')``; GRU columns ``r, z, n`` of ``[B, 
 ``n = tanh(x_n + b_in + r*(W_hn h + b_hn))``, ``h' = (1-z)*n + z*h``. Backward: the
 derivatives from the activations' values (``s' = s(1-s)``, ``tanh' = 1 - tanh^2``), as
 the CPU kernels. All arrays are C-contiguous 2-d row blocks of one float dtype (slices of
-whole rows of the layer's buffers); biases are ``[1, G*H]`` rows.
+whole rows of the layer's buffers); biases are ``[1, G*H]`` rows. The arithmetic runs in
+the accumulation type (float32 for float16 and bfloat16, each value rounded once, on its
+store).
 
 Launch: a grid-stride loop over the ``B * H`` (row, unit) pairs, one pair per thread.
 """
 
 import numpy
 
-from ._common import BLOCK, CTYPES, GRID_LOOP, grid, on_cupy
+from ._common import BLOCK, CTYPES, GRID_LOOP, KERNEL_PRELUDE, grid, on_cupy
 
 _TEMPLATES = r"""
-template <typename T> __device__ __forceinline__ T sigmoid(T v) { return T(1) / (T(1) + exp(-v)); }
+template <typename A> __device__ __forceinline__ A sigmoid(A v) { return A(1) / (A(1) + exp(-v)); }
+
+// the arithmetic runs in A, acc<T>'s type; each array is read into A and written back as T
 
 // pre: [B, 4H] recurrent products in, the activations i, f, g, o out; bias: [1, 4H] (b_ih + b_hh)
 template <typename T>
 __device__ void lstm_forward(T* __restrict__ pre, const T* __restrict__ proj, const T* __restrict__ bias,
                              const T* __restrict__ c_prev, T* __restrict__ c, T* __restrict__ tanh_c,
                              T* __restrict__ h, long long rows, long long hid) {
+  typedef typename acc<T>::type A;
   GRID_LOOP(e, rows * hid) {
     const long long b = e / hid, j = e - b * hid, r = b * 4 * hid;
-    const T i = sigmoid(pre[r + j] + proj[r + j] + bias[j]);
-    const T f = sigmoid(pre[r + hid + j] + proj[r + hid + j] + bias[hid + j]);
-    const T g = tanh(pre[r + 2 * hid + j] + proj[r + 2 * hid + j] + bias[2 * hid + j]);
-    const T o = sigmoid(pre[r + 3 * hid + j] + proj[r + 3 * hid + j] + bias[3 * hid + j]);
-    const T cn = f * c_prev[e] + i * g;
-    const T tc = tanh(cn);
-    pre[r + j] = i;
-    pre[r + hid + j] = f;
-    pre[r + 2 * hid + j] = g;
-    pre[r + 3 * hid + j] = o;
-    c[e] = cn;
-    tanh_c[e] = tc;
-    h[e] = o * tc;
+    const A i = sigmoid((A)pre[r + j] + (A)proj[r + j] + (A)bias[j]);
+    const A f = sigmoid((A)pre[r + hid + j] + (A)proj[r + hid + j] + (A)bias[hid + j]);
+    const A g = tanh((A)pre[r + 2 * hid + j] + (A)proj[r + 2 * hid + j] + (A)bias[2 * hid + j]);
+    const A o = sigmoid((A)pre[r + 3 * hid + j] + (A)proj[r + 3 * hid + j] + (A)bias[3 * hid + j]);
+    const A cn = f * (A)c_prev[e] + i * g;
+    const A tc = tanh(cn);
+    pre[r + j] = (T)i;
+    pre[r + hid + j] = (T)f;
+    pre[r + 2 * hid + j] = (T)g;
+    pre[r + 3 * hid + j] = (T)o;
+    c[e] = (T)cn;
+    tanh_c[e] = (T)tc;
+    h[e] = (T)(o * tc);
   }
 }
 
@@ -49,18 +54,19 @@ template <typename T>
 __device__ void lstm_backward(const T* __restrict__ dh_a, const T* __restrict__ dh_b, T* __restrict__ dc_carry,
                               const T* __restrict__ acts, const T* __restrict__ c_prev, const T* __restrict__ tanh_c,
                               T* __restrict__ d_gates, long long rows, long long hid) {
-  const T one = 1;
+  typedef typename acc<T>::type A;
+  const A one = 1;
   GRID_LOOP(e, rows * hid) {
     const long long b = e / hid, j = e - b * hid, r = b * 4 * hid;
-    const T i = acts[r + j], f = acts[r + hid + j], g = acts[r + 2 * hid + j], o = acts[r + 3 * hid + j];
-    const T tc = tanh_c[e];
-    const T dh = dh_a[e] + dh_b[e];
-    const T dc = dh * o * (one - tc * tc) + dc_carry[e];
-    d_gates[r + j] = dc * g * (i - i * i);
-    d_gates[r + hid + j] = dc * c_prev[e] * (f - f * f);
-    d_gates[r + 2 * hid + j] = dc * i * (one - g * g);
-    d_gates[r + 3 * hid + j] = dh * tc * (o - o * o);
-    dc_carry[e] = dc * f;
+    const A i = acts[r + j], f = acts[r + hid + j], g = acts[r + 2 * hid + j], o = acts[r + 3 * hid + j];
+    const A tc = tanh_c[e];
+    const A dh = (A)dh_a[e] + (A)dh_b[e];
+    const A dc = dh * o * (one - tc * tc) + (A)dc_carry[e];
+    d_gates[r + j] = (T)(dc * g * (i - i * i));
+    d_gates[r + hid + j] = (T)(dc * (A)c_prev[e] * (f - f * f));
+    d_gates[r + 2 * hid + j] = (T)(dc * i * (one - g * g));
+    d_gates[r + 3 * hid + j] = (T)(dh * tc * (o - o * o));
+    dc_carry[e] = (T)(dc * f);
   }
 }
 
@@ -69,18 +75,19 @@ template <typename T>
 __device__ void gru_forward(const T* __restrict__ rec, const T* __restrict__ b_ih, const T* __restrict__ b_hh,
                             const T* __restrict__ proj, const T* __restrict__ h_prev, T* __restrict__ rz,
                             T* __restrict__ n, T* __restrict__ hn, T* __restrict__ h, long long rows, long long hid) {
-  const T one = 1;
+  typedef typename acc<T>::type A;
+  const A one = 1;
   GRID_LOOP(e, rows * hid) {
     const long long b = e / hid, j = e - b * hid, r3 = b * 3 * hid, r2 = b * 2 * hid;
-    const T r = sigmoid(proj[r3 + j] + b_ih[j] + rec[r3 + j] + b_hh[j]);
-    const T z = sigmoid(proj[r3 + hid + j] + b_ih[hid + j] + rec[r3 + hid + j] + b_hh[hid + j]);
-    const T q = rec[r3 + 2 * hid + j] + b_hh[2 * hid + j];
-    const T nt = tanh(proj[r3 + 2 * hid + j] + b_ih[2 * hid + j] + r * q);
-    rz[r2 + j] = r;
-    rz[r2 + hid + j] = z;
-    hn[e] = q;
-    n[e] = nt;
-    h[e] = (one - z) * nt + z * h_prev[e];
+    const A r = sigmoid((A)proj[r3 + j] + (A)b_ih[j] + (A)rec[r3 + j] + (A)b_hh[j]);
+    const A z = sigmoid((A)proj[r3 + hid + j] + (A)b_ih[hid + j] + (A)rec[r3 + hid + j] + (A)b_hh[hid + j]);
+    const A q = (A)rec[r3 + 2 * hid + j] + (A)b_hh[2 * hid + j];
+    const A nt = tanh((A)proj[r3 + 2 * hid + j] + (A)b_ih[2 * hid + j] + r * q);
+    rz[r2 + j] = (T)r;
+    rz[r2 + hid + j] = (T)z;
+    hn[e] = (T)q;
+    n[e] = (T)nt;
+    h[e] = (T)((one - z) * nt + z * (A)h_prev[e]);
   }
 }
 
@@ -90,21 +97,22 @@ __device__ void gru_backward(const T* __restrict__ dh_out, const T* __restrict__
                              const T* __restrict__ rz, const T* __restrict__ n, const T* __restrict__ hn,
                              const T* __restrict__ h_prev, T* __restrict__ d_proj, T* __restrict__ d_rec,
                              long long rows, long long hid) {
-  const T one = 1;
+  typedef typename acc<T>::type A;
+  const A one = 1;
   GRID_LOOP(e, rows * hid) {
     const long long b = e / hid, j = e - b * hid, r3 = b * 3 * hid, r2 = b * 2 * hid;
-    const T r = rz[r2 + j], z = rz[r2 + hid + j], nt = n[e];
-    const T dh = dh_out[e] + dh_w[e] + dh_z[e];
-    const T dn = dh * (one - z) * (one - nt * nt);
-    const T dr = dn * hn[e] * (r - r * r);
-    const T dz = dh * (h_prev[e] - nt) * (z - z * z);
-    d_proj[r3 + j] = dr;
-    d_proj[r3 + hid + j] = dz;
-    d_proj[r3 + 2 * hid + j] = dn;
-    d_rec[r3 + j] = dr;
-    d_rec[r3 + hid + j] = dz;
-    d_rec[r3 + 2 * hid + j] = dn * r;
-    dh_z[e] = dh * z;
+    const A r = rz[r2 + j], z = rz[r2 + hid + j], nt = n[e];
+    const A dh = (A)dh_out[e] + (A)dh_w[e] + (A)dh_z[e];
+    const A dn = dh * (one - z) * (one - nt * nt);
+    const A dr = dn * (A)hn[e] * (r - r * r);
+    const A dz = dh * ((A)h_prev[e] - nt) * (z - z * z);
+    d_proj[r3 + j] = (T)dr;
+    d_proj[r3 + hid + j] = (T)dz;
+    d_proj[r3 + 2 * hid + j] = (T)dn;
+    d_rec[r3 + j] = (T)dr;
+    d_rec[r3 + hid + j] = (T)dz;
+    d_rec[r3 + 2 * hid + j] = (T)(dn * r);
+    dh_z[e] = (T)(dh * z);
   }
 }
 """
@@ -133,7 +141,8 @@ extern "C" __global__ void gru_backward_{dtype}(const {t}* dh_out, const {t}* dh
 
 NAMES = tuple(f"{cell}_{direction}_{dtype}" for cell in ("lstm", "gru") for direction in ("forward", "backward")
               for dtype in CTYPES)
-SOURCE = GRID_LOOP + _TEMPLATES + "".join(_ENTRY.format(dtype=dtype, t=t) for dtype, t in CTYPES.items())
+SOURCE = KERNEL_PRELUDE + GRID_LOOP + _TEMPLATES + "".join(_ENTRY.format(dtype=dtype, t=t)
+                                                           for dtype, t in CTYPES.items())
 
 
 def accepts(*arrays) -> bool:

@@ -1,6 +1,6 @@
 """softmax and log_softmax over the last dimension of a C-contiguous [rows, cols] array,
-forward and backward, one block per row (accumulating float32 inputs in float32, float64
-in float64, as torch's CUDA kernels do).
+forward and backward, one block per row (accumulating float64 inputs in float64 and the
+others in float32, as torch's CUDA kernels do).
 
 Forward: ``y = exp(x - max) / sum(exp(x - max))`` (log form: ``x - max - log(sum)``).
 Backward, from the forward's output ``y`` and the gradient ``g``:
@@ -12,7 +12,7 @@ Launch: grid ``(rows,)``, block a multiple of 32 up to 1024, arguments
 
 import numpy
 
-from ._common import CTYPES, PRELUDE
+from ._common import CTYPES, KERNEL_PRELUDE
 
 _TEMPLATES = r"""
 template <typename T, bool LOG>
@@ -65,7 +65,7 @@ extern "C" __global__ void {op}_backward_{dtype}(const {t}* y, const {t}* g, {t}
 NAMES = tuple(f"{op}_{direction}_{dtype}" for op in ("softmax", "log_softmax")
               for direction in ("forward", "backward") for dtype in CTYPES)
 
-SOURCE = PRELUDE + _TEMPLATES + "".join(
+SOURCE = KERNEL_PRELUDE + _TEMPLATES + "".join(
     _ENTRY.format(op=op, dtype=dtype, t=t, log="true" if op == "log_softmax" else "false")
     for op in ("softmax", "log_softmax") for dtype, t in CTYPES.items())
 

@@ -15,6 +15,7 @@ import atexit
 import itertools
 import multiprocessing
 import queue
+import time
 
 from ._base_iter import BaseDataLoaderIter
 from ._worker import ExceptionWrapper, IterableDatasetStopIteration, ResumeIteration, worker_loop
@@ -96,6 +97,8 @@ class MultiProcessingDataLoaderIter(BaseDataLoaderIter):
         try:
             return True, self._data_queue.get(timeout=timeout)
         except Exception as e:
+            if not isinstance(e, queue.Empty):
+                self._await_a_dying_worker()
             failed = [w for wid, w in enumerate(self._workers) if self._workers_status[wid] and not w.is_alive()]
             for w in failed:
                 self._mark_worker_as_unavailable(self._workers.index(w))
@@ -105,6 +108,15 @@ class MultiProcessingDataLoaderIter(BaseDataLoaderIter):
             if isinstance(e, queue.Empty):
                 return False, None
             raise
+
+    def _await_a_dying_worker(self, patience: float = 1.0):
+        """Wait up to ``patience`` seconds for an active worker to be seen dead: a batch whose
+        transfer fails mid-way (its descriptor server reset the connection) most often comes
+        from a worker that is exiting, before ``is_alive()`` can tell."""
+        active = [w for wid, w in enumerate(self._workers) if self._workers_status[wid]]
+        deadline = time.monotonic() + patience
+        while active and all(w.is_alive() for w in active) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def _get_data(self):
         if self._timeout > 0:

@@ -9,44 +9,20 @@ import re
 import sys
 import types
 
-import ml_dtypes  # noqa: F401  (numpy's "bfloat16" dtype)
 import numpy as np
 import pytest
+from _cupy_stand_in import CUPY, wrap
+from _cupy_stand_in import fake as _fake
 
 from ember.cuda import kernels
 from ember.cuda.kernels import attention, conv, dropout, embedding, loss, norm, optim, pool, rnn, softmax
 from ember.ops.pool import _Geom
 
-
-class FakeArray(np.ndarray):
-    """A numpy array that the kernels' guards take for a cupy array."""
-
-    @property
-    def data(self):
-        return types.SimpleNamespace(ptr=self.ctypes.data)
-
-    def get(self):
-        return np.asarray(self)
-
-
-FakeArray.__module__ = "cupy._stand_in"
-
-
-def _fake(a):
-    return np.asarray(a).view(FakeArray)
-
-
-def _wrap(fn):
-    return lambda *args, **kwargs: _fake(fn(*args, **kwargs))
-
-
 _CUPY = types.ModuleType("cupy")
-for _name in ("ascontiguousarray", "empty", "empty_like", "zeros", "full", "asarray", "bincount", "broadcast_to",
-              "moveaxis", "matmul"):
-    setattr(_CUPY, _name, _wrap(getattr(np, _name)))
-_CUPY.empty = _wrap(np.zeros)  # the recorder runs no kernel: products of what it "wrote" stay finite
-# cupy's products keep bfloat16 (cuBLAS's bfloat16 GEMM); ml_dtypes' numpy product gives float32
-_CUPY.matmul = lambda a, b: _fake(np.matmul(a, b).astype(np.result_type(a, b), copy=False))
+for _name in dir(CUPY):
+    if not _name.startswith("__"):
+        setattr(_CUPY, _name, getattr(CUPY, _name))
+_CUPY.empty = wrap(np.zeros)  # the recorder runs no kernel: products of what it "wrote" stay finite
 
 # C type of a value argument -> numpy scalar type; of a pointer's element -> numpy dtype
 _VALUES = {"long long": np.int64, "int": np.int32, "float": np.float32, "double": np.float64,

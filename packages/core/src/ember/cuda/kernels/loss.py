@@ -180,7 +180,7 @@ def cross_entropy_forward(x, target, weight, ignore_index: int, smoothing: float
                                        numpy.int64(ignore_index), numpy.float64(smoothing)))
         first = int(bad.get()[0])
         if first < rows:
-            raise IndexError(f"Target {int(t[first].get())} is out of bounds.")
+            raise IndexError(f"Target {int(t[first])} is out of bounds.")
     return loss, lse, wt
 
 

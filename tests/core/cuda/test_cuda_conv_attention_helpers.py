@@ -17,7 +17,8 @@ GEOMETRIES = [((9, 8), (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1)),
               ((13, 11), (3, 2), (2, 1), ((1, 1), (0, 0)), (1, 2)),
               ((7, 17), (2, 5), (3, 2), ((0, 1), (2, 2)), (2, 1)),  # 'same'-style: one more after than before
               ((1, 1), (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1)),
-              ((17,), (4,), (3,), ((2, 2),), (2,))]
+              ((17,), (4,), (3,), ((2, 2),), (2,)),
+              ((5, 7, 6), (2, 3, 3), (1, 2, 1), ((1, 0), (1, 1), (0, 2)), (2, 1, 2))]
 
 
 @pytest.mark.parametrize("size,k,s,pad,d", GEOMETRIES, ids=str)
@@ -26,16 +27,17 @@ def test_conv_geometry_and_output_size_as_torch(size, k, s, pad, d):
     geo = conv.geometry((2, 3) + size, (4, 3) + k, s, pad, d)
     x = torch.zeros((2, 3) + size)
     padded = TF.pad(x, [v for lo_hi in reversed(pad) for v in lo_hi])
-    out = (TF.conv1d if nd == 1 else TF.conv2d)(padded, torch.zeros((4, 3) + k), stride=s, dilation=d)
-    lead = (1,) * (2 - nd)
-    assert (geo.OH, geo.OW) == lead + tuple(out.shape[2:])
-    assert (geo.kh, geo.kw) == lead + k and (geo.sh, geo.sw) == lead + s and (geo.dh, geo.dw) == lead + d
-    assert (geo.ph, geo.pw) == (0,) * (2 - nd) + tuple(lo for lo, _ in pad)
-    assert (geo.H, geo.W) == lead + size
+    out = getattr(TF, f"conv{nd}d")(padded, torch.zeros((4, 3) + k), stride=s, dilation=d)
+    lead = (1,) * (3 - nd)
+    assert geo.out == (geo.OD, geo.OH, geo.OW) == lead + tuple(out.shape[2:])
+    assert (geo.kd, geo.kh, geo.kw) == lead + k and (geo.sd, geo.sh, geo.sw) == lead + s
+    assert (geo.dd, geo.dh, geo.dw) == lead + d
+    assert (geo.pd, geo.ph, geo.pw) == (0,) * (3 - nd) + tuple(lo for lo, _ in pad)
+    assert (geo.D, geo.H, geo.W) == lead + size
     for n, kk, ss, (lo, hi), dd, o in zip(size, k, s, pad, d, out.shape[2:]):
         assert conv.out_size(n, kk, ss, lo, hi, dd) == _out_size(n, kk, ss, lo, hi, dd) == o
     args = geo.args()
-    assert len(args) == 12 and all(type(a) is np.int64 for a in args)
+    assert len(args) == 18 and all(type(a) is np.int64 for a in args)
     # the output gradient's size, when given, is taken as it is (a transposed convolution's padded input)
     assert conv.geometry((2, 3) + size, (4, 3) + k, s, pad, d, out.shape[2:]) == geo
 
@@ -56,7 +58,7 @@ def test_conv_depthwise_choice_and_guards():
     assert conv.depthwise((2, 8, 5, 5), (24, 1, 3, 3), 8)  # a channel multiplier of 3
     assert not conv.depthwise((2, 8, 5, 5), (8, 2, 3, 3), 4)  # two channels a group: dense
     assert not conv.depthwise((2, 1, 5, 5), (4, 1, 3, 3), 1)  # one group: dense
-    assert conv.applies(3) and conv.applies(4) and not conv.applies(5)
+    assert conv.applies(3) and conv.applies(4) and conv.applies(5) and not conv.applies(6)
     x = np.zeros((1, 2, 3, 3), np.float32)
     assert not conv.accepts(x, x) and not attention.accepts(x, x, x)  # numpy stays on its own path
 

@@ -1,6 +1,6 @@
-"""The convolution kernels on a GPU: conv1d, conv2d, conv_transpose1d and conv_transpose2d on
-cuda tensors against torch in float64 (the truth), torch in the tested dtype and ember's CPU
-path, for the output and the input, weight and bias gradients, float32 and float64: stride,
+"""The convolution kernels on a GPU: conv1d/2d/3d and conv_transpose1d/2d/3d on cuda tensors
+against torch in float64 (the truth), torch in the tested dtype and ember's CPU path, for
+the output and the input, weight and bias gradients, float32 and float64: stride,
 padding (asymmetric 'same' too), dilation, groups, depthwise with channel multipliers, odd
 and prime sizes, planes larger than a block, kernels as large as the input, batch 1, an
 empty batch, images in several chunks and the forward's kept columns.
@@ -58,7 +58,10 @@ CASES = [("conv2d", (2, 3, 9, 8), (5, 3, 3, 3), dict(padding=1)),
          ("conv_transpose2d", (2, 4, 5, 4), (4, 3, 3, 2), dict(stride=(2, 3), padding=(1, 0), output_padding=(1, 2))),
          ("conv_transpose2d", (1, 6, 7, 7), (6, 2, 3, 3), dict(stride=2, padding=1, output_padding=1, groups=3)),
          ("conv_transpose2d", (2, 3, 6, 5), (3, 5, 2, 3), dict(dilation=2)),
-         ("conv_transpose1d", (2, 4, 6), (4, 2, 3), dict(stride=2, padding=1, output_padding=1, groups=2))]
+         ("conv_transpose1d", (2, 4, 6), (4, 2, 3), dict(stride=2, padding=1, output_padding=1, groups=2)),
+         ("conv3d", (2, 3, 5, 6, 4), (4, 3, 3, 2, 3), dict(stride=(1, 2, 1), padding=(1, 0, 1), dilation=(2, 1, 1))),
+         ("conv3d", (1, 4, 5, 5, 5), (8, 1, 3, 3, 3), dict(padding=1, groups=4)),
+         ("conv_transpose3d", (1, 4, 3, 4, 3), (4, 3, 2, 3, 2), dict(stride=2, padding=(0, 1, 0)))]
 
 
 def _lengths(name, xshape, wshape, oshape, groups):
@@ -174,9 +177,9 @@ def test_second_derivatives_on_cuda():
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
 
 
-def test_three_dimensional_convolutions_keep_the_generic_path(launched):
+def test_three_dimensional_convolutions_take_the_kernels(launched):
     rng = np.random.default_rng(4)
     x, w = rng.standard_normal((1, 2, 5, 5, 5)), rng.standard_normal((3, 2, 2, 2, 2))
     got = ember.nn.functional.conv3d(ember.tensor(x, device="cuda"), ember.tensor(w, device="cuda"))
     np.testing.assert_allclose(got.cpu().numpy(), TF.conv3d(torch.tensor(x), torch.tensor(w)).numpy(), rtol=1e-12)
-    assert launched["forward"] == 0
+    assert launched["forward"] == 1

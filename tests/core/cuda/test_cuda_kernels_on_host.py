@@ -247,6 +247,23 @@ def test_conv2d(groups, wshape, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("groups,wshape", [(2, (6, 2, 2, 3, 2)), (4, (8, 1, 3, 2, 3))], ids=["grouped", "depthwise"])
+def test_conv3d(groups, wshape, dtype):
+    x, w, b = _array((2, 4, 5, 6, 4), dtype, 0), _array(wshape, dtype, 1), _array((wshape[0],), dtype, 2)
+    stride, pad, dilation = (1, 2, 1), ((1, 0), (1, 1), (0, 1)), (2, 1, 1)
+    xt, wt, bt = (_t(a).requires_grad_() for a in (x, w, b))
+    padded = torch.nn.functional.pad(xt, (0, 1, 1, 1, 1, 0))
+    want = torch.nn.functional.conv3d(padded, wt, bt, stride, 0, dilation, groups)
+    g = _array(tuple(want.shape), dtype, 3)
+    want.backward(_t(g))
+    out, kept = conv.forward(x, w, b, stride, pad, dilation, groups, keep=True)
+    _check(out, want, dtype, ulps=64)
+    _check(conv.input_grad(g, w, x.shape, stride, pad, dilation, groups), xt.grad, dtype, ulps=64, rounds=16)
+    _check(conv.weight_grad(x, g, w.shape, stride, pad, dilation, groups, kept=kept), wt.grad, dtype, ulps=64,
+           rounds=16)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_conv1d(dtype):
     x, w = _array((2, 3, 11), dtype, 0), _array((4, 3, 3), dtype, 1)
     xt, wt = _t(x).requires_grad_(), _t(w).requires_grad_()

@@ -211,6 +211,15 @@ def test_conv_launchers(launches, dtype):
     out, _ = conv.forward(_rand(0, 3, 5, 5, dtype=dtype), _rand(4, 3, 3, 3, dtype=dtype), None, (1, 1),
                           ((0, 0), (0, 0)), (1, 1), 1)
     assert out.shape == (0, 4, 3, 3) and len(launches) == 1
+    # 3-d
+    x3, w3 = _rand(2, 4, 5, 6, 3, dtype=dtype), _rand(6, 2, 2, 3, 2, dtype=dtype)
+    geo3 = dict(stride=(1, 2, 1), pad=((1, 0), (1, 1), (0, 0)), dilation=(2, 1, 1), groups=2)
+    out, kept = conv.forward(x3, w3, None, keep=True, **geo3)
+    assert out.shape == (2, 6, 4, 3, 2)
+    g = _rand(*out.shape, dtype=dtype)
+    assert conv.input_grad(g, w3, x3.shape, **geo3).shape == x3.shape
+    assert conv.weight_grad(x3, g, w3.shape, kept=kept, **geo3).shape == w3.shape
+    assert [n for _, n, *_ in launches[1:]] == [f"{k}_{dtype}" for k in ("im2col", "col2im")]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -16,6 +16,7 @@ is masked, so those entries must be exact zeros. Two results within the bound of
 are within twice it of each other: the bar against torch and the CPU path."""
 
 import contextlib
+import math
 import os
 
 import _references as ref
@@ -201,10 +202,33 @@ def test_grouped_query_heads_take_the_kernels(launched):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
-def test_dropout_and_wide_heads_keep_the_generic_path(launched):
+def test_dropout_draws_from_the_generator_and_replays(launched):
+    from ember.cuda.kernels import dropout as cuda_dropout
     rng = np.random.default_rng(6)
-    q = ember.tensor(rng.standard_normal((1, 2, 5, 8)), device="cuda")
-    F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+    x = rng.standard_normal((1, 2, 37, 8))
+    q = ember.tensor(x, device="cuda", requires_grad=True)
+    state = ember.cuda.get_rng_state()
+    runs = []
+    for _ in range(2):  # a restored state draws the same mask, forward and backward
+        ember.cuda.set_rng_state(state)
+        seed, offset = ember.random.default_generator("cuda").philox_seed_offset(0)
+        out = F.scaled_dot_product_attention(q, q, q, dropout_p=0.3)
+        (grad,) = ember.autograd.grad(out.sum(), q)
+        runs.append((out.detach().cpu().numpy(), grad.cpu().numpy()))
+    assert launched["forward"] == 2
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    # the output is the attention of the kept probabilities, the mask the dropout kernels' of [1, 2, 37, 37]
+    z = cuda_dropout.mask((1, 2, 37, 37), np.dtype("float64"), 0.3, 1 / 0.7, seed, offset).get()
+    tq = torch.tensor(x, requires_grad=True)
+    want = (torch.softmax(tq @ tq.transpose(-1, -2) / math.sqrt(8), -1) * torch.tensor(z)) @ tq
+    (want_grad,) = torch.autograd.grad(want.sum(), tq)
+    np.testing.assert_allclose(runs[0][0], want.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(runs[0][1], want_grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_wide_heads_keep_the_generic_path(launched):
+    rng = np.random.default_rng(6)
     wide = rng.standard_normal((1, 2, 5, cuda_attention.E_MAX + 32))
     out = F.scaled_dot_product_attention(*(ember.tensor(wide, device="cuda") for _ in range(3)))
     want = TF.scaled_dot_product_attention(*(torch.tensor(wide) for _ in range(3)))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 from _cupy_stand_in import fake, install
-from _references import philox_words
+from _references import dropout_keep, philox_words
 
 from ember.cpu.kernels import rnn as cpu_rnn
 from ember.cuda import kernels
@@ -300,6 +300,30 @@ def test_attention(mask, dtype):
         _check(got, ref, dtype, ulps=256, rounds=8)
     if mask == "float":
         _check(np.asarray(ds).sum(axis=(0, 1), keepdims=True)[0], mt.grad, dtype, ulps=1024, rounds=8)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_with_dropout(causal, dtype):
+    q, k, v = _array((2, 3, 19, 8), dtype, 0), _array((2, 3, 21, 8), dtype, 1), _array((2, 3, 21, 5), dtype, 2)
+    p, seed, offset = 0.25, 1234, 77
+    shape = attention.dropout_shape(q, k, v)
+    assert shape == (2, 3, 19, 21)
+    # the probabilities' multipliers: the dropout kernels' mask of that shape, from the same counters
+    z = np.where(dropout_keep(int(np.prod(shape)), p, seed, offset).reshape(shape), 1 / (1 - p), 0.0)
+    np.testing.assert_array_equal(np.asarray(dropout.mask(shape, np.dtype("float64"), p, 1 / (1 - p), seed, offset)), z)
+    qt, kt, vt = (_t(a).requires_grad_() for a in (q, k, v))
+    scores = qt @ kt.transpose(-1, -2) * 0.4
+    if causal:
+        scores = scores.masked_fill(~torch.ones(19, 21, dtype=torch.bool).tril(), float("-inf"))
+    want = (torch.softmax(scores, -1) * torch.tensor(z)) @ vt
+    g = _array(tuple(want.shape), dtype, 5)
+    want.backward(_t(g))
+    out, lse = attention.forward(q, k, v, None, causal, 0.4, p, seed, offset)
+    _check(out, want, dtype, ulps=64)
+    dq, dk, dv, _ = attention.backward(g, q, k, v, out, lse, None, causal, 0.4, False, p, seed, offset)
+    for got, ref in ((dq, qt.grad), (dk, kt.grad), (dv, vt.grad)):
+        _check(got, ref, dtype, ulps=256, rounds=8)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -241,6 +241,10 @@ def test_attention_launchers(launches, dtype):
     grids = [launch[2] for launch in launches[:3]]
     assert grids == [(6 * -(-19 // bq),), (6 * -(-21 // bk),), (6 * -(-19 // bq),)]
     assert all(launch[3] == (attention.THREADS,) for launch in launches)
+    del launches[:]  # with dropout: the probability, its scale and the Philox stream
+    out, lse = attention.forward(q, k, v, None, False, 0.3, 0.1, 2 ** 64 - 1, 5)
+    attention.backward(_rand(*out.shape, dtype=dtype), q, k, v, out, lse, None, False, 0.3, False, 0.1, 2 ** 64 - 1, 5)
+    assert len(launches) == 3
     del launches[:]
     attention.forward(_rand(2, 0, 4, dtype=dtype), _rand(2, 3, 4, dtype=dtype), _rand(2, 3, 4, dtype=dtype), None,
                       False, 0.5)

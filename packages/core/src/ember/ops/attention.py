@@ -13,12 +13,13 @@ The gradient (softmax backward fused), with ``D`` the dropout multiplier::
 Without ``create_graph`` it runs on arrays from the saved ``P``; with it, ``P`` is
 recomputed from q and k with ember ops, so higher-order gradients are exact.
 
-cupy float32/float64 inputs without dropout, head dims up to 128 and at most two leading
-dims take the CUDA kernels instead (``cuda/kernels/attention.py``): the forward tiles the
-scores and keeps each row's log-sum-exp rather than ``P``, and the backward recomputes
-``P`` tile by tile from it. The numpy path computes the whole score matrix, or under the
-causal mask only the part of it that each band of query rows sees (the numba kernels
-write and read the rest as zeros).
+cupy inputs of the kernels' dtypes (float32, float64, float16, bfloat16), head dims up to
+128 and at most two leading dims take the CUDA kernels instead (``cuda/kernels/attention.py``):
+the forward tiles the scores and keeps each row's log-sum-exp rather than ``P``, and the
+backward recomputes ``P`` tile by tile from it; a dropout's mask is drawn from the device
+generator's Philox counters in the forward and drawn again in the backward. The numpy path
+computes the whole score matrix, or under the causal mask only the part of it that each
+band of query rows sees (the numba kernels write and read the rest as zeros).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .._tensor import _make
 from ..autograd.graph import on_arrays
 from ..cpu import kernels
 from ..cuda.kernels import attention as cuda_attention
+from ..cuda.kernels import dropout as cuda_dropout
 from ._helpers import _type_name, be, needs_grad, record
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -106,8 +108,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     q, k, v = query._data, key._data, value._data
     L, S, E = q.shape[-2], k.shape[-2], q.shape[-1]
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
-    if dropout_p == 0.0 and cuda_attention.accepts(q, k, v, None if attn_mask is None else attn_mask._data):
-        return _tiled(query, key, value, attn_mask, is_causal, scale)
+    if cuda_attention.accepts(q, k, v, None if attn_mask is None else attn_mask._data):
+        return _tiled(query, key, value, attn_mask, is_causal, scale, float(dropout_p))
     bands = _causal_bands(q, k, v) if is_causal and attn_mask is None else None
     if bands is not None:
         return _causal_banded(query, key, value, bands, dropout_p, scale)
@@ -231,17 +233,23 @@ def _empty_heads(xp, like, shape, *others):
 _PRODUCT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _tiled(query, key, value, attn_mask, is_causal, scale):
+def _tiled(query, key, value, attn_mask, is_causal, scale, dropout_p):
     """The forward on the CUDA kernels: the output and each row's log-sum-exp, which the
-    backward recomputes the probabilities from (no score matrix is kept)."""
+    backward recomputes the probabilities from (no score matrix is kept), and a dropout's
+    ``(p, seed, offset)``, which it draws its mask from again."""
+    from ..random import default_generator
     mask = None if attn_mask is None else attn_mask._data
-    out, lse = cuda_attention.forward(query._data, key._data, value._data, mask, is_causal, scale)
+    drop = None
+    if dropout_p > 0.0:  # counter-based draws from the device generator: a restored state replays them
+        shape = cuda_attention.dropout_shape(query._data, key._data, value._data, mask)
+        drop = (dropout_p, *default_generator(query.device).philox_seed_offset(cuda_dropout.groups(math.prod(shape))))
+    out, lse = cuda_attention.forward(query._data, key._data, value._data, mask, is_causal, scale, *(drop or ()))
     r = _make(out, query.dtype)
     float_mask = attn_mask if attn_mask is not None and attn_mask.dtype is not D.bool_ else None
     if needs_grad(query, key, value, float_mask):
         mask_grad = float_mask is not None and needs_grad(float_mask)
         record("ScaledDotProductAttentionBackward0", _tiled_rule, (query, key, value, float_mask), r,
-               (query, key, value, r, lse, scale, attn_mask, is_causal, mask_grad))
+               (query, key, value, r, lse, scale, attn_mask, is_causal, mask_grad, drop))
     return r
 
 
@@ -317,13 +325,18 @@ def _sdpa_rule(g, q, k, v, p, keep, scale, attn_mask, is_causal, mask_grad, xp):
     return _sdpa_graph(g, q, k, v, keep, scale, attn_mask, mask_grad, dead)
 
 
-def _tiled_rule_arrays(g, q, k, v, out, lse, scale, attn_mask, is_causal, mask_grad):
-    return cuda_attention.backward(g, q, k, v, out, lse, attn_mask, is_causal, scale, mask_grad)
+def _tiled_rule_arrays(g, q, k, v, out, lse, scale, attn_mask, is_causal, mask_grad, drop):
+    return cuda_attention.backward(g, q, k, v, out, lse, attn_mask, is_causal, scale, mask_grad, *(drop or ()))
 
 
 @on_arrays(_tiled_rule_arrays)
-def _tiled_rule(g, q, k, v, out, lse, scale, attn_mask, is_causal, mask_grad):
+def _tiled_rule(g, q, k, v, out, lse, scale, attn_mask, is_causal, mask_grad, drop):
     xp = be(q).xp
+    keep = None
+    if drop is not None:  # the kernels' mask, drawn again from the same counters
+        p, seed, offset = drop
+        shape = cuda_attention.dropout_shape(q._data, k._data, v._data, None if attn_mask is None else attn_mask._data)
+        keep = cuda_dropout.mask(shape, q._data.dtype, p, 0.0 if p >= 1.0 else 1.0 / (1.0 - p), seed, offset)
     if is_causal:
         attn_mask = _make(xp.tril(xp.ones((q.shape[-2], k.shape[-2]), dtype=bool)), D.bool_)
     dead = None
@@ -331,7 +344,7 @@ def _tiled_rule(g, q, k, v, out, lse, scale, attn_mask, is_causal, mask_grad):
         rows = xp.isneginf(lse)[..., None]  # rows with every key masked
         if bool(rows.any()):
             dead = _make(rows, D.bool_)
-    return _sdpa_graph(g, q, k, v, None, scale, attn_mask, mask_grad, dead)
+    return _sdpa_graph(g, q, k, v, keep, scale, attn_mask, mask_grad, dead)
 
 
 def _sdpa_graph(g, q, k, v, keep, scale, attn_mask, mask_grad, dead):

@@ -1,7 +1,9 @@
 """Scaled dot-product attention on cupy arrays, forward and backward, tiled so that the
 ``[L, S]`` score matrix is never written out (the FlashAttention scheme: Dao et al.,
 arXiv:2205.14135, and FlashAttention-2, arXiv:2307.08691): the forward of
-``ops/attention.py``'s ``scaled_dot_product_attention`` without dropout, and its gradient.
+``ops/attention.py``'s ``scaled_dot_product_attention`` and its gradient, dropout included
+(each probability kept or dropped by the counter-based draw of ``drop_factor``, drawn again
+in the backward rather than stored).
 
 Shapes: ``q`` ``[BH, L, E]``, ``k`` ``[BH, S, E]``, ``v`` ``[BH, S, Ev]`` (``BH = B * H``,
 C-contiguous, ``1 <= E, Ev <= E_MAX``), float32, float64, float16 or bfloat16, the half
@@ -41,6 +43,7 @@ from typing import NamedTuple
 import numpy
 
 from ._common import ACC_CTYPES, CTYPES, KERNEL_PRELUDE, acc_dtype, is_cupy, on_cupy, pointer
+from .dropout import PHILOX, stream_args
 
 __all__ = ["E_MAX", "TILES", "THREADS", "Plan", "accepts", "backward", "forward", "plan", "shared_bytes"]
 
@@ -52,8 +55,9 @@ SHARED_LIMIT = 48 << 10  # static shared memory per block
 _KSTRIDE = E_MAX + 1  # key/value rows in shared memory: threads reading one column of several rows hit distinct banks
 
 _PROBLEM = ("long long L, long long S, int E, int Ev, long long heads, long long msb, long long msh, long long msl, "
-            "long long mss, int causal, double scale")
-_PROBLEM_NAMES = "L, S, E, Ev, heads, msb, msh, msl, mss, causal, scale"
+            "long long mss, int causal, double scale, float drop_p, double drop_scale, unsigned long long seed, "
+            "unsigned long long offset")
+_PROBLEM_NAMES = "L, S, E, Ev, heads, msb, msh, msl, mss, causal, scale, drop_p, drop_scale, seed, offset"
 
 _TEMPLATES = r"""
 #define E_MAX {e_max}
@@ -85,6 +89,19 @@ __device__ __forceinline__ A score(const A* qrow, const A* krow, long long i, lo
   dot *= (A)scale;
   if (fmask != nullptr) dot += (A)fmask[at];
   return dot;
+}}
+
+// dropout's multiplier of probability (bh, i, j): element (bh * L + i) * S + j of the [BH, L, S]
+// mask drawn as the dropout kernels draw theirs (word e % 4 of Philox group e / 4 of the stream
+// (seed, offset)); 0 where dropped, drop_scale (1 / (1 - p)) where kept
+template <typename A>
+__device__ __forceinline__ A drop_factor(long long bh, long long i, long long j, PROBLEM) {{
+  const unsigned long long e = (unsigned long long)((bh * L + i) * S + j);
+  float u[4];
+  philox_uniform4(seed, offset, e >> 2, u);
+  const unsigned int lane = (unsigned int)(e & 3);
+  const float draw = lane == 0 ? u[0] : lane == 1 ? u[1] : lane == 2 ? u[2] : u[3];
+  return draw >= drop_p ? (A)drop_scale : A(0);
 }}
 
 // the probability of a score given its row's log-sum-exp: 0 where masked or the row has no key
@@ -148,6 +165,13 @@ __device__ void attention_forward(const T* __restrict__ q, const T* __restrict__
       row_sum[r] = row_sum[r] * alpha + sum;
     }}
     __syncthreads();
+    if (drop_p > 0.f) {{  // the row sums are of the kept and dropped alike; the output takes the kept
+      for (int t = threadIdx.x; t < BQ * BK; t += THREADS) {{
+        const int r = t / BK, c = t - r * BK;
+        if (q0 + r < L && k0 + c < S) ps[t] *= drop_factor<A>(bh, q0 + r, k0 + c, {names});
+      }}
+      __syncthreads();
+    }}
 #pragma unroll
     for (int u = 0; u < PER; ++u) {{
       const int t = threadIdx.x + u * THREADS;
@@ -172,12 +196,13 @@ __device__ void attention_forward(const T* __restrict__ q, const T* __restrict__
   }}
 }}
 
-// the probabilities p and score gradients dS of one [BQ, BK] tile from the rows in shared memory
+// the (dropped) probabilities p and score gradients dS of one [BQ, BK] tile from the rows in shared
+// memory: with Z the dropout multipliers, dS = P (Z dP - D) and dV takes (P Z)^T
 template <typename T, typename A, int BQ, int BK>
 __device__ __forceinline__ void tile_grads(const A* qs, const A* gs, const A* ks, const A* vs, const A* lse_s,
-                                           const A* delta_s, A* ps, A* dss, long long q0, long long k0,
-                                           const bool* __restrict__ bmask, const T* __restrict__ fmask,
-                                           long long moff, PROBLEM) {{
+                                           const A* delta_s, A* ps, A* dss, long long bh, long long q0,
+                                           long long k0, const bool* __restrict__ bmask,
+                                           const T* __restrict__ fmask, long long moff, PROBLEM) {{
   for (int t = threadIdx.x; t < BQ * BK; t += THREADS) {{
     const int r = t / BK, c = t - r * BK;
     const long long i = q0 + r, j = k0 + c;
@@ -186,7 +211,13 @@ __device__ __forceinline__ void tile_grads(const A* qs, const A* gs, const A* ks
       p = prob<T, A>(score<T, A>(qs + r * E_MAX, ks + c * KSTRIDE, i, j, bmask, fmask, moff, {names}), lse_s[r]);
       A dp = 0;
       for (int e = 0; e < Ev; ++e) dp += gs[r * E_MAX + e] * vs[c * KSTRIDE + e];
-      ds = p * (dp - delta_s[r]);
+      if (drop_p > 0.f) {{
+        const A z = drop_factor<A>(bh, i, j, {names});
+        ds = p * (dp * z - delta_s[r]);
+        p *= z;
+      }} else {{
+        ds = p * (dp - delta_s[r]);
+      }}
     }}
     if (ps != nullptr) ps[t] = p;
     dss[t] = ds;
@@ -232,7 +263,7 @@ __device__ void attention_backward_kv(const T* __restrict__ q, const T* __restri
     load_rows<T, A>(gs, gb, q0, BQ, L, Ev, E_MAX);
     load_row_stats<T, A, BQ>(lse_s, delta_s, lse, delta, bh * L, q0, L);
     __syncthreads();
-    tile_grads<T, A, BQ, BK>(qs, gs, ks, vs, lse_s, delta_s, ps, dss, q0, k0, bmask, fmask, moff, {names});
+    tile_grads<T, A, BQ, BK>(qs, gs, ks, vs, lse_s, delta_s, ps, dss, bh, q0, k0, bmask, fmask, moff, {names});
     __syncthreads();
 #pragma unroll
     for (int u = 0; u < PER; ++u) {{
@@ -286,7 +317,8 @@ __device__ void attention_backward_q(const T* __restrict__ q, const T* __restric
     load_rows<T, A>(ks, kb, k0, BK, S, E, KSTRIDE);
     load_rows<T, A>(vs, vb, k0, BK, S, Ev, KSTRIDE);
     __syncthreads();
-    tile_grads<T, A, BQ, BK>(qs, gs, ks, vs, lse_s, delta_s, nullptr, dss, q0, k0, bmask, fmask, moff, {names});
+    tile_grads<T, A, BQ, BK>(qs, gs, ks, vs, lse_s, delta_s, nullptr, dss, bh, q0, k0, bmask, fmask, moff,
+                             {names});
     __syncthreads();
     if (ds_out != nullptr) {{
       for (int t = threadIdx.x; t < BQ * BK; t += THREADS) {{
@@ -332,7 +364,7 @@ extern "C" __global__ void attention_backward_q_{dtype}(const {t}* q, const {t}*
 
 _KERNELS = ("attention_forward", "attention_backward_kv", "attention_backward_q")
 NAMES = tuple(f"{kernel}_{dtype}" for kernel in _KERNELS for dtype in CTYPES)
-SOURCE = KERNEL_PRELUDE + _TEMPLATES.replace("PROBLEM", _PROBLEM).format(
+SOURCE = KERNEL_PRELUDE + PHILOX + _TEMPLATES.replace("PROBLEM", _PROBLEM).format(
     e_max=E_MAX, kstride=_KSTRIDE, threads=THREADS, names=_PROBLEM_NAMES) + "".join(
     _ENTRY.format(dtype=dtype, t=t, a=ACC_CTYPES[dtype], bq=TILES[dtype][0], bk=TILES[dtype][1], problem=_PROBLEM,
                   names=_PROBLEM_NAMES)
@@ -420,9 +452,18 @@ def _rows(a, lead, bh):
     return cupy.ascontiguousarray(a).reshape((bh,) + a.shape[-2:])
 
 
-def _args(p: Plan, causal: bool, scale: float) -> tuple:
+def _args(p: Plan, causal: bool, scale: float, dropout_p: float, seed: int, offset: int) -> tuple:
+    keep_scale = 0.0 if dropout_p >= 1.0 else 1.0 / (1.0 - dropout_p)
     return (numpy.int64(p.L), numpy.int64(p.S), numpy.int32(p.E), numpy.int32(p.Ev), numpy.int64(p.heads),
-            *(numpy.int64(s) for s in p.mask_strides), numpy.int32(bool(causal)), numpy.float64(scale))
+            *(numpy.int64(s) for s in p.mask_strides), numpy.int32(bool(causal)), numpy.float64(scale),
+            numpy.float32(dropout_p), numpy.float64(keep_scale), *stream_args(seed, offset))
+
+
+def dropout_shape(q, k, v, mask=None) -> tuple:
+    """The shape ``[*lead, L, S]`` of the probabilities a dropout draws one number for, in
+    this order (``accepts`` holds)."""
+    p = plan(q.shape, k.shape, v.shape, None if mask is None else mask.shape)
+    return p.lead + (p.L, p.S)
 
 
 def _mask_pointers(mask):
@@ -434,12 +475,14 @@ def _mask_pointers(mask):
     return (mask, pointer(None)) if mask.dtype == numpy.bool_ else (pointer(None), mask)
 
 
-def forward(q, k, v, mask, causal: bool, scale: float):
+def forward(q, k, v, mask, causal: bool, scale: float, dropout_p: float = 0.0, seed: int = 0, offset: int = 0):
     """``(out, lse)``: attention of ``q`` ``[..., L, E]`` over ``k`` ``[..., S, E]`` and ``v``
     ``[..., S, Ev]`` (``accepts`` holds), ``out`` ``[*lead, L, Ev]`` and the per-row
     log-sum-exp of the scores ``[*lead, L]`` in the accumulation dtype (``-inf`` for a row
-    with every key masked), ``lead`` the broadcast leading dims. ``mask``: bool (True takes part) or additive, or
-    None; ``causal``: top-left aligned."""
+    with every key masked), ``lead`` the broadcast leading dims. ``mask``: bool (True takes
+    part) or additive, or None; ``causal``: top-left aligned. ``dropout_p``: the probability
+    of dropping each probability (the kept scaled by ``1 / (1 - dropout_p)``), drawn from the
+    Philox stream ``(seed, offset)`` as ``dropout.mask`` of ``dropout_shape`` draws them."""
     import cupy
 
     from . import function
@@ -452,13 +495,15 @@ def forward(q, k, v, mask, causal: bool, scale: float):
     grid = blocks(p.L, TILES[q3.dtype.name][0], bh)
     if grid:
         function("attention", f"attention_forward_{q3.dtype.name}")((grid,), (THREADS,), (
-            q3, k3, v3, bmask, fmask, out, lse, *_args(p, causal, scale)))
+            q3, k3, v3, bmask, fmask, out, lse, *_args(p, causal, scale, dropout_p, seed, offset)))
     return out.reshape(p.lead + (p.L, p.Ev)), lse.reshape(p.lead + (p.L,))
 
 
-def backward(g, q, k, v, out, lse, mask, causal: bool, scale: float, mask_grad: bool = False):
+def backward(g, q, k, v, out, lse, mask, causal: bool, scale: float, mask_grad: bool = False, dropout_p: float = 0.0,
+             seed: int = 0, offset: int = 0):
     """``(dq, dk, dv, ds)``: the gradients of ``forward`` for the output gradient ``g``
-    ``[*lead, L, Ev]``, from its ``out`` and ``lse``; each in the broadcast shape
+    ``[*lead, L, Ev]``, from its ``out`` and ``lse`` (and its dropout's ``dropout_p``,
+    ``seed`` and ``offset``: the mask is drawn again); each in the broadcast shape
     ``[*lead, n, width]`` (the caller sums broadcast dims away), and ``ds`` the score
     gradient ``[*lead, L, S]`` (a float mask's gradient) when ``mask_grad``, else None."""
     import cupy
@@ -479,7 +524,7 @@ def backward(g, q, k, v, out, lse, mask, causal: bool, scale: float, mask_grad: 
     dv = cupy.empty((bh, p.S, p.Ev), dtype)
     ds = cupy.zeros((bh, p.L, p.S), dtype) if mask_grad else None
     bq, bk = TILES[dtype.name]
-    args = _args(p, causal, scale)
+    args = _args(p, causal, scale, dropout_p, seed, offset)
     if blocks(p.S, bk, bh):
         function("attention", f"attention_backward_kv_{dtype.name}")((blocks(p.S, bk, bh),), (THREADS,), (
             q3, k3, v3, bmask, fmask, g3, lse, delta, dk, dv, *args))

@@ -146,3 +146,15 @@ def test_a_tensor_moves_between_gpus():
     y = x.to("cuda:1", non_blocking=True)
     assert y.device == ember.device("cuda", 1) and y.cpu().tolist() == x.cpu().tolist()
     assert ember.cuda.current_device() == 0
+
+
+def test_tf32_switch_sets_cupys_compute_type():
+    import cupy
+    from cupy._core import _routines_linalg as linalg
+    ember.ones(1, device="cuda")  # the backend is loaded
+    try:
+        ember.backends.cuda.matmul.allow_tf32 = True
+        assert cupy._core.get_compute_type(np.float32) == linalg.COMPUTE_TYPE_TF32
+    finally:
+        ember.backends.cuda.matmul.allow_tf32 = False
+    assert cupy._core.get_compute_type(np.float32) == linalg.COMPUTE_TYPE_FP32

@@ -91,6 +91,12 @@ def set_float32_matmul_precision(precision: str) -> None:
                       f"setFloat32MatmulPrecision call has no effect.", stacklevel=2)
         return
     _state["matmul_precision"] = precision
+    for hook in _MATMUL_PRECISION_HOOKS:
+        hook(precision)
+
+
+# called with the new precision: the cupy backend's, once a cuda tensor has loaded it
+_MATMUL_PRECISION_HOOKS: list = []
 
 
 def get_float32_matmul_precision() -> str:

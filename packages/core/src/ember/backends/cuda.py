@@ -1,9 +1,11 @@
 """``ember.backends.cuda``: torch.backends.cuda's switches (torch docs, "torch.backends.cuda").
 
-``matmul.allow_tf32`` and the reduced-precision flags are read by ember's cuda matrix
-products; the scaled-dot-product-attention switches exist so that scripts choosing a kernel
-run: ember has one attention path (``F.scaled_dot_product_attention``), so they select
-nothing. Defaults are torch's.
+``matmul.allow_tf32`` (the same setting as ``set_float32_matmul_precision``) sets cupy's
+compute type for float32 products, TF32 or IEEE float32
+(``cupy_backend.apply_matmul_precision``); the reduced-precision reduction flags are kept
+for scripts and change nothing; the scaled-dot-product-attention switches exist so that
+scripts choosing a kernel run: ember has one attention path
+(``F.scaled_dot_product_attention``), so they select nothing. Defaults are torch's.
 """
 
 from __future__ import annotations

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+
+import numpy
+
+from .. import _settings
 from .._device import device
 
 
@@ -10,6 +15,15 @@ def bfloat16_supported(cupy) -> bool:
     upgrade guide, "Minimal support for bfloat16"; the numpy 2.1.2 it needs is below ember's
     floor)."""
     return int(cupy.__version__.split(".")[0]) >= 14
+
+
+def apply_matmul_precision(cupy, precision: str) -> None:
+    """Make cupy's float32 matrix products follow torch's float32 matmul ``precision``:
+    'high' and 'medium' let cuBLAS use TF32 tensor cores, 'highest' keeps IEEE float32 (cupy's
+    compute type for float32, which its matmul, dot and tensordot read at each call)."""
+    from cupy._core import _routines_linalg as linalg
+    kind = linalg.COMPUTE_TYPE_FP32 if precision == "highest" else linalg.COMPUTE_TYPE_TF32
+    cupy._core.set_compute_type(numpy.float32, kind)
 
 
 class CupyBackend:
@@ -26,6 +40,9 @@ class CupyBackend:
             raise RuntimeError(f"CUDA error: invalid device ordinal {index}")
         from ..cuda import memory
         memory.install(cupy)
+        if not _settings._MATMUL_PRECISION_HOOKS:
+            apply_matmul_precision(cupy, _settings.get_float32_matmul_precision())
+            _settings._MATMUL_PRECISION_HOOKS.append(functools.partial(apply_matmul_precision, cupy))
         self.xp = cupy
         self.index = index
         self.name = f"cuda:{index}"

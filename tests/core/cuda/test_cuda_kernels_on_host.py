@@ -226,54 +226,32 @@ def test_pooling(size, k, s, p, d, dtype):
     _check(pool.avg_backward(g, geo_avg, fake(div)), xt.grad, dtype, ulps=8)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("groups,wshape", [(1, (5, 4, 3, 2)), (2, (6, 2, 3, 3)), (4, (8, 1, 3, 3))],
-                         ids=["dense", "grouped", "depthwise"])
-def test_conv2d(groups, wshape, dtype):
-    x, w, b = _array((2, 4, 9, 7), dtype, 0), _array(wshape, dtype, 1), _array((wshape[0],), dtype, 2)
-    stride, pad, dilation = (2, 1), ((1, 1), (0, 1)), (1, 2)
-    xt, wt, bt = (_t(a).requires_grad_() for a in (x, w, b))
-    padded = torch.nn.functional.pad(xt, (0, 1, 1, 1))
-    want = torch.nn.functional.conv2d(padded, wt, bt, stride, 0, dilation, groups)
-    g = _array(tuple(want.shape), dtype, 3)
-    want.backward(_t(g))
-    out, kept = conv.forward(x, w, b, stride, pad, dilation, groups, keep=True)
-    # the half types' products are the stand-in's (numpy's), each value rounded to the dtype
-    _check(out, want, dtype, ulps=64)
-    # the input gradient sums the product's values, each rounded to the dtype
-    _check(conv.input_grad(g, w, x.shape, stride, pad, dilation, groups), xt.grad, dtype, ulps=64, rounds=16)
-    _check(conv.weight_grad(x, g, w.shape, stride, pad, dilation, groups, kept=kept), wt.grad, dtype, ulps=64,
-           rounds=16)
+# input shape, weight shape, stride, padding (before, after) per dim, dilation, groups
+CONVS = {"1d": ((2, 3, 11), (4, 3, 3), (2,), ((1, 1),), (1,), 1),
+         "2d-dense": ((2, 4, 9, 7), (5, 4, 3, 2), (2, 1), ((1, 1), (0, 1)), (1, 2), 1),
+         "2d-grouped": ((2, 4, 9, 7), (6, 2, 3, 3), (2, 1), ((1, 1), (0, 1)), (1, 2), 2),
+         "2d-depthwise": ((2, 4, 9, 7), (8, 1, 3, 3), (2, 1), ((1, 1), (0, 1)), (1, 2), 4),
+         "3d-grouped": ((2, 4, 5, 6, 4), (6, 2, 2, 3, 2), (1, 2, 1), ((1, 0), (1, 1), (0, 1)), (2, 1, 1), 2),
+         "3d-depthwise": ((2, 4, 5, 6, 4), (8, 1, 3, 2, 3), (1, 2, 1), ((1, 0), (1, 1), (0, 1)), (2, 1, 1), 4)}
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("groups,wshape", [(2, (6, 2, 2, 3, 2)), (4, (8, 1, 3, 2, 3))], ids=["grouped", "depthwise"])
-def test_conv3d(groups, wshape, dtype):
-    x, w, b = _array((2, 4, 5, 6, 4), dtype, 0), _array(wshape, dtype, 1), _array((wshape[0],), dtype, 2)
-    stride, pad, dilation = (1, 2, 1), ((1, 0), (1, 1), (0, 1)), (2, 1, 1)
+@pytest.mark.parametrize("case", CONVS)
+def test_convolution(case, dtype):
+    xshape, wshape, stride, pad, dilation, groups = CONVS[case]
+    x, w, b = _array(xshape, dtype, 0), _array(wshape, dtype, 1), _array((wshape[0],), dtype, 2)
     xt, wt, bt = (_t(a).requires_grad_() for a in (x, w, b))
-    padded = torch.nn.functional.pad(xt, (0, 1, 1, 1, 1, 0))
-    want = torch.nn.functional.conv3d(padded, wt, bt, stride, 0, dilation, groups)
+    padded = torch.nn.functional.pad(xt, [v for lo_hi in reversed(pad) for v in lo_hi])
+    want = getattr(torch.nn.functional, f"conv{len(stride)}d")(padded, wt, bt, stride, 0, dilation, groups)
     g = _array(tuple(want.shape), dtype, 3)
     want.backward(_t(g))
     out, kept = conv.forward(x, w, b, stride, pad, dilation, groups, keep=True)
+    # the half types' products are the stand-in's (numpy's), each value rounded to the dtype;
+    # the input gradient sums the product's values
     _check(out, want, dtype, ulps=64)
     _check(conv.input_grad(g, w, x.shape, stride, pad, dilation, groups), xt.grad, dtype, ulps=64, rounds=16)
     _check(conv.weight_grad(x, g, w.shape, stride, pad, dilation, groups, kept=kept), wt.grad, dtype, ulps=64,
            rounds=16)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_conv1d(dtype):
-    x, w = _array((2, 3, 11), dtype, 0), _array((4, 3, 3), dtype, 1)
-    xt, wt = _t(x).requires_grad_(), _t(w).requires_grad_()
-    want = torch.nn.functional.conv1d(xt, wt, None, 2, 1)
-    g = _array(tuple(want.shape), dtype, 2)
-    want.backward(_t(g))
-    out, _ = conv.forward(x, w, None, (2,), ((1, 1),), (1,), 1)
-    _check(out, want, dtype)
-    _check(conv.input_grad(g, w, x.shape, (2,), ((1, 1),), (1,), 1), xt.grad, dtype)
-    _check(conv.weight_grad(x, g, w.shape, (2,), ((1, 1),), (1,), 1), wt.grad, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -90,6 +90,24 @@ __device__ __forceinline__ long long met_by(long long q, long long t, long long 
   return o < n_out ? o : -1;
 }
 
+// visit(i, j, l, oz, oy, ox) for every tap (i, j, l) through which an output cell (oz, oy, ox)
+// met input cell (z, y, xx)
+template <typename F>
+__device__ __forceinline__ void for_each_meeting(long long z, long long y, long long xx, GEOM, F visit) {
+  for (long long i = 0; i < kd; ++i) {
+    const long long oz = met_by(z, i, sd, pd, dd, OD);
+    if (oz < 0) continue;
+    for (long long j = 0; j < kh; ++j) {
+      const long long oy = met_by(y, j, sh, ph, dh, OH);
+      if (oy < 0) continue;
+      for (long long l = 0; l < kw; ++l) {
+        const long long ox = met_by(xx, l, sw, pw, dw, OW);
+        if (ox >= 0) visit(i, j, l, oz, oy, ox);
+      }
+    }
+  }
+}
+
 // one thread per input element (n, c, z, y, xx), split from its flat index e
 #define SPLIT_INPUT(e) \
   const long long xx = (e) % W, y = ((e) / W) % H, z = ((e) / (W * H)) % D, c = ((e) / (W * H * D)) % channels, \
@@ -103,19 +121,10 @@ __device__ void col2im(const T* __restrict__ dcols, T* __restrict__ dx, long lon
   GRID_LOOP(e, images * channels * D * H * W) {
     SPLIT_INPUT(e)
     A sum = 0;
-    for (long long i = 0; i < kd; ++i) {
-      const long long oz = met_by(z, i, sd, pd, dd, OD);
-      if (oz < 0) continue;
-      for (long long j = 0; j < kh; ++j) {
-        const long long oy = met_by(y, j, sh, ph, dh, OH);
-        if (oy < 0) continue;
-        for (long long l = 0; l < kw; ++l) {
-          const long long ox = met_by(xx, l, sw, pw, dw, OW);
-          if (ox < 0) continue;
-          sum += (A)dcols[(((c * kd + i) * kh + j) * kw + l) * width + ((n * OD + oz) * OH + oy) * OW + ox];
-        }
-      }
-    }
+    for_each_meeting(z, y, xx, GEOM_NAMES, [&](long long i, long long j, long long l, long long oz, long long oy,
+                                               long long ox) {
+      sum += (A)dcols[(((c * kd + i) * kh + j) * kw + l) * width + ((n * OD + oz) * OH + oy) * OW + ox];
+    });
     dx[e] = (T)sum;
   }
 }
@@ -153,18 +162,10 @@ __device__ void depthwise_input_grad(const T* __restrict__ g, const T* __restric
       const long long o = c * mult + m;
       const T* gp = g + (n * outs + o) * OD * OH * OW;
       const T* wp = w + o * kd * kh * kw;
-      for (long long i = 0; i < kd; ++i) {
-        const long long oz = met_by(z, i, sd, pd, dd, OD);
-        if (oz < 0) continue;
-        for (long long j = 0; j < kh; ++j) {
-          const long long oy = met_by(y, j, sh, ph, dh, OH);
-          if (oy < 0) continue;
-          for (long long l = 0; l < kw; ++l) {
-            const long long ox = met_by(xx, l, sw, pw, dw, OW);
-            if (ox >= 0) sum += (A)gp[(oz * OH + oy) * OW + ox] * (A)wp[(i * kh + j) * kw + l];
-          }
-        }
-      }
+      for_each_meeting(z, y, xx, GEOM_NAMES, [&](long long i, long long j, long long l, long long oz, long long oy,
+                                                 long long ox) {
+        sum += (A)gp[(oz * OH + oy) * OW + ox] * (A)wp[(i * kh + j) * kw + l];
+      });
     }
     dx[e] = (T)sum;
   }
@@ -188,7 +189,7 @@ __device__ void depthwise_weight_grad(const T* __restrict__ x, const T* __restri
   sum = block_reduce<A, false>(sum, shared, A(0));
   if (threadIdx.x == 0) gw[tap] = (T)sum;
 }
-""".replace("GEOM", _GEOM)
+""".replace("GEOM_NAMES", _GEOM_NAMES).replace("GEOM", _GEOM)
 
 _ENTRY = r"""
 extern "C" __global__ void im2col_{dtype}(const {t}* x, {t}* cols, long long images, long long channels, {geom}) {{

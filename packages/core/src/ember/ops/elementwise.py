@@ -1036,7 +1036,7 @@ def sigmoid(input, *, out=None):
         r = _make(kernels.activation.sigmoid(input._data), dt)  # one pass, over the threads
     elif type(input._data) is _ndarray and dt in _PLAIN_FLOATS:
         # scipy's logistic function: one pass, never overflows (of integers: in the float dtype)
-        r = _fast_result(_expit(operand(input, dt)), dt)
+        r = _fast_result(_expit(input._data if input.dtype is dt else operand(input, dt)), dt)
     else:
         bk = be(input)
         xp = bk.xp
